@@ -1,0 +1,12 @@
+"""Registers the standard opset (every op module in :mod:`opforge.opset`)."""
+
+from __future__ import annotations
+
+from opforge.hookspecs import Register, hookimpl
+from opforge.opset import all_ops
+
+
+@hookimpl
+def opforge_register_ops(register: Register) -> None:
+    for op_class in all_ops():
+        register(op_class)

@@ -6,16 +6,34 @@ The public API mirrors OpenVINO's Python API (``Core``, ``read_model``, ``compil
 
 from __future__ import annotations
 
+import os
+from typing import Any
+
 from opforge.element_type import Type
 from opforge.errors import OpforgeError
 from opforge.graph import Model, Node, Output, op
 from opforge.hookspecs import hookimpl
 from opforge.op import InferContext, NoAttrs, Op, OpAttrs, TensorSpec
+from opforge.runtime import AsyncInferQueue, CompiledModel, Core, InferRequest, Results
 from opforge.shape import PartialShape
 
 __version__ = "0.1.0"
 
+
+def save_model(model: Model, xml_path: str | os.PathLike[str], *, compress_to_fp16: bool = False) -> None:
+    """Write ``model`` as OpenVINO IR v11: ``xml_path`` plus the ``.bin`` beside it."""
+    from opforge.ir.writer import save_model as _save
+
+    _save(model, xml_path, compress_to_fp16=compress_to_fp16)
+
+
+def read_model(model: str | os.PathLike[str] | bytes, weights: Any = None) -> Model:
+    """Read a model with the installed frontends (``Core().read_model``)."""
+    return Core().read_model(model, weights)
+
+
 __all__ = [
-    "InferContext", "Model", "NoAttrs", "Node", "Op", "OpAttrs", "OpforgeError", "Output",
-    "PartialShape", "TensorSpec", "Type", "__version__", "hookimpl", "op",
+    "AsyncInferQueue", "CompiledModel", "Core", "InferContext", "InferRequest", "Model", "NoAttrs", "Node",
+    "Op", "OpAttrs", "OpforgeError", "Output", "PartialShape", "Results", "TensorSpec", "Type",
+    "__version__", "hookimpl", "op", "read_model", "save_model",
 ]

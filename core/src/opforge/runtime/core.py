@@ -1,0 +1,315 @@
+"""``Core``: the entry point of the runtime API, named as OpenVINO's so its users feel at home."""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import importlib.metadata as md
+import importlib.util
+import os
+import sys
+import threading
+import types
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from opforge.errors import (
+    DeviceNotFoundError,
+    DeviceUnavailableError,
+    ExtensionError,
+    ModelFormatError,
+    PluginLoadError,
+    PropertyError,
+)
+from opforge.frontend.base import ConversionOptions, ModelSource
+from opforge.graph import Model
+from opforge.op import Op
+from opforge.plugins.manager import ENTRY_POINT_GROUP, PluginSystem, default_plugins
+from opforge.plugins.registry import USER, PluginInfo
+from opforge.runtime.compiled_model import CompiledModel
+from opforge.runtime.device import CompileContext, Device
+from opforge.runtime.device_name import DeviceName, parse_device_name
+from opforge.runtime.properties import PropertyTable
+
+#: the priority of things added with Core.add_extension: deliberate, so they override plugins
+USER_PRIORITY = 1
+
+
+class Core:
+    """Reads models, compiles them for devices, and holds per-device properties.
+
+    Each ``Core`` starts from the process-wide plugins and keeps its own additions
+    (``add_extension``) to itself.
+    """
+
+    def __init__(self, plugins: PluginSystem | None = None) -> None:
+        self.plugins = (plugins or default_plugins()).copy()
+        self._devices: dict[str, Device] = {}
+        self._properties: dict[str, PropertyTable] = {}
+        self._user_extensions: list[Any] = []
+        self._lock = threading.RLock()
+
+    # --- devices -----------------------------------------------------------------------------
+    def _device(self, base: str) -> Device:
+        with self._lock:
+            if base in self._devices:
+                return self._devices[base]
+            reg = self.plugins.devices.registration(base)
+            if reg is None:
+                raise DeviceNotFoundError(self._not_found_message(base))
+            try:
+                dev = reg.value()
+            except Exception as err:
+                raise DeviceUnavailableError(
+                    f"device {base}: the factory of plugin {reg.plugin} raised "
+                    f"{type(err).__name__}: {err}"
+                ) from err
+            if not isinstance(dev, Device):
+                raise DeviceUnavailableError(
+                    f"device {base}: plugin {reg.plugin} returned {type(dev).__name__}, not an "
+                    "opforge.runtime.device.Device"
+                )
+            self._devices[base] = dev
+            return dev
+
+    def _device_names(self) -> list[str]:
+        return [str(k) for k in self.plugins.devices.keys()]
+
+    def _availability(self, base: str) -> tuple[bool, str]:
+        try:
+            av = self._device(base).availability()
+        except Exception as err:  # noqa: BLE001 - a broken plugin must not break listing
+            return False, f"{type(err).__name__}: {err}"
+        return av.ok, av.reason
+
+    def _not_found_message(self, name: str) -> str:
+        installed = self._device_names()
+        avail, unavail = [], []
+        for d in installed:
+            ok, why = self._availability(d)
+            (avail if ok else unavail).append(d if ok else f"{d} ({why})")
+        msg = f"device '{name}' is not installed. Available devices: {', '.join(avail) or 'none'}"
+        if unavail:
+            msg += f"; installed but unavailable: {'; '.join(unavail)}"
+        close = difflib.get_close_matches(name.upper(), installed, n=1)
+        if close:
+            msg += f". Did you mean '{close[0]}'?"
+        elif not installed:
+            msg += ". Install a device plugin, e.g. `pip install opforge-cpu`."
+        return msg
+
+    @property
+    def available_devices(self) -> list[str]:
+        """Devices that can run here, enumerated (``GPU.0``, ``GPU.1``...)."""
+        out: list[str] = []
+        for base in self._device_names():
+            ok, _ = self._availability(base)
+            if not ok:
+                continue
+            try:
+                subs = self._device(base).sub_devices()
+            except Exception:  # noqa: BLE001 - listing must survive a broken plugin
+                continue
+            out.extend(subs or [base])
+        return out
+
+    def get_available_devices(self) -> list[str]:
+        return self.available_devices
+
+    def unavailable_devices(self) -> dict[str, str]:
+        """Installed devices that cannot run here, with the reason."""
+        out = {}
+        for base in self._device_names():
+            ok, why = self._availability(base)
+            if not ok:
+                out[base] = why
+        return out
+
+    def _resolve(self, device_name: str) -> tuple[DeviceName, Device]:
+        parsed = parse_device_name(device_name)
+        dev = self._device(parsed.base)
+        ok, why = self._availability(parsed.base)
+        if not ok:
+            others = [d for d in self.available_devices if not d.startswith(parsed.base)]
+            raise DeviceUnavailableError(
+                f"device {parsed.base} is installed but unavailable here: {why}. "
+                f"Available devices: {', '.join(others) or 'none'}"
+            )
+        if parsed.index is not None:
+            subs = dev.sub_devices()
+            if parsed.full.split(":")[0] not in subs:
+                raise DeviceNotFoundError(
+                    f"device '{device_name}' does not exist; {parsed.base} devices here: "
+                    f"{', '.join(subs) or parsed.base}"
+                )
+        return parsed, dev
+
+    # --- properties --------------------------------------------------------------------------
+    def _table(self, base: str) -> PropertyTable:
+        with self._lock:
+            if base not in self._properties:
+                dev = self._device(base)
+                self._properties[base] = PropertyTable(base, list(dev.property_specs))
+            return self._properties[base]
+
+    def set_property(self, device_name: str | Mapping[str, Any],
+                     properties: Mapping[str, Any] | None = None) -> None:
+        """``set_property("CPU", {"INFERENCE_NUM_THREADS": 2})``. Unknown keys are errors."""
+        if isinstance(device_name, Mapping):
+            raise PropertyError(
+                "set_property needs a device name: set_property('CPU', {...}); opforge has no "
+                "Core-wide properties"
+            )
+        base = parse_device_name(device_name).base
+        self._table(base).set(dict(properties or {}))
+
+    def get_property(self, device_name: str, name: str) -> Any:
+        parsed = parse_device_name(device_name)
+        key = name.upper()
+        if key == "AVAILABLE_DEVICES":
+            dev = self._device(parsed.base)
+            return dev.sub_devices() or ([parsed.base] if self._availability(parsed.base)[0] else [])
+        if key == "FULL_DEVICE_NAME":
+            return self._device(parsed.base).full_name(parsed.full)
+        if key == "SUPPORTED_PROPERTIES":
+            return sorted([*self._table(parsed.base).specs, "AVAILABLE_DEVICES", "FULL_DEVICE_NAME",
+                           "SUPPORTED_PROPERTIES"])
+        return self._table(parsed.base).get(name)
+
+    # --- extensions --------------------------------------------------------------------------
+    def add_extension(self, extension: Any) -> None:
+        """Add an op class, a frontend extension, a list of them, a plugin module (object, dotted
+        path or ``.py`` file), or an installed plugin by name (even if autoload is disabled)."""
+        from opforge.frontend.extensions import FrontendExtension
+
+        if isinstance(extension, (list, tuple)):
+            for e in extension:
+                self.add_extension(e)
+            return
+        if isinstance(extension, type) and issubclass(extension, Op):
+            if not getattr(extension, "type_name", None):
+                raise ExtensionError(f"{extension.__name__} has no type_name; set type_name = 'MyOp'")
+            self.plugins.ops.add(extension.key(), extension, USER, USER_PRIORITY)
+            return
+        if isinstance(extension, FrontendExtension):
+            self.plugins.conversion_extensions.add(extension.key, extension, USER, USER_PRIORITY)
+            self._user_extensions.append(extension)
+            return
+        if isinstance(extension, types.ModuleType):
+            self._register_plugin_module(extension, extension.__name__)
+            return
+        if isinstance(extension, (str, os.PathLike)):
+            self._add_extension_by_name(str(extension))
+            return
+        raise ExtensionError(
+            f"add_extension cannot use {type(extension).__name__}: expected an Op subclass, an "
+            "OpExtension/ConversionExtension, a module, a module path, a .py file or an installed "
+            "plugin name"
+        )
+
+    def _register_plugin_module(self, module: Any, name: str) -> None:
+        if not self.plugins.add_plugin_object(module, name):
+            rec = self.plugins.records.get(name)
+            raise PluginLoadError(f"plugin '{name}' could not be registered: {rec.error if rec else '?'}")
+
+    def _add_extension_by_name(self, text: str) -> None:
+        # 1. an installed plugin, by entry-point or distribution name
+        for ep in md.entry_points(group=ENTRY_POINT_GROUP):
+            dist = ep.dist.name if ep.dist is not None else None
+            if text in (ep.name, dist):
+                try:
+                    module = ep.load()
+                except Exception as err:
+                    raise PluginLoadError(f"plugin '{text}' failed to import: {type(err).__name__}: {err}") from err
+                info = PluginInfo(ep.name, dist, ep.dist.version if ep.dist is not None else None)
+                if not (ep.name in self.plugins.records and self.plugins.records[ep.name].status == "loaded"):
+                    if not self.plugins.register_module(module, info, entry_point=ep.value):
+                        raise PluginLoadError(f"plugin {info} could not be registered: "
+                                              f"{self.plugins.records[ep.name].error}")
+                return
+        # 2. a Python file
+        path = Path(text)
+        if path.suffix == ".py":
+            if not path.is_file():
+                raise ExtensionError(f"extension file '{text}' does not exist")
+            mod_name = f"opforge_user_extension_{path.stem}"
+            spec = importlib.util.spec_from_file_location(mod_name, path)
+            if spec is None or spec.loader is None:
+                raise ExtensionError(f"cannot import extension file '{text}'")
+            module = importlib.util.module_from_spec(spec)
+            try:
+                spec.loader.exec_module(module)
+            except Exception as err:
+                raise ExtensionError(f"extension file '{text}' raised on import: {type(err).__name__}: {err}") from err
+            sys.modules[mod_name] = module
+            self._register_plugin_module(module, str(path))
+            return
+        # 3. an importable module path
+        try:
+            module = importlib.import_module(text)
+        except ImportError as err:
+            installed = sorted({ep.name for ep in md.entry_points(group=ENTRY_POINT_GROUP)})
+            raise ExtensionError(
+                f"'{text}' is neither an installed plugin ({', '.join(installed) or 'none installed'}), "
+                f"a .py file, nor an importable module ({err})"
+            ) from err
+        self._register_plugin_module(module, text)
+
+    # --- models ------------------------------------------------------------------------------
+    def read_model(self, model: str | os.PathLike[str] | bytes, weights: str | os.PathLike[str] | bytes | None = None,
+                   *, allow_unsupported: bool = False) -> Model:
+        """Read a model file or bytes with whichever installed frontend recognises it."""
+        source = ModelSource.of(model, weights)
+        options = ConversionOptions(extensions=list(self._user_extensions), allow_unsupported=allow_unsupported)
+        frontends = sorted(
+            (self.plugins.frontends.registration(k) for k in self.plugins.frontends.keys()),
+            key=lambda r: (-r.priority, r.key) if r is not None else (0, ""),  # type: ignore[arg-type, return-value]
+        )
+        for reg in frontends:
+            if reg is None:
+                continue
+            try:
+                ok = reg.value.supports(source)
+            except Exception:  # noqa: BLE001 - a broken detector must not hide the other frontends
+                ok = False
+            if ok:
+                return reg.value.read(source, self.plugins, options)  # type: ignore[no-any-return]
+        readers = ", ".join(
+            f"{r.value.name} ({' '.join(r.value.suffixes) or 'any'})" for r in frontends if r is not None
+        )
+        raise ModelFormatError(
+            f"no installed frontend can read {source.label}; installed frontends: {readers or 'none'}. "
+            "Install one, e.g. `pip install opforge-onnx` for .onnx or `opforge-paddle` for Paddle models."
+        )
+
+    def compile_model(self, model: Model | str | os.PathLike[str] | bytes, device_name: str = "CPU",
+                      config: Mapping[str, Any] | None = None) -> CompiledModel:
+        """Compile ``model`` (or the model file at that path) for ``device_name``."""
+        if not isinstance(model, Model):
+            model = self.read_model(model)
+        parsed, dev = self._resolve(device_name)
+        ctx = self._context(parsed, config)
+        clone = model.clone()
+        executable = dev.compile_model(clone, ctx)
+        return CompiledModel(self, clone, executable, parsed.full, ctx.config)
+
+    def query_model(self, model: Model, device_name: str,
+                    config: Mapping[str, Any] | None = None) -> dict[str, str]:
+        """``{node name: device}`` for every node ``device_name`` can run."""
+        parsed, dev = self._resolve(device_name)
+        return dev.query_model(model, self._context(parsed, config))
+
+    def _context(self, parsed: DeviceName, config: Mapping[str, Any] | None) -> CompileContext:
+        merged = self._table(parsed.base).merged(config)
+        return CompileContext(device_name=parsed.full, config=merged, plugins=self.plugins, core=self)
+
+    def get_versions(self, device_name: str) -> dict[str, str]:
+        base = parse_device_name(device_name).base
+        reg = self.plugins.devices.registration(base)
+        if reg is None:
+            raise DeviceNotFoundError(self._not_found_message(base))
+        return {base: f"{reg.plugin}"}
+
+    def device_plugins(self) -> Sequence[str]:
+        return self._device_names()

@@ -1,2 +1,216 @@
-def main() -> int:
+"""The ``opforge`` command: plugins, devices, convert (the Model Optimizer), demo."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from opforge.errors import OpforgeError
+
+
+def _plugins(args: argparse.Namespace) -> int:
+    from opforge.plugins import default_plugins
+
+    ps = default_plugins()
+    rows = []
+    for name in sorted(ps.records):
+        rec = ps.records[name]
+        if rec.info.builtin and not args.all:
+            continue
+        row: dict[str, Any] = {
+            "name": name,
+            "distribution": rec.info.distribution,
+            "version": rec.info.version,
+            "builtin": rec.info.builtin,
+            "status": rec.status,
+            "error": rec.error,
+            "entry_point": rec.entry_point,
+        }
+        if rec.status == "loaded":
+            row["provides"] = ps.provides(name)
+        rows.append(row)
+    conflicts = [str(c) for c in ps.conflicts()]
+    if args.json:
+        print(json.dumps({"plugins": rows, "conflicts": conflicts, "failures": ps.failures}, indent=2))
+        return 0
+    if not rows:
+        print("no plugins installed" + ("" if args.all else " (add --all to show the built-in ones)"))
+    for row in rows:
+        label = row["distribution"] and f"{row['distribution']} {row['version']}" or "built-in"
+        print(f"{row['name']}  [{label}]  {row['status']}")
+        if row["error"]:
+            print(f"    error: {row['error']}")
+        for kind, items in (row.get("provides") or {}).items():
+            if not items:
+                continue
+            if isinstance(items, dict):
+                for dev, ks in sorted(items.items()):
+                    print(f"    kernels on {dev}: {_short(ks)}")
+            else:
+                print(f"    {kind.replace('_', ' ')}: {_short(items)}")
+    for c in conflicts:
+        print(f"CONFLICT: {c}")
     return 0
+
+
+def _short(items: list[str], limit: int = 12) -> str:
+    shown = ", ".join(items[:limit])
+    return shown + (f", ... ({len(items)} in all)" if len(items) > limit else "")
+
+
+def _devices(args: argparse.Namespace) -> int:
+    from opforge.runtime.core import Core
+
+    core = Core()
+    data = {"available": core.available_devices, "unavailable": core.unavailable_devices()}
+    if args.json:
+        print(json.dumps(data, indent=2))
+        return 0
+    for d in data["available"]:
+        print(f"{d}: {core.get_property(d, 'FULL_DEVICE_NAME')}")
+    for d, why in data["unavailable"].items():
+        print(f"{d}: unavailable ({why})")
+    if not data["available"] and not data["unavailable"]:
+        print("no device plugins installed (pip install opforge-cpu)")
+    return 0
+
+
+_INPUT_RE = re.compile(r"^(?P<name>[^\[]+)(\[(?P<shape>[^\]]*)\])?$")
+
+
+def parse_input_spec(text: str) -> tuple[str, Any]:
+    """``name[1,3,224,224]`` -> ("name", PartialShape); ``?``/``-1`` are dynamic dims."""
+    from opforge.shape import PartialShape
+
+    m = _INPUT_RE.match(text.strip())
+    if not m:
+        raise OpforgeError(f"--input {text!r}: expected NAME or NAME[d0,d1,...]")
+    shape = m.group("shape")
+    return m.group("name").strip(), (PartialShape.parse(shape) if shape is not None else None)
+
+
+def convert(model_path: str, output: str, extensions: list[str], inputs: list[str],
+            compress_to_fp16: bool, allow_unsupported: bool, quiet: bool = False) -> dict[str, Any]:
+    """Convert a model file to IR; returns the summary printed by ``opforge convert``."""
+    from opforge import save_model
+    from opforge.runtime.core import Core
+
+    def say(msg: str) -> None:
+        if not quiet:
+            print(msg, flush=True)
+
+    t0 = time.perf_counter()
+    core = Core()
+    for ext in extensions:
+        say(f"[1/4] adding extension {ext}")
+        core.add_extension(ext)
+    say(f"[2/4] reading {model_path}")
+    model = core.read_model(model_path, allow_unsupported=allow_unsupported)
+    shapes = {}
+    for spec in inputs:
+        name, shape = parse_input_spec(spec)
+        model.input(name)  # raises naming the model's real inputs
+        if shape is not None:
+            shapes[name] = shape
+    if shapes:
+        say(f"[3/4] setting input shapes {', '.join(f'{k}{v}' for k, v in shapes.items())}")
+        model.reshape(shapes)  # type: ignore[arg-type]
+    say(f"[4/4] writing {output}")
+    save_model(model, output, compress_to_fp16=compress_to_fp16)
+    ops = Counter(n.type_name for n in model.get_ordered_ops())
+    custom: dict[str, str] = {}
+    params = 0
+    for n in model.get_ordered_ops():
+        v = n.constant_value()
+        if v is not None and v.dtype.kind == "f":
+            params += int(v.size)
+        if not n.version.startswith("opset"):
+            reg = core.plugins.ops.registration(n.op.key())
+            custom[f"{n.type_name} ({n.version})"] = str(reg.plugin) if reg else "?"
+    summary = {
+        "model": model_path,
+        "output": output,
+        "nodes": sum(ops.values()),
+        "ops": dict(ops.most_common()),
+        "custom_ops": custom,
+        "parameters": params,
+        "inputs": {p.any_name: f"{p.element_type.ir}{p.partial_shape}" for p in model.inputs},
+        "outputs": {p.any_name: f"{p.element_type.ir}{p.partial_shape}" for p in model.outputs},
+        "seconds": round(time.perf_counter() - t0, 3),
+    }
+    return summary
+
+
+def _convert(args: argparse.Namespace) -> int:
+    out = args.output or str(Path(args.model).with_suffix(".xml").name)
+    summary = convert(args.model, out, args.extension or [], args.input or [], args.compress_to_fp16,
+                      args.allow_unsupported, quiet=args.json)
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return 0
+    print(f"converted {summary['model']} -> {summary['output']} in {summary['seconds']} s")
+    print(f"  nodes: {summary['nodes']}  parameters: {summary['parameters']:,}")
+    print("  ops: " + ", ".join(f"{k} x{v}" for k, v in summary["ops"].items()))
+    for op, plugin in summary["custom_ops"].items():
+        print(f"  custom op {op} provided by {plugin}")
+    print("  inputs: " + ", ".join(f"{k}: {v}" for k, v in summary["inputs"].items()))
+    print("  outputs: " + ", ".join(f"{k}: {v}" for k, v in summary["outputs"].items()))
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from opforge.demo import run_demo
+
+    return run_demo(Path(args.out), devices=args.device)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="opforge", description="opforge: inference with pluggable ops, frontends and devices")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    sp = sub.add_parser("plugins", help="list installed plugins and what each provides")
+    sp.add_argument("--json", action="store_true", help="machine-readable output")
+    sp.add_argument("--all", action="store_true", help="include the built-in plugins")
+    sp.set_defaults(func=_plugins)
+
+    sd = sub.add_parser("devices", help="list devices, and why unavailable ones are")
+    sd.add_argument("--json", action="store_true")
+    sd.set_defaults(func=_devices)
+
+    sc = sub.add_parser("convert", help="convert a model (ONNX, Paddle, IR) to OpenVINO IR (.xml + .bin)")
+    sc.add_argument("model")
+    sc.add_argument("-o", "--output", help="output .xml path (default: <model name>.xml here)")
+    sc.add_argument("--extension", action="append", help="extension: installed plugin name, module path or .py file")
+    sc.add_argument("--input", action="append", help="input shape override: name[1,3,224,224] (? = dynamic)")
+    sc.add_argument("--compress-to-fp16", action="store_true", help="store float32 weights as float16")
+    sc.add_argument("--allow-unsupported", action="store_true", help="keep unsupported ops as placeholders")
+    sc.add_argument("--json", action="store_true", help="print the summary as JSON")
+    sc.set_defaults(func=_convert)
+
+    sm = sub.add_parser("demo", help="the main job on the bundled sample model (custom op)")
+    sm.add_argument("--out", default="opforge-demo-out", help="folder for the files it writes")
+    sm.add_argument("--device", action="append", help="devices to run on (default: every available one)")
+    sm.set_defaults(func=_demo)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except OpforgeError as err:
+        print(f"opforge: error: {err}", file=sys.stderr)
+        return 2
+    except KeyError as err:
+        print(f"opforge: error: {err.args[0] if err.args else err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

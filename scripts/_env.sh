@@ -1,0 +1,36 @@
+# Sourced by scripts/demo and scripts/test: makes sure .venv exists and holds every package of
+# the monorepo (found by scanning for pyproject.toml files, not from a hand-kept list) plus the
+# test dependencies. Re-installs only when one of those files changed since the last install.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="$ROOT/.venv"
+PY="${PYTHON:-python3}"
+
+packages() {
+  # core first: every other package depends on it
+  echo "$ROOT/core"
+  for f in "$ROOT"/frontends/*/pyproject.toml "$ROOT"/plugin-*/pyproject.toml "$ROOT"/plugins/*/pyproject.toml; do
+    [ -f "$f" ] && dirname "$f"
+  done
+  return 0
+}
+
+stamp() {
+  { cat "$ROOT/requirements-dev.txt"; for p in $(packages); do cat "$p/pyproject.toml"; done; } | sha256sum | cut -c1-16
+}
+
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "[setup] creating $VENV" >&2
+  "$PY" -m venv "$VENV"
+fi
+want="$(stamp)"
+if [ "$(cat "$VENV/.opforge-stamp" 2>/dev/null || true)" != "$want" ]; then
+  echo "[setup] installing packages into $VENV" >&2
+  "$VENV/bin/python" -m pip install -q --upgrade pip >&2
+  "$VENV/bin/python" -m pip install -q -r "$ROOT/requirements-dev.txt" >&2
+  args=()
+  for p in $(packages); do args+=(-e "$p"); done
+  "$VENV/bin/python" -m pip install -q "${args[@]}" >&2
+  echo "$want" > "$VENV/.opforge-stamp"
+fi
+export PATH="$VENV/bin:$PATH"

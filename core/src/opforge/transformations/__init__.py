@@ -1,5 +1,27 @@
-"""Graph transformations: constant folding, dead-code elimination, pattern replacement."""
+"""Graph transformations: constant folding, dead-code elimination, pattern replacement.
 
-from opforge.transformations.base import Transformation, run_transformations
+Pattern nodes are built with the :mod:`opforge.transformations.pattern` module's functions
+(``pattern.op``, ``pattern.any_input``, ``pattern.constant``, ``pattern.capture``...).
+"""
 
-__all__ = ["Transformation", "run_transformations"]
+from opforge.transformations import pattern
+from opforge.transformations.base import STAGES, Transformation, run_transformations
+from opforge.transformations.constant_folding import ConstantFolding
+from opforge.transformations.dead_code import DeadCodeElimination
+from opforge.transformations.pattern import (
+    GraphRewrite,
+    Match,
+    MatchContext,
+    MatcherPass,
+    PatternError,
+    PatternNode,
+    Predicate,
+    TransformationError,
+    find_matches,
+)
+
+__all__ = [
+    "STAGES", "ConstantFolding", "DeadCodeElimination", "GraphRewrite", "Match", "MatchContext",
+    "MatcherPass", "PatternError", "PatternNode", "Predicate", "Transformation", "TransformationError",
+    "find_matches", "pattern", "run_transformations",
+]

@@ -24,6 +24,7 @@ import dataclasses
 import importlib
 import importlib.metadata as md
 import os
+import re
 import sys
 import threading
 import time
@@ -53,6 +54,11 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "opforge.builtins.ir_frontend",
     "opforge.builtins.standard_transformations",
 )
+
+
+def _canon(name: str) -> str:
+    """Distribution names compare like pip compares them: case and -_. do not matter."""
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def _env_flag(name: str) -> bool:
@@ -114,7 +120,7 @@ class PluginSystem:
             dist = ep.dist.name if ep.dist is not None else None
             version = ep.dist.version if ep.dist is not None else None
             info = PluginInfo(ep.name, dist, version)
-            if allow is not None and ep.name not in allow and (dist or "") not in allow:
+            if allow is not None and not ({_canon(ep.name), _canon(dist or "")} & {_canon(a) for a in allow}):
                 self.records[ep.name] = PluginRecord(info, "disabled", "not in OPFORGE_LOAD_PLUGINS",
                                                      entry_point=ep.value)
                 continue
@@ -133,21 +139,50 @@ class PluginSystem:
     def register_module(self, module: Any, info: PluginInfo, *, entry_point: str | None = None) -> bool:
         """Register a plugin module/object and collect what it provides. False if it failed."""
         with self._lock:
+            if self.pm.is_registered(module):
+                # The same module under another name (a second entry point, or add_extension of an
+                # installed plugin's module): registering it twice would make it conflict with itself.
+                return True
             try:
+                self._reject_wrappers(module, info)
                 self.pm.register(module, name=info.name)
                 self.pm.check_pending()
-            except (pluggy.PluginValidationError, ValueError) as err:
-                try:
+            except (pluggy.PluginValidationError, PluginValidationError, ValueError) as err:
+                # Only undo what this call did: never unregister a plugin registered earlier.
+                if self.pm.get_name(module) == info.name:
                     self.pm.unregister(module)
-                except Exception:  # noqa: BLE001 - pluggy may not have it registered at all
-                    pass
                 self._fail(info, f"invalid hook implementation: {err}", err, entry_point=entry_point)
                 return False
             self.records[info.name] = PluginRecord(info, "loaded", module=module, entry_point=entry_point)
-            ok = self._collect(module, info)
-            if not ok:
-                self.records[info.name].status = "failed"
-            return ok
+            errors = self._collect(module, info)
+            if errors:
+                # A plugin with a failing hook is disabled as a whole: half a plugin (its op but
+                # not the kernel for it, say) would fail later in a more confusing place.
+                for reg in self._registries():
+                    reg.remove_plugin(info)
+                self.pm.unregister(module)
+                self.records[info.name] = PluginRecord(info, "failed", "; ".join(errors),
+                                                       entry_point=entry_point)
+                return False
+            return True
+
+    @staticmethod
+    def _reject_wrappers(module: Any, info: PluginInfo) -> None:
+        # Registration hooks are called one implementation at a time (so one plugin's failure
+        # is contained); around-advice would silently never run, so refuse it loudly.
+        for name in dir(module):
+            if not name.startswith("opforge_"):
+                continue
+            opts = getattr(getattr(module, name, None), "opforge_impl", None)
+            if isinstance(opts, dict) and (opts.get("wrapper") or opts.get("hookwrapper")):
+                raise PluginValidationError(
+                    f"plugin {info}: {name} is declared as a wrapper; opforge's registration hooks "
+                    "do not support wrapper=True/hookwrapper=True"
+                )
+
+    def _registries(self) -> list[Registry[Any]]:
+        return [self.ops, self.frontends, self.extractors, self.conversion_extensions,
+                self.transformations, self.devices, self.kernels]
 
     def _fail(self, info: PluginInfo, reason: str, err: BaseException | None,
               *, entry_point: str | None = None) -> None:
@@ -160,8 +195,9 @@ class PluginSystem:
                       "this an error)", PluginWarning, stacklevel=3)
 
     # --- collection --------------------------------------------------------------------------
-    def _collect(self, module: Any, info: PluginInfo) -> bool:
-        ok = True
+    def _collect(self, module: Any, info: PluginInfo) -> list[str]:
+        """Call the plugin's hooks; returns the errors (empty when everything registered)."""
+        errors: list[str] = []
         for hook_name, registry_adder in self._adders().items():
             caller = getattr(self.pm.hook, hook_name)
             for impl in caller.get_hookimpls():
@@ -171,11 +207,11 @@ class PluginSystem:
                 try:
                     self.call_impl(impl, hook_name, info, register=registry_adder(pending, info))
                 except (PluginHookError, PluginValidationError) as err:
-                    ok = False
+                    errors.append(str(err))
                     self.failures.append(str(err))
                     if self.strict:
                         raise
-                    warnings.warn(str(err) + " (its registrations from this hook were dropped)",
+                    warnings.warn(str(err) + " (the plugin is disabled; opforge goes on without it)",
                                   PluginWarning, stacklevel=4)
                     continue
                 for registry, key, value, priority in pending:
@@ -183,7 +219,7 @@ class PluginSystem:
         if self.strict:
             for c in self.conflicts():
                 raise c
-        return ok
+        return errors
 
     def call_impl(self, impl: Any, hook_name: str, info: PluginInfo, **kwargs: Any) -> Any:
         """Call one hook implementation, wrapping anything it raises once."""
@@ -242,7 +278,10 @@ class PluginSystem:
                 raise PluginValidationError(
                     f"plugin {info}: extractor for {framework} op '{op_type}' has no extract(node) method"
                 )
-            pending.append((self.extractors, (framework, domain, op_type), extractor, priority))
+            from opforge.frontend.extensions import normalize_domain
+
+            fw = framework.lower()
+            pending.append((self.extractors, (fw, normalize_domain(fw, domain), op_type), extractor, priority))
         return register
 
     def _conversion_adder(self, pending: list[Any], info: PluginInfo) -> Callable[..., None]:
@@ -296,8 +335,7 @@ class PluginSystem:
     # --- queries -----------------------------------------------------------------------------
     def conflicts(self) -> list[PluginConflictError]:
         out: list[PluginConflictError] = []
-        for reg in (self.ops, self.frontends, self.extractors, self.conversion_extensions,
-                    self.transformations, self.devices, self.kernels):
+        for reg in self._registries():
             out.extend(reg.conflicts())
         return out
 

@@ -76,6 +76,11 @@ class Registry(Generic[T]):
     def conflict_error(self, key: Hashable, regs: list[Registration[T]]) -> PluginConflictError:
         # Sorted, so the message is identical whatever order the plugins were installed in.
         names = sorted(str(r.plugin) for r in regs)
+        if len(set(names)) == 1:
+            return PluginConflictError(
+                f"{self.kind} {_key_str(key)} is registered {len(regs)} times by plugin {names[0]}; "
+                "register each key once."
+            )
         return PluginConflictError(
             f"{self.kind} {_key_str(key)} is registered by more than one plugin: "
             + " and ".join(names)

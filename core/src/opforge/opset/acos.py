@@ -1,0 +1,22 @@
+"""Acos-1: the arccosine of each element, in radians (NaN outside [-1, 1]).
+
+Integer tensors are accepted; their results are rounded half away from zero.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from opforge.opset._elementwise import UnaryElementwise
+from opforge.opset._numeric_cast import apply_float_fn
+
+
+class Acos(UnaryElementwise):
+    type_name = "Acos"
+    version = "opset1"
+
+    @classmethod
+    def compute(cls, attrs: Any, x: np.ndarray) -> np.ndarray:
+        return apply_float_fn(x, np.arccos)

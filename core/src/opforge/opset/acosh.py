@@ -1,0 +1,25 @@
+"""Acosh-3: the inverse hyperbolic cosine of each element (NaN below 1).
+
+Integer tensors are accepted; their results are rounded half away from zero.
+
+The operation is version 3 of Acosh (``ov::op::v3``), but OpenVINO first put it in opset4 and its
+IR reader only knows it there, so the IR version is ``opset4``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from opforge.opset._elementwise import UnaryElementwise
+from opforge.opset._numeric_cast import apply_float_fn
+
+
+class Acosh(UnaryElementwise):
+    type_name = "Acosh"
+    version = "opset4"
+
+    @classmethod
+    def compute(cls, attrs: Any, x: np.ndarray) -> np.ndarray:
+        return apply_float_fn(x, np.arccosh)

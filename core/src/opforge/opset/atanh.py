@@ -1,0 +1,25 @@
+"""Atanh-3: the inverse hyperbolic tangent of each element (NaN outside [-1, 1]).
+
+Integer tensors are accepted; their results are rounded half away from zero.
+
+The operation is version 3 of Atanh (``ov::op::v3``), but OpenVINO first put it in opset4 and its
+IR reader only knows it there, so the IR version is ``opset4``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from opforge.opset._elementwise import UnaryElementwise
+from opforge.opset._numeric_cast import apply_float_fn
+
+
+class Atanh(UnaryElementwise):
+    type_name = "Atanh"
+    version = "opset4"
+
+    @classmethod
+    def compute(cls, attrs: Any, x: np.ndarray) -> np.ndarray:
+        return apply_float_fn(x, np.arctanh)

@@ -1,0 +1,21 @@
+"""Ceiling-1: the smallest integer not less than each element (integers are unchanged)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from opforge.opset._elementwise import UnaryElementwise
+from opforge.opset._numeric_cast import apply_float_fn, is_float_dtype
+
+
+class Ceiling(UnaryElementwise):
+    type_name = "Ceiling"
+    version = "opset1"
+
+    @classmethod
+    def compute(cls, attrs: Any, x: np.ndarray) -> np.ndarray:
+        if is_float_dtype(x.dtype):
+            return apply_float_fn(x, np.ceil)
+        return x.copy()

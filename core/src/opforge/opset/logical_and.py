@@ -1,0 +1,20 @@
+"""LogicalAnd-1: x AND y element-wise with auto-broadcast on boolean tensors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from opforge.opset._elementwise import BinaryElementwise
+
+
+class LogicalAnd(BinaryElementwise):
+    type_name = "LogicalAnd"
+    version = "opset1"
+    accepts = "boolean"
+    output_boolean = True
+
+    @classmethod
+    def compute(cls, attrs: Any, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.logical_and(a, b)

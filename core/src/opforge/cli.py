@@ -42,7 +42,7 @@ def _plugins(args: argparse.Namespace) -> int:
     if not rows:
         print("no plugins installed" + ("" if args.all else " (add --all to show the built-in ones)"))
     for row in rows:
-        label = row["distribution"] and f"{row['distribution']} {row['version']}" or "built-in"
+        label = (row["distribution"] and f"{row['distribution']} {row['version']}") or "built-in"
         print(f"{row['name']}  [{label}]  {row['status']}")
         if row["error"]:
             print(f"    error: {row['error']}")
@@ -68,15 +68,16 @@ def _devices(args: argparse.Namespace) -> int:
     from opforge.runtime.core import Core
 
     core = Core()
-    data = {"available": core.available_devices, "unavailable": core.unavailable_devices()}
+    available = core.available_devices
+    unavailable = core.unavailable_devices()
     if args.json:
-        print(json.dumps(data, indent=2))
+        print(json.dumps({"available": available, "unavailable": unavailable}, indent=2))
         return 0
-    for d in data["available"]:
+    for d in available:
         print(f"{d}: {core.get_property(d, 'FULL_DEVICE_NAME')}")
-    for d, why in data["unavailable"].items():
+    for d, why in unavailable.items():
         print(f"{d}: unavailable ({why})")
-    if not data["available"] and not data["unavailable"]:
+    if not available and not unavailable:
         print("no device plugins installed (pip install opforge-cpu)")
     return 0
 

@@ -64,9 +64,9 @@ def run_demo(out: Path, devices: list[str] | None = None) -> int:
                 t0 = time.perf_counter()
                 res = compiled([x])
                 times.append((time.perf_counter() - t0) * 1e3)
-            err = float(np.max(np.abs(res[0] - want)))
-            ok = err <= 1e-4 * max(1.0, float(np.max(np.abs(want))))
-            print(f"[5/5] {dev:<16} median {np.median(times):7.3f} ms   max |diff| vs reference {err:.2e}  "
+            diff = float(np.max(np.abs(res[0] - want)))
+            ok = diff <= 1e-4 * max(1.0, float(np.max(np.abs(want))))
+            print(f"[5/5] {dev:<16} median {np.median(times):7.3f} ms   max |diff| vs reference {diff:.2e}  "
                   f"{'OK' if ok else 'MISMATCH'}")
             failed += not ok
         except OpforgeError as e:

@@ -28,7 +28,7 @@ _ids = itertools.count(1)
 class Output:
     """An output port of a node: what other nodes take as input."""
 
-    __slots__ = ("node", "index")
+    __slots__ = ("index", "node")
 
     def __init__(self, node: Node, index: int) -> None:
         self.node = node

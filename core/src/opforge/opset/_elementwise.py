@@ -8,7 +8,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 
 from opforge.element_type import Type
-from opforge.errors import KernelError
+from opforge.errors import KernelError, ModelValidationError
 from opforge.op import InferContext, Op, OpAttrs, TensorSpec
 from opforge.shape import PartialShape
 
@@ -62,7 +62,7 @@ def broadcast_shapes(ctx: InferContext, a: PartialShape, b: PartialShape, mode: 
     if mode == "none":
         try:
             return a.merge(b)
-        except Exception:
+        except ModelValidationError:
             raise ctx.error(f"input shapes {a} and {b} differ and auto_broadcast is 'none'") from None
     if a.rank is None or b.rank is None:
         return PartialShape.dynamic()
@@ -82,9 +82,7 @@ def broadcast_shapes(ctx: InferContext, a: PartialShape, b: PartialShape, mode: 
             out.append(None)
         elif x is None:
             out.append(y)
-        elif y is None:
-            out.append(x)
-        elif x == y:
+        elif y is None or x == y:
             out.append(x)
         else:
             raise ctx.error(f"input shapes {a} and {b} cannot be broadcast (dimension {i}: {x} vs {y})")

@@ -28,7 +28,6 @@ import re
 import sys
 import threading
 import time
-import types
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -37,7 +36,6 @@ import pluggy
 
 from opforge import hookspecs
 from opforge.errors import (
-    OpforgeError,
     PluginConflictError,
     PluginHookError,
     PluginLoadError,
@@ -128,7 +126,7 @@ class PluginSystem:
                 continue
             try:
                 module = ep.load()
-            except BaseException as err:  # noqa: BLE001 - a plugin's import may raise anything
+            except BaseException as err:
                 if isinstance(err, (KeyboardInterrupt, SystemExit)):
                     raise
                 self._fail(info, f"import of '{ep.value}' failed: {type(err).__name__}: {err}", err,
@@ -320,6 +318,7 @@ class PluginSystem:
     def _kernel_adder(self, pending: list[Any], info: PluginInfo) -> Callable[..., None]:
         def register(device: str, op: str | type[Op], kernel: Any, *, version: str | None = None,
                      priority: int = 0) -> None:
+            ver: str | None
             if isinstance(op, type) and issubclass(op, Op):
                 type_name, ver = op.type_name, version or op.version
             elif isinstance(op, str):
@@ -363,8 +362,9 @@ class PluginSystem:
         }
         kernels: dict[str, list[str]] = {}
         for key in self.kernels.provided_by(info):
-            dev, t, v = key  # type: ignore[misc]
-            kernels.setdefault(dev, []).append(t if v is None else f"{t}/{v}")
+            if isinstance(key, tuple):
+                dev, t, v = key
+                kernels.setdefault(str(dev), []).append(t if v is None else f"{t}/{v}")
         out["kernels"] = kernels  # type: ignore[assignment]
         return out
 

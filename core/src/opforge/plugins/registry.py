@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Hashable, Iterator
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from opforge.errors import PluginConflictError, UnsupportedOpError
 from opforge.op import Op
@@ -146,9 +146,12 @@ class OpRegistry(Registry[type[Op]]):
     def __init__(self, kind: str = "operation") -> None:
         super().__init__(kind)
 
+    def _op_keys(self) -> list[tuple[str, str]]:
+        return [k for k in self._entries if isinstance(k, tuple)]
+
     def versions(self, type_name: str) -> list[str]:
         return sorted(
-            (v for (t, v) in self._entries if t == type_name),  # type: ignore[misc]
+            (str(k[1]) for k in self._op_keys() if k[0] == type_name),
             key=lambda v: (_opset_number(v) is None, _opset_number(v) or 0, v),
         )
 
@@ -172,7 +175,7 @@ class OpRegistry(Registry[type[Op]]):
             return self._winner((type_name, pick)).value
         n = _opset_number(version)
         if n is None or not standard:
-            opsets = sorted({v for (_, v) in self._entries if _opset_number(v) is None})  # type: ignore[misc]
+            opsets = sorted({k[1] for k in self._op_keys() if _opset_number(k[1]) is None})
             raise UnsupportedOpError(
                 f"operation '{type_name}' of opset '{version}' is not registered "
                 f"(registered versions of '{type_name}': {', '.join(versions)}; custom opsets "

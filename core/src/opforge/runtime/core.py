@@ -74,7 +74,7 @@ class Core:
             return dev
 
     def _device_names(self) -> list[str]:
-        return [str(k) for k in self.plugins.devices.keys()]
+        return [str(k) for k in self.plugins.devices.keys()]  # noqa: SIM118 - sorted keys, not a dict
 
     def _availability(self, base: str) -> tuple[bool, str]:
         try:
@@ -85,7 +85,8 @@ class Core:
 
     def _not_found_message(self, name: str) -> str:
         installed = self._device_names()
-        avail, unavail = [], []
+        avail: list[str] = []
+        unavail: list[str] = []
         for d in installed:
             ok, why = self._availability(d)
             (avail if ok else unavail).append(d if ok else f"{d} ({why})")
@@ -223,9 +224,9 @@ class Core:
                 except Exception as err:
                     raise PluginLoadError(f"plugin '{text}' failed to import: {type(err).__name__}: {err}") from err
                 info = PluginInfo(ep.name, dist, ep.dist.version if ep.dist is not None else None)
-                if not (ep.name in self.plugins.records and self.plugins.records[ep.name].status == "loaded"):
-                    if not self.plugins.register_module(module, info, entry_point=ep.value):
-                        raise PluginLoadError(f"plugin {info} could not be registered: "
+                already = ep.name in self.plugins.records and self.plugins.records[ep.name].status == "loaded"
+                if not already and not self.plugins.register_module(module, info, entry_point=ep.value):
+                    raise PluginLoadError(f"plugin {info} could not be registered: "
                                               f"{self.plugins.records[ep.name].error}")
                 return
         # 2. a Python file
@@ -263,7 +264,7 @@ class Core:
         source = ModelSource.of(model, weights)
         options = ConversionOptions(extensions=list(self._user_extensions), allow_unsupported=allow_unsupported)
         frontends = sorted(
-            (self.plugins.frontends.registration(k) for k in self.plugins.frontends.keys()),
+            (self.plugins.frontends.registration(k) for k in self.plugins.frontends.keys()),  # noqa: SIM118
             key=lambda r: (-r.priority, r.key) if r is not None else (0, ""),  # type: ignore[arg-type, return-value]
         )
         for reg in frontends:

@@ -17,7 +17,7 @@ from opforge.runtime.results import Results
 if TYPE_CHECKING:
     from opforge.runtime.compiled_model import CompiledModel
 
-Inputs = Sequence[Any] | Mapping[Any, Any] | np.ndarray | None
+Inputs = Sequence[Any] | Mapping[Any, Any] | None
 
 
 class InferRequest:

@@ -13,7 +13,7 @@ from opforge.graph import Model, Output
 from opforge.shape import shape_str
 
 
-def bind_inputs(model: Model, inputs: Sequence[Any] | Mapping[Any, Any]) -> list[np.ndarray]:
+def bind_inputs(model: Model, inputs: Sequence[Any] | Mapping[Any, Any] | np.ndarray) -> list[np.ndarray]:
     """Match user inputs (a list, or a dict by name/index/port) to the model's parameters and
     check their element types and shapes."""
     ports = model.inputs
@@ -55,9 +55,7 @@ def check_input(port: Output, value: Any) -> np.ndarray:
     if not isinstance(value, (np.ndarray, np.generic)):
         if isinstance(value, (int, float, bool, list, tuple)):
             value = np.asarray(value)
-            if value.dtype == np.float64 and port.element_type is not Type.f64:
-                value = value.astype(port.element_type.np)
-            elif value.dtype == np.int64 and port.element_type.is_integral:
+            if (value.dtype == np.float64 and port.element_type is not Type.f64) or (value.dtype == np.int64 and port.element_type.is_integral):
                 value = value.astype(port.element_type.np)
         else:
             raise InputTypeError(f"Input '{name}' must be a NumPy array, got {type(value).__name__}")

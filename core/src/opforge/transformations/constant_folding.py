@@ -41,7 +41,7 @@ class ConstantFolding(Transformation):
                 continue
             for i, arr in enumerate(outs):
                 name = node.name if len(outs) == 1 else f"{node.name}:{i}"
-                const = Node.create("Constant", [], {"value": np.ascontiguousarray(arr)}, name=name)
+                const = Node.create("Constant", [], {"value": np.asarray(arr, order="C")}, name=name)
                 const.output(0).set_names(node.output(i).names)
                 const.rt_info.update(node.rt_info)
                 model.replace_output(node.output(i), const.output(0))

@@ -1,0 +1,556 @@
+"""Frontend extensions: how a framework op becomes opforge ops.
+
+Two generations of OpenVINO's API, both available on every frontend:
+
+* **Frontend extensions** -- :class:`OpExtension` (one framework op -> one op, attributes mapped
+  by name, by a rename map or to constants) and :class:`ConversionExtension` (a function that
+  builds any sub-graph from a :class:`~opforge.frontend.node_context.NodeContext`).
+* **Model-Optimizer style** -- an *extractor* (:class:`FrontExtractorOp`: framework node ->
+  op class + attributes) registered through ``opforge_register_extractors``, paired with an op
+  class (an :class:`opforge.Op` with shape inference) registered through ``opforge_register_ops``.
+
+Which one converts a node (the first match wins, as in the Model Optimizer):
+
+1. a user **mapping file** (``extension="ops.json"``, see :func:`load_mapping_file`);
+2. **extensions**: the user's ``extension=`` objects in the order given, then those plugins
+   registered through ``opforge_register_conversion_extensions``;
+3. **extractors** registered through ``opforge_register_extractors``;
+4. the frontend's **standard translators**: ConversionExtensions a frontend registers at
+   :data:`STANDARD_PRIORITY`, so that any other registration overrides them without a conflict.
+
+Keys are ``(framework, domain, op_type)``. An extension whose ``framework`` is ``""`` applies to
+every frontend. For ONNX the domain matters (``com.example::Swish`` is not ``Swish``);
+``"ai.onnx"`` and ``""`` are the same default domain.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import typing
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import pydantic
+from pydantic import TypeAdapter
+
+from opforge.element_type import Type
+from opforge.errors import (
+    AttributeValidationError,
+    ConversionError,
+    ExtensionError,
+    ModelFormatError,
+    ModelValidationError,
+    UnsupportedOpError,
+)
+from opforge.graph import Node, Output
+from opforge.op import Op
+from opforge.shape import PartialShape
+
+if TYPE_CHECKING:
+    from opforge.frontend.node_context import NodeContext
+    from opforge.plugins.manager import PluginSystem
+
+#: The priority frontends register their own translators at: lower than anything a user or
+#: another plugin registers by default, and below extractors in the lookup order.
+STANDARD_PRIORITY = -1000
+
+#: What a conversion function returns: outputs in framework order (None for an output that is
+#: not produced), or outputs by name for frameworks with named outputs (PaddlePaddle).
+ConversionResult = Sequence[Output | Node | None] | Mapping[str, Sequence[Output | Node] | Output | Node]
+
+
+def normalize_domain(framework: str, domain: str | None) -> str:
+    """ONNX spells its default domain both ``""`` and ``"ai.onnx"``; keys use ``""``."""
+    d = (domain or "").strip()
+    if framework in ("onnx", "") and d == "ai.onnx":
+        return ""
+    return d
+
+
+def key_label(key: tuple[str, str, str]) -> str:
+    fw, dom, op = key
+    return f"{fw or 'any framework'} op '{dom + '::' if dom else ''}{op}'"
+
+
+class FrontendExtension:
+    """Base class of everything that converts one framework op type.
+
+    ``key`` is ``(framework, domain, op_type)``; ``framework == ""`` matches every frontend."""
+
+    framework: str
+    domain: str
+    op_type: str
+
+    def __init__(self, op_type: str, *, framework: str | None = None, domain: str | None = "") -> None:
+        if not isinstance(op_type, str) or not op_type:
+            raise ExtensionError(
+                f"{type(self).__name__}: the framework op type must be a non-empty string, got {op_type!r}"
+            )
+        self.framework = (framework or "").strip().lower()
+        self.domain = normalize_domain(self.framework, domain)
+        self.op_type = op_type
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.framework, self.domain, self.op_type)
+
+    def convert(self, ctx: NodeContext) -> ConversionResult:
+        """Build the opforge nodes for one framework node; outputs in framework order."""
+        raise ExtensionError(f"{type(self).__name__} for {key_label(self.key)} defines no convert()")
+
+    def describe(self) -> str:
+        return f"{type(self).__name__}({key_label(self.key)})"
+
+    def __repr__(self) -> str:
+        return f"<{self.describe()}>"
+
+
+class ConversionExtension(FrontendExtension):
+    """One framework op -> a function that builds any sub-graph.
+
+    ``converter(ctx: NodeContext)`` returns the outputs in the framework op's output order::
+
+        def thresholded_relu(ctx):
+            x = ctx.get_input(0)
+            alpha = ctx.const(ctx.get_attribute("alpha", 1.0), x.element_type)
+            mask = ctx.op("Convert", ctx.op("Greater", x, alpha), destination_type=x.element_type)
+            return [ctx.op("Multiply", x, mask)]
+
+        ConversionExtension("ThresholdedRelu", thresholded_relu, framework="onnx")
+    """
+
+    def __init__(self, op_type: str, converter: Callable[[NodeContext], ConversionResult], *,
+                 framework: str | None = None, domain: str | None = "") -> None:
+        super().__init__(op_type, framework=framework, domain=domain)
+        if not callable(converter):
+            raise ExtensionError(
+                f"ConversionExtension for {key_label(self.key)}: converter must be callable "
+                f"(ctx: NodeContext) -> list of outputs, got {type(converter).__name__}"
+            )
+        self.converter = converter
+
+    def convert(self, ctx: NodeContext) -> ConversionResult:
+        return self.converter(ctx)
+
+    def describe(self) -> str:
+        fn = getattr(self.converter, "__qualname__", type(self.converter).__name__)
+        mod = getattr(self.converter, "__module__", "")
+        return f"ConversionExtension({key_label(self.key)} -> {mod}.{fn})"
+
+
+# ============================================================================ OpExtension
+def _attr_fields(op_cls: type[Op]) -> dict[str, Any]:
+    return dict(op_cls.Attrs.model_fields)
+
+
+def _standard_op(type_name: str) -> type[Op] | None:
+    """The standard op of that name from the opset package (newest version), without touching the
+    plugin system: extensions are often built while plugins are still being loaded."""
+    from opforge.opset import all_ops
+
+    found = [o for o in all_ops() if o.type_name == type_name]
+    if not found:
+        return None
+    return max(found, key=lambda o: int(o.version[5:]) if o.version[5:].isdigit() else -1)
+
+
+def _annotation_dtype(annotation: Any) -> Any:
+    """What ``NodeContext.get_attribute(dtype=...)`` should decode a framework value to."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Union or str(origin) == "<class 'types.UnionType'>":
+        non_none = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return _annotation_dtype(non_none[0]) if len(non_none) == 1 else None
+    if annotation in (Type, PartialShape, bool, int, float, str):
+        return annotation
+    if origin in (list, tuple) or annotation in (list, tuple):
+        return list
+    return None
+
+
+class OpExtension(FrontendExtension):
+    """One framework op -> one opforge op, inputs and outputs mapped in order.
+
+    ``OpExtension("Relu", "MyRelu")`` maps framework ``MyRelu`` to the standard ``Relu``;
+    ``OpExtension(MyOp)`` maps the framework op of the same name to a custom op class. Every
+    attribute of the target is initialised, in this order, from:
+
+    * ``attr_values_map[attr]``, a constant;
+    * the framework attribute ``attr_names_map[attr]`` (a rename: target name -> framework name);
+    * the framework attribute of the same name;
+    * the target's default value.
+
+    Values are copied as they are (no expressions); a value whose type does not fit the target
+    attribute is an :class:`~opforge.errors.ExtensionError`. For frameworks with named inputs
+    and outputs (PaddlePaddle) give ``inputs=[...]`` and ``outputs=[...]``: the framework names
+    in the target's port order.
+    """
+
+    def __init__(
+        self,
+        target: str | type[Op],
+        fw_type: str | None = None,
+        attr_names_map: Mapping[str, str] | None = None,
+        attr_values_map: Mapping[str, Any] | None = None,
+        *,
+        framework: str | None = None,
+        domain: str | None = "",
+        inputs: Sequence[str] | None = None,
+        outputs: Sequence[str] | None = None,
+        version: str | None = None,
+        source: str = "",
+    ) -> None:
+        if isinstance(target, type) and issubclass(target, Op):
+            target_name = target.type_name
+        elif isinstance(target, str) and target:
+            target_name = target
+        else:
+            raise ExtensionError(
+                f"OpExtension: target must be an opforge.Op subclass or a registered op type name "
+                f"such as 'Relu', got {target!r}"
+            )
+        super().__init__(fw_type or target_name, framework=framework, domain=domain)
+        self.target = target
+        self.target_name = target_name
+        self.version = version
+        self.attr_names_map = dict(attr_names_map or {})
+        self.attr_values_map = dict(attr_values_map or {})
+        self.inputs = list(inputs) if inputs is not None else None
+        self.outputs = list(outputs) if outputs is not None else None
+        self.source = source
+        for k, v in self.attr_names_map.items():
+            if not isinstance(k, str) or not isinstance(v, str):
+                raise ExtensionError(
+                    f"{self._where()}: attr_names_map maps target attribute names to framework attribute "
+                    f"names (str -> str), got {k!r} -> {v!r}"
+                )
+        both = sorted(set(self.attr_names_map) & set(self.attr_values_map))
+        if both:
+            raise ExtensionError(
+                f"{self._where()}: attribute(s) {', '.join(both)} are both renamed (attr_names_map) and "
+                "set to a constant (attr_values_map); keep one"
+            )
+        self._resolved: type[Op] | None = None
+        op_cls = target if isinstance(target, type) else _standard_op(target_name)
+        if op_cls is not None:
+            # Validate now, so a wrong mapping fails where it is written, not at conversion.
+            self._check_target(op_cls)
+
+    def _where(self) -> str:
+        src = f" (from {self.source})" if self.source else ""
+        return f"OpExtension {key_label(self.key)} -> '{self.target_name}'{src}"
+
+    def _check_target(self, op_cls: type[Op]) -> None:
+        fields = _attr_fields(op_cls)
+        for name in [*self.attr_names_map, *self.attr_values_map]:
+            if name not in fields:
+                raise ExtensionError(
+                    f"{self._where()}: '{op_cls.type_name}' has no attribute '{name}'; its attributes: "
+                    f"{', '.join(fields) or 'none'}"
+                )
+        hints = typing.get_type_hints(op_cls.Attrs)
+        for name, value in self.attr_values_map.items():
+            try:
+                TypeAdapter(hints.get(name, Any)).validate_python(value)
+            except pydantic.ValidationError as err:
+                msg = err.errors()[0]["msg"] if err.errors() else str(err)
+                raise ExtensionError(
+                    f"{self._where()}: attr_values_map['{name}'] = {value!r} ({type(value).__name__}) is "
+                    f"incompatible with attribute '{name}' of '{op_cls.type_name}' "
+                    f"({getattr(hints.get(name), '__name__', hints.get(name))}): {msg}"
+                ) from None
+        if self.inputs is not None:
+            n = len(self.inputs)
+            if n < op_cls.min_inputs or (op_cls.max_inputs is not None and n > op_cls.max_inputs):
+                most = op_cls.max_inputs if op_cls.max_inputs is not None else "any number"
+                raise ExtensionError(
+                    f"{self._where()}: {n} named input(s) given but '{op_cls.type_name}' takes "
+                    f"{op_cls.min_inputs} to {most}"
+                )
+
+    def resolve(self, registry: Any) -> type[Op]:
+        """The target op class from the session's registry, validated once."""
+        if isinstance(self.target, type):
+            return self.target
+        if self._resolved is None:
+            try:
+                op_cls = registry.get(self.target_name, self.version)
+            except UnsupportedOpError as err:
+                raise ExtensionError(f"{self._where()}: target op is not available: {err}") from None
+            self._check_target(op_cls)
+            self._resolved = op_cls
+        return self._resolved
+
+    def convert(self, ctx: NodeContext) -> ConversionResult:
+        op_cls = self.resolve(ctx.builder.registry)
+        hints = typing.get_type_hints(op_cls.Attrs)
+        values: dict[str, Any] = {}
+        for name, field in _attr_fields(op_cls).items():
+            if name in self.attr_values_map:
+                values[name] = self.attr_values_map[name]
+                continue
+            fw_name = self.attr_names_map.get(name, name)
+            if ctx.has_attribute(fw_name):
+                values[name] = ctx.get_attribute(fw_name, dtype=_annotation_dtype(hints.get(name)))
+            elif name in self.attr_names_map or field.is_required():
+                raise ExtensionError(
+                    f"{self._where()}: cannot initialise attribute '{name}' of '{op_cls.type_name}' for "
+                    f"{ctx.label}: the node has no attribute '{fw_name}' (it has: "
+                    f"{', '.join(ctx.get_attribute_names()) or 'none'}). Map it with attr_names_map or set "
+                    "it with attr_values_map."
+                )
+        if self.inputs is not None:
+            ins: list[Output | None] = [ctx.get_input(n) if ctx.has_input(n) else None for n in self.inputs]
+        else:
+            ins = ctx.get_inputs()
+        try:
+            node = ctx.op(op_cls, *ins, **values)
+        except AttributeValidationError as err:
+            raise ExtensionError(
+                f"{self._where()}: the attributes of {ctx.label} do not fit '{op_cls.type_name}': {err}"
+            ) from None
+        outs = node.outputs()
+        if self.outputs is not None:
+            return {name: outs[i] for i, name in enumerate(self.outputs) if i < len(outs)}
+        return outs
+
+    def describe(self) -> str:
+        return self._where()
+
+
+# ============================================================================ extractors
+class FrontExtractorOp:
+    """A Model-Optimizer-style extractor: reads a framework node's attributes for an op class.
+
+    Subclass, set ``op`` (the framework op type), ``framework`` and ``domain``, and implement
+    ``extract``. Register it from a plugin::
+
+        @hookimpl
+        def opforge_register_extractors(register):
+            register("onnx", MyOpExtractor.op, MyOpExtractor, domain=MyOpExtractor.domain)
+
+    The framework node's inputs are connected to the op class's inputs in order.
+    """
+
+    op: ClassVar[str] = ""
+    framework: ClassVar[str] = "onnx"
+    domain: ClassVar[str] = ""
+    enabled: ClassVar[bool] = True
+
+    @classmethod
+    def extract(cls, node: NodeContext) -> tuple[type[Op] | str, dict[str, Any]]:
+        """Return ``(op_class or registered type name, attributes)`` for ``node``."""
+        raise ExtensionError(f"extractor {cls.__name__} for '{cls.op}' defines no extract()")
+
+
+class ExtractorExtension(FrontendExtension):
+    """Adapts an extractor (anything with ``extract(node) -> (op, attrs)``) to the conversion
+    interface, so the lookup treats both alike."""
+
+    def __init__(self, extractor: Any, op_type: str, *, framework: str, domain: str = "") -> None:
+        super().__init__(op_type, framework=framework, domain=domain)
+        if not callable(getattr(extractor, "extract", None)):
+            raise ExtensionError(f"extractor {extractor!r} for {key_label(self.key)} has no extract(node)")
+        self.extractor = extractor
+
+    def convert(self, ctx: NodeContext) -> ConversionResult:
+        result = self.extractor.extract(ctx)
+        if not (isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], Mapping)):
+            raise ExtensionError(
+                f"extractor {self._name()} returned {result!r} for {ctx.label}; expected "
+                "(op_class or type name, attributes dict)"
+            )
+        op, attrs = result
+        node = ctx.op(op, *ctx.get_inputs(), **dict(attrs))
+        return node.outputs()
+
+    def _name(self) -> str:
+        e = self.extractor
+        return getattr(e, "__qualname__", None) or type(e).__qualname__
+
+    def describe(self) -> str:
+        return f"extractor {self._name()} ({key_label(self.key)})"
+
+
+# ============================================================================ mapping files
+def load_mapping_file(path: str | Path) -> list[OpExtension]:
+    """Read a user mapping file: JSON, the declarative form of :class:`OpExtension`.
+
+    ::
+
+        {
+          "mappings": [
+            {"framework": "onnx", "domain": "com.example", "op_type": "MyRelu", "target": "Relu"},
+            {"framework": "onnx", "op_type": "CustomElu", "target": "Elu",
+             "attr_names_map": {"alpha": "a"}, "attr_values_map": {}},
+            {"framework": "paddle", "op_type": "my_relu", "target": "Relu",
+             "inputs": ["X"], "outputs": ["Out"]}
+          ]
+        }
+
+    ``framework`` defaults to every framework and ``domain`` to the default domain; ``target`` is
+    a registered op type name (``version`` optional). Entries win over every extension.
+    """
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise ExtensionError(f"mapping file '{p}' cannot be read: {err}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ModelFormatError(f"mapping file '{p}' is not valid JSON: {err}") from None
+    entries = data.get("mappings") if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        raise ExtensionError(
+            f"mapping file '{p}': expected an object with a 'mappings' list, got {type(data).__name__}"
+        )
+    known = {"framework", "domain", "op_type", "target", "version", "attr_names_map", "attr_values_map",
+             "inputs", "outputs"}
+    out: list[OpExtension] = []
+    for i, e in enumerate(entries):
+        where = f"mapping file '{p}', entry {i}"
+        if not isinstance(e, dict) or not isinstance(e.get("op_type"), str) or not isinstance(e.get("target"), str):
+            raise ExtensionError(f"{where}: each entry needs string 'op_type' and 'target', got {e!r}")
+        unknown = sorted(set(e) - known)
+        if unknown:
+            raise ExtensionError(f"{where}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(known))}")
+        out.append(OpExtension(
+            e["target"], e["op_type"], e.get("attr_names_map"), e.get("attr_values_map"),
+            framework=e.get("framework"), domain=e.get("domain", ""), inputs=e.get("inputs"),
+            outputs=e.get("outputs"), version=e.get("version"), source=f"{p} entry {i}",
+        ))
+    return out
+
+
+@dataclasses.dataclass
+class MappingFile:
+    """A mapping file given as an extension: its entries take precedence over all extensions."""
+
+    path: Path
+    entries: list[OpExtension]
+
+    @classmethod
+    def load(cls, path: str | Path) -> MappingFile:
+        return cls(Path(path), load_mapping_file(path))
+
+
+# ============================================================================ lookup
+@dataclasses.dataclass(frozen=True)
+class Handler:
+    """The extension chosen for an op type, and who provided it (for summaries and errors)."""
+
+    extension: FrontendExtension
+    provider: str
+    standard: bool = False
+
+
+class ExtensionSet:
+    """Finds the handler of a framework op with the documented priority; one per conversion."""
+
+    def __init__(self, framework: str, plugins: PluginSystem | None, user: Sequence[Any] = ()) -> None:
+        self.framework = framework
+        self.plugins = plugins
+        self.mappings: list[OpExtension] = []
+        self.user: list[FrontendExtension] = []
+        for item in user:
+            self.add(item)
+        self._cache: dict[tuple[str, str], Handler | None] = {}
+
+    def add(self, item: Any) -> None:
+        if isinstance(item, MappingFile):
+            self.mappings.extend(item.entries)
+        elif isinstance(item, FrontendExtension):
+            self.user.append(item)
+        elif isinstance(item, type) and issubclass(item, FrontExtractorOp):
+            self.user.append(ExtractorExtension(item, item.op, framework=item.framework, domain=item.domain))
+        elif isinstance(item, (list, tuple)):
+            for x in item:
+                self.add(x)
+        else:
+            raise ExtensionError(
+                f"unsupported extension object {item!r} ({type(item).__name__}); pass OpExtension, "
+                "ConversionExtension, a FrontExtractorOp subclass, a mapping file path, a module path or "
+                "a plugin name"
+            )
+
+    def _matches(self, ext: FrontendExtension, domain: str, op_type: str) -> bool:
+        return (ext.op_type == op_type and ext.domain == normalize_domain(self.framework, domain)
+                and ext.framework in ("", self.framework))
+
+    def find(self, domain: str, op_type: str) -> Handler | None:
+        ck = (domain, op_type)
+        if ck not in self._cache:
+            self._cache[ck] = self._find(normalize_domain(self.framework, domain), op_type)
+        return self._cache[ck]
+
+    def _find(self, domain: str, op_type: str) -> Handler | None:
+        for m in self.mappings:
+            if self._matches(m, domain, op_type):
+                return Handler(m, f"mapping file {m.source}")
+        for u in self.user:
+            if self._matches(u, domain, op_type):
+                return Handler(u, "user extension")
+        if self.plugins is None:
+            return None
+        standard: Handler | None = None
+        for fw in (self.framework, ""):
+            reg = self.plugins.conversion_extensions.registration((fw, domain, op_type))
+            if reg is None:
+                continue
+            h = Handler(reg.value, f"plugin {reg.plugin}", reg.priority <= STANDARD_PRIORITY)
+            if not h.standard:
+                return h
+            standard = standard or h
+        reg = self.plugins.extractors.registration((self.framework, domain, op_type))
+        if reg is not None and getattr(reg.value, "enabled", True):
+            ext = reg.value if isinstance(reg.value, FrontendExtension) else ExtractorExtension(
+                reg.value, op_type, framework=self.framework, domain=domain)
+            return Handler(ext, f"extractor from plugin {reg.plugin}")
+        return standard
+
+    def known_domains(self) -> list[str]:
+        """Domains that have at least one extension (for 'did you mean' hints)."""
+        doms = {e.domain for e in [*self.mappings, *self.user] if e.framework in ("", self.framework)}
+        if self.plugins is not None:
+            keys = self.plugins.conversion_extensions.keys()
+            for key in keys:
+                if isinstance(key, tuple) and key[0] in ("", self.framework):
+                    doms.add(key[1])
+        return sorted(doms)
+
+
+def normalize_outputs(result: ConversionResult, ctx: NodeContext, handler: Handler) -> list[Output | None]:
+    """A conversion function's return value as a list of ports in framework output order."""
+    if isinstance(result, Node):
+        result = result.outputs()
+    if isinstance(result, Output):
+        result = [result]
+    if isinstance(result, Mapping):
+        outs: list[Output | None] = []
+        for name in ctx.output_names:
+            v = result.get(name)
+            if isinstance(v, (list, tuple)):
+                v = v[0] if v else None
+            outs.append(_as_port(v, ctx, handler))
+        return outs
+    if not isinstance(result, (list, tuple)):
+        raise ConversionError(
+            f"{handler.extension.describe()} returned {type(result).__name__} for {ctx.label}; a "
+            "conversion function returns a list of outputs"
+        )
+    return [_as_port(v, ctx, handler) for v in result]
+
+
+def _as_port(v: Any, ctx: NodeContext, handler: Handler) -> Output | None:
+    if v is None or isinstance(v, Output):
+        return v
+    if isinstance(v, Node):
+        if len(v.output_specs) != 1:
+            raise ConversionError(
+                f"{handler.extension.describe()} returned node '{v.name}' with {len(v.output_specs)} "
+                f"outputs for {ctx.label}; return node.output(i) for each"
+            )
+        return v.output(0)
+    raise ModelValidationError(
+        f"{handler.extension.describe()} returned {type(v).__name__} for {ctx.label}; expected node outputs"
+    )

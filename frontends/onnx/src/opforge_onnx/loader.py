@@ -1,0 +1,226 @@
+"""Reading ONNX bytes safely: the ModelProto, tensors and external data.
+
+Untrusted model files are the norm, so every check happens before any allocation or file access
+it guards: tensor sizes are compared with the bytes that hold them, and external data paths
+must stay inside the model's folder (no ``..``, no absolute paths, no symlinks, no hard links,
+regular files only; offsets and lengths inside the file). See CVE-2022-25882, CVE-2024-27318.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+from google.protobuf.message import DecodeError
+from onnx import TensorProto, numpy_helper
+from opforge.element_type import Type
+from opforge.errors import ExternalDataError, ModelFormatError, UnsupportedOpError
+from opforge.frontend.base import ModelSource
+
+#: ONNX element types opforge has a counterpart for.
+ONNX_TO_TYPE: dict[int, Type] = {
+    TensorProto.FLOAT: Type.f32, TensorProto.UINT8: Type.u8, TensorProto.INT8: Type.i8,
+    TensorProto.UINT16: Type.u16, TensorProto.INT16: Type.i16, TensorProto.INT32: Type.i32,
+    TensorProto.INT64: Type.i64, TensorProto.BOOL: Type.boolean, TensorProto.FLOAT16: Type.f16,
+    TensorProto.DOUBLE: Type.f64, TensorProto.UINT32: Type.u32, TensorProto.UINT64: Type.u64,
+    TensorProto.BFLOAT16: Type.bf16,
+}
+TYPE_TO_ONNX: dict[Type, int] = {v: k for k, v in ONNX_TO_TYPE.items()}
+
+#: protobuf refuses messages over 2 GiB; larger models must keep weights as external data
+MAX_MODEL_BYTES = 2**31
+
+
+def onnx_type_name(code: int) -> str:
+    try:
+        return str(TensorProto.DataType.Name(code))
+    except ValueError:
+        return f"<unknown element type {code}>"
+
+
+def decode_type(code: Any, what: str = "") -> Type:
+    """The opforge element type of an ONNX ``TensorProto.DataType`` code."""
+    try:
+        return ONNX_TO_TYPE[int(code)]
+    except (KeyError, TypeError, ValueError):
+        raise UnsupportedOpError(
+            f"{what + ': ' if what else ''}ONNX element type {onnx_type_name(int(code))} is not supported by "
+            f"opforge (supported: {', '.join(onnx_type_name(c) for c in ONNX_TO_TYPE)})"
+        ) from None
+
+
+def parse_model(source: ModelSource) -> onnx.ModelProto:
+    """The ModelProto of a file or bytes, or a ModelFormatError naming the file."""
+    label = source.label
+    if source.data is not None:
+        data = source.data
+    elif source.path is not None:
+        try:
+            size = source.path.stat().st_size
+            if size > MAX_MODEL_BYTES:
+                raise ModelFormatError(
+                    f"{label}: not a valid ONNX ModelProto: {size} bytes exceed protobuf's 2 GiB limit; "
+                    "store the weights as external data"
+                )
+            data = source.path.read_bytes()
+        except OSError as err:
+            raise ModelFormatError(f"{label}: cannot read the model file: {err}") from None
+    else:
+        raise ModelFormatError("no model given: pass a path or bytes")
+    if not data:
+        raise ModelFormatError(f"{label}: not a valid ONNX ModelProto (the file is empty)")
+    model = onnx.ModelProto()
+    try:
+        model.ParseFromString(data)
+    except (DecodeError, RuntimeError, ValueError) as err:
+        raise ModelFormatError(
+            f"{label}: not a valid ONNX ModelProto ({err or 'protobuf could not decode it'}; "
+            f"{len(data)} bytes, starting {data[:8]!r})"
+        ) from None
+    # Protobuf decodes many random byte strings without complaint; a real model has these.
+    if model.ir_version <= 0 or not model.HasField("graph"):
+        raise ModelFormatError(
+            f"{label}: not a valid ONNX ModelProto (no ir_version or no graph; {len(data)} bytes, "
+            f"starting {data[:8]!r})"
+        )
+    if model.ir_version > onnx.IR_VERSION:
+        raise ModelFormatError(
+            f"{label}: ONNX IR version {model.ir_version} is newer than this onnx package supports "
+            f"({onnx.IR_VERSION}); upgrade onnx and opforge-onnx"
+        )
+    return model
+
+
+class TensorReader:
+    """Decodes TensorProtos of one model, reading external data files once each."""
+
+    def __init__(self, label: str, base_dir: Path | None) -> None:
+        self.label = label
+        self.base_dir = base_dir
+        self._files: dict[Path, bytes] = {}
+
+    def to_array(self, t: TensorProto, what: str = "") -> np.ndarray:
+        name = t.name or what or "<unnamed>"
+        where = f"{self.label}: tensor '{name}'"
+        et = decode_type(t.data_type, where)
+        dims = list(t.dims)
+        if any(d < 0 for d in dims):
+            raise ModelFormatError(f"{where}: negative dimension in shape {dims}")
+        count = 1
+        for d in dims:
+            count *= d
+        itemsize = et.np.itemsize
+        nbytes = count * itemsize
+        if t.data_location == TensorProto.EXTERNAL:
+            raw = self._external(t, name, nbytes)
+            return np.frombuffer(raw, dtype=et.np.newbyteorder("<")).astype(et.np).reshape(dims)
+        if t.HasField("raw_data"):
+            if len(t.raw_data) != nbytes:
+                raise ModelFormatError(
+                    f"{where}: raw_data holds {len(t.raw_data)} bytes, but shape {dims} of "
+                    f"{onnx_type_name(t.data_type)} needs {nbytes}"
+                )
+            return np.frombuffer(t.raw_data, dtype=et.np.newbyteorder("<")).astype(et.np).reshape(dims)
+        try:
+            arr = numpy_helper.to_array(t)
+        except (ValueError, TypeError) as err:
+            raise ModelFormatError(f"{where}: cannot decode its values: {err}") from None
+        if arr.size != count:
+            raise ModelFormatError(f"{where}: holds {arr.size} values, but shape {dims} needs {count}")
+        # np.asarray(order="C"), not ascontiguousarray: the latter turns 0-d scalars into 1-d arrays
+        return np.asarray(arr.astype(et.np, copy=False).reshape(dims), order="C")
+
+    # --- external data -------------------------------------------------------------------------
+    def _external(self, t: TensorProto, name: str, nbytes: int) -> bytes:
+        info = {e.key: e.value for e in t.external_data}
+        loc = info.get("location", "")
+        where = f"{self.label}: tensor '{name}'"
+        if self.base_dir is None:
+            raise ExternalDataError(
+                f"{where} keeps its data in external file '{loc}', but the model was given as bytes, so "
+                "there is no folder to read it from; pass the model's path instead"
+            )
+        if not loc or "\x00" in loc:
+            raise ExternalDataError(f"{where}: external data has no valid 'location' ({loc!r})")
+        if os.path.isabs(loc) or loc.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", loc):
+            raise ExternalDataError(
+                f"{where}: external data path '{loc}' is absolute; it must be relative to the model's "
+                f"folder '{self.base_dir}'"
+            )
+        parts = [p for p in re.split(r"[\\/]+", loc) if p not in ("", ".")]
+        if ".." in parts or not parts:
+            raise ExternalDataError(f"{where}: external data path '{loc}' escapes the model's folder '{self.base_dir}'")
+        # Walk each component with lstat: a symlink anywhere could point out of the folder.
+        cur = self.base_dir
+        st: os.stat_result | None = None
+        for p in parts:
+            cur = cur / p
+            try:
+                st = os.lstat(cur)
+            except OSError as err:
+                raise ExternalDataError(f"{where}: external data file '{loc}' cannot be opened: {err.strerror}") from None
+            if stat.S_ISLNK(st.st_mode):
+                raise ExternalDataError(
+                    f"{where}: external data path '{loc}' goes through a symlink ('{cur}'); symlinks are "
+                    "refused because they can point out of the model's folder"
+                )
+        if st is None or not stat.S_ISREG(st.st_mode):
+            raise ExternalDataError(f"{where}: external data path '{loc}' is not a regular file")
+        if st.st_nlink > 1:
+            raise ExternalDataError(
+                f"{where}: external data file '{loc}' is a hard link ({st.st_nlink} links); refused because "
+                "it may alias a file outside the model's folder"
+            )
+        try:
+            base_real = os.path.realpath(self.base_dir)
+            if os.path.commonpath([base_real, os.path.realpath(cur)]) != base_real:
+                raise ExternalDataError(f"{where}: external data path '{loc}' escapes the model's folder")
+        except ValueError:
+            raise ExternalDataError(f"{where}: external data path '{loc}' escapes the model's folder") from None
+        offset = self._int_field(info, "offset", 0, where)
+        length = self._int_field(info, "length", None, where)
+        size = st.st_size
+        if length is None:
+            length = nbytes
+        if offset > size or length > size - offset:
+            raise ExternalDataError(
+                f"{where}: external data offset={offset}, length={length} exceed file '{loc}' ({size} bytes)"
+            )
+        if length != nbytes:
+            raise ModelFormatError(
+                f"{where}: external data length {length} does not match its shape and type ({nbytes} bytes)"
+            )
+        data = self._files.get(cur)
+        if data is None:
+            flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
+            try:
+                fd = os.open(cur, flags)
+            except OSError as err:
+                raise ExternalDataError(f"{where}: cannot open external data file '{loc}': {err.strerror}") from None
+            try:
+                st2 = os.fstat(fd)
+                if (st2.st_ino, st2.st_dev) != (st.st_ino, st.st_dev):
+                    raise ExternalDataError(f"{where}: external data file '{loc}' changed while being opened")
+                with os.fdopen(fd, "rb", closefd=False) as f:
+                    data = f.read(size)
+            finally:
+                os.close(fd)
+            self._files[cur] = data
+        return data[offset:offset + length]
+
+    @staticmethod
+    def _int_field(info: dict[str, str], key: str, default: int | None, where: str) -> Any:
+        if key not in info:
+            return default
+        try:
+            v = int(info[key])
+        except ValueError:
+            raise ExternalDataError(f"{where}: external data {key} {info[key]!r} is not a number") from None
+        if v < 0:
+            raise ExternalDataError(f"{where}: external data {key} {v} is negative")
+        return v

@@ -1,0 +1,72 @@
+"""The Reduce* family. Axes are an attribute before opset 18 (13 for ReduceSum) and an input
+after; an empty axes list reduces everything unless noop_with_empty_axes. The composite ones
+(ReduceLogSum, ReduceLogSumExp, ReduceSumSquare) are decomposed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from opforge.frontend.extensions import ConversionExtension, ConversionResult
+from opforge.frontend.node_context import NodeContext
+from opforge.graph import Output
+
+from opforge_onnx.ops._helpers import i64, out, require_rank, translator
+
+#: ONNX op -> (opforge reduction, opset where axes became an input, pre, post)
+_SIMPLE = {
+    "ReduceMean": "ReduceMean", "ReduceMax": "ReduceMax", "ReduceMin": "ReduceMin",
+    "ReduceProd": "ReduceProd", "ReduceSum": "ReduceSum", "ReduceL1": "ReduceL1", "ReduceL2": "ReduceL2",
+}
+
+
+def _axes(ctx: NodeContext, x: Output) -> Output | None:
+    since = 13 if ctx.get_op_type() == "ReduceSum" else 18
+    if (ctx.get_opset_version() or since) < since:
+        a = ctx.get_attribute("axes", None)
+        axes_port = i64(ctx, list(a)) if a is not None else None
+    else:
+        axes_port = ctx.get_input(1) if ctx.has_input(1) else None
+    if axes_port is not None and out(axes_port).partial_shape.is_static and out(axes_port).partial_shape.to_tuple() != (0,):
+        return axes_port
+    if int(ctx.get_attribute("noop_with_empty_axes", 0)):
+        return None
+    return i64(ctx, list(range(require_rank(ctx, x))))
+
+
+def _make(kind: str) -> Callable[[NodeContext], ConversionResult]:
+    def convert(ctx: NodeContext) -> ConversionResult:
+        x = ctx.get_input(0)
+        keep = bool(ctx.get_attribute("keepdims", 1))
+        axes = _axes(ctx, x)
+        if axes is None:  # noop_with_empty_axes: the identity (after the element-wise part)
+            if kind == "ReduceSumSquare":
+                return [ctx.op("Multiply", x, x)]
+            if kind == "ReduceLogSumExp":
+                return [ctx.op("Log", ctx.op("Exp", x))]
+            if kind == "ReduceLogSum":
+                return [ctx.op("Log", x)]
+            if kind == "ReduceL1":
+                return [ctx.op("Abs", x)]
+            if kind == "ReduceL2":
+                return [ctx.op("Sqrt", ctx.op("Multiply", x, x))]
+            return [x]
+        if kind in _SIMPLE:
+            return [ctx.op(_SIMPLE[kind], x, axes, keep_dims=keep)]
+        if kind == "ReduceSumSquare":
+            return [ctx.op("ReduceSum", ctx.op("Multiply", x, x), axes, keep_dims=keep)]
+        if kind == "ReduceLogSum":
+            return [ctx.op("Log", ctx.op("ReduceSum", x, axes, keep_dims=keep))]
+        # ReduceLogSumExp, stabilised by the maximum so large inputs do not overflow
+        m = ctx.op("ReduceMax", x, axes, keep_dims=True)
+        s = ctx.op("ReduceSum", ctx.op("Exp", ctx.op("Subtract", x, m)), axes, keep_dims=keep)
+        m2 = m if keep else ctx.op("ReduceMax", x, axes, keep_dims=False)
+        return [ctx.op("Add", ctx.op("Log", s), m2)]
+    convert.__qualname__ = f"convert_{kind}"
+    return convert
+
+
+EXTENSIONS: list[ConversionExtension] = [
+    translator(k, _make(k))
+    for k in [*_SIMPLE, "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp"]
+]

@@ -1,0 +1,17 @@
+"""ReverseSequence: the same op."""
+
+from __future__ import annotations
+
+from opforge.frontend.extensions import ConversionResult
+from opforge.frontend.node_context import NodeContext
+
+from opforge_onnx.ops._helpers import translator
+
+
+def convert(ctx: NodeContext) -> ConversionResult:
+    return [ctx.op("ReverseSequence", ctx.get_input(0), ctx.get_input(1),
+                   batch_axis=int(ctx.get_attribute("batch_axis", 1)),
+                   seq_axis=int(ctx.get_attribute("time_axis", 0)))]
+
+
+EXTENSION = translator("ReverseSequence", convert)

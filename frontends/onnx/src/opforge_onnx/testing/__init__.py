@@ -1,0 +1,1 @@
+"""Test helpers of opforge-onnx (a conformance backend module)."""

@@ -27,6 +27,15 @@ def save_model(model: Model, xml_path: str | os.PathLike[str], *, compress_to_fp
     _save(model, xml_path, compress_to_fp16=compress_to_fp16)
 
 
+def convert_model(model: Any, **kwargs: Any) -> Model:
+    """Convert a model file or bytes (ONNX, Paddle, IR...) to a :class:`Model`; see
+    :func:`opforge.frontend.convert.convert_model` for ``extension=``, ``input=``,
+    ``allow_unsupported=``."""
+    from opforge.frontend.convert import convert_model as _convert
+
+    return _convert(model, **kwargs)
+
+
 def read_model(model: str | os.PathLike[str] | bytes, weights: Any = None) -> Model:
     """Read a model with the installed frontends (``Core().read_model``)."""
     return Core().read_model(model, weights)
@@ -35,5 +44,5 @@ def read_model(model: str | os.PathLike[str] | bytes, weights: Any = None) -> Mo
 __all__ = [
     "AsyncInferQueue", "CompiledModel", "Core", "InferContext", "InferRequest", "Model", "NoAttrs", "Node",
     "Op", "OpAttrs", "OpforgeError", "Output", "PartialShape", "Results", "TensorSpec", "Type",
-    "__version__", "hookimpl", "op", "read_model", "save_model",
+    "__version__", "convert_model", "hookimpl", "op", "read_model", "save_model",
 ]

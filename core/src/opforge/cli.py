@@ -100,30 +100,28 @@ def convert(model_path: str, output: str, extensions: list[str], inputs: list[st
             compress_to_fp16: bool, allow_unsupported: bool, quiet: bool = False) -> dict[str, Any]:
     """Convert a model file to IR; returns the summary printed by ``opforge convert``."""
     from opforge import save_model
-    from opforge.runtime.core import Core
+    from opforge.frontend.convert import convert_model
+    from opforge.plugins import default_plugins
 
     def say(msg: str) -> None:
         if not quiet:
             print(msg, flush=True)
 
     t0 = time.perf_counter()
-    core = Core()
-    for ext in extensions:
-        say(f"[1/4] adding extension {ext}")
-        core.add_extension(ext)
-    say(f"[2/4] reading {model_path}")
-    model = core.read_model(model_path, allow_unsupported=allow_unsupported)
-    shapes = {}
+    shapes: dict[str, Any] = {}
     for spec in inputs:
         name, shape = parse_input_spec(spec)
-        model.input(name)  # raises naming the model's real inputs
         if shape is not None:
             shapes[name] = shape
-    if shapes:
-        say(f"[3/4] setting input shapes {', '.join(f'{k}{v}' for k, v in shapes.items())}")
-        model.reshape(shapes)  # type: ignore[arg-type]
-    say(f"[4/4] writing {output}")
+    if extensions:
+        say(f"[1/3] extensions: {', '.join(extensions)}")
+    say(f"[2/3] reading {model_path}" + (f" with input shapes {', '.join(f'{k}{v}' for k, v in shapes.items())}"
+                                         if shapes else ""))
+    model = convert_model(model_path, extension=extensions or None, allow_unsupported=allow_unsupported,
+                          input=shapes or None)
+    say(f"[3/3] writing {output}")
     save_model(model, output, compress_to_fp16=compress_to_fp16)
+    plugins = default_plugins()
     ops = Counter(n.type_name for n in model.get_ordered_ops())
     custom: dict[str, str] = {}
     params = 0
@@ -132,8 +130,8 @@ def convert(model_path: str, output: str, extensions: list[str], inputs: list[st
         if v is not None and v.dtype.kind == "f":
             params += int(v.size)
         if not n.version.startswith("opset"):
-            reg = core.plugins.ops.registration(n.op.key())
-            custom[f"{n.type_name} ({n.version})"] = str(reg.plugin) if reg else "?"
+            reg = plugins.ops.registration(n.op.key())
+            custom[f"{n.type_name} ({n.version})"] = str(reg.plugin) if reg else "an extension given with --extension"
     summary = {
         "model": model_path,
         "output": output,
@@ -187,7 +185,8 @@ def build_parser() -> argparse.ArgumentParser:
     sc = sub.add_parser("convert", help="convert a model (ONNX, Paddle, IR) to OpenVINO IR (.xml + .bin)")
     sc.add_argument("model")
     sc.add_argument("-o", "--output", help="output .xml path (default: <model name>.xml here)")
-    sc.add_argument("--extension", action="append", help="extension: installed plugin name, module path or .py file")
+    sc.add_argument("--extension", action="append",
+                    help="extension: installed plugin name, module path, .py file or .json mapping file")
     sc.add_argument("--input", action="append", help="input shape override: name[1,3,224,224] (? = dynamic)")
     sc.add_argument("--compress-to-fp16", action="store_true", help="store float32 weights as float16")
     sc.add_argument("--allow-unsupported", action="store_true", help="keep unsupported ops as placeholders")

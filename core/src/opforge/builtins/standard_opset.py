@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from opforge.frontend.framework_node import FrameworkNode
 from opforge.hookspecs import Register, hookimpl
 from opforge.opset import all_ops
 
@@ -10,3 +11,6 @@ from opforge.opset import all_ops
 def opforge_register_ops(register: Register) -> None:
     for op_class in all_ops():
         register(op_class)
+    # Placeholders of unconverted framework ops (allow_unsupported): registered so a partially
+    # converted model can be saved to IR and read back for inspection.
+    register(FrameworkNode)

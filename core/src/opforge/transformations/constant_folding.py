@@ -17,6 +17,15 @@ _NEVER = {"Parameter", "Result", "Constant"}
 MAX_FOLDED_BYTES = 64 * 1024 * 1024
 
 
+def _shape_of_static(node: Node) -> np.ndarray | None:
+    """ShapeOf needs only its input's shape: fold it whenever that shape is static, which is what
+    turns exporter chains (Shape -> Gather -> Concat -> Reshape) into constants."""
+    if node.type_name != "ShapeOf" or not node.inputs[0].partial_shape.is_static:
+        return None
+    dtype = node.output_specs[0].type.np
+    return np.asarray(node.inputs[0].partial_shape.to_tuple(), dtype=dtype).reshape(-1)
+
+
 class ConstantFolding(Transformation):
     name: ClassVar[str] = "constant_folding"
     stage: ClassVar[str] = "middle"
@@ -27,20 +36,30 @@ class ConstantFolding(Transformation):
 
         changed = False
         for node in model.get_ordered_ops():
-            if node.type_name in _NEVER or not node.inputs:
+            if not node.inputs:
+                continue
+            # An input may have just become a constant: inference can now see its value (a
+            # Reshape's target shape, say), so refresh the output types before folding on.
+            node.validate_and_infer()
+            if node.type_name in _NEVER:
                 continue
             if node.rt_info.get("disable_constant_folding"):
                 continue
-            if not all(i.node.type_name == "Constant" for i in node.inputs):
+            static_shape = _shape_of_static(node)
+            if static_shape is not None:
+                outs = [static_shape]
+            elif all(i.node.type_name == "Constant" for i in node.inputs):
+                try:
+                    outs = evaluate_node(node, [i.node.constant_value() for i in node.inputs])  # type: ignore[misc]
+                except OpforgeError:
+                    continue  # leave it to run time, where the error will name the inputs
+            else:
                 continue
-            try:
-                outs = evaluate_node(node, [i.node.constant_value() for i in node.inputs])  # type: ignore[misc]
-            except OpforgeError:
-                continue  # leave it to run time, where the error will name the inputs
             if sum(o.nbytes for o in outs) > MAX_FOLDED_BYTES:
                 continue
             for i, arr in enumerate(outs):
                 name = node.name if len(outs) == 1 else f"{node.name}:{i}"
+                # np.asarray keeps 0-d scalars 0-d (ascontiguousarray would make them 1-d).
                 const = Node.create("Constant", [], {"value": np.asarray(arr, order="C")}, name=name)
                 const.output(0).set_names(node.output(i).names)
                 const.rt_info.update(node.rt_info)

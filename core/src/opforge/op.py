@@ -10,6 +10,7 @@ constant-folding engine: devices never execute through it.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import types
 import typing
 from collections.abc import Sequence
@@ -140,7 +141,7 @@ class Op:
     def attrs_from_ir(cls, node_name: str, data: dict[str, str]) -> OpAttrs:
         """Attributes from IR strings, converted by each field's annotation."""
         fields = cls.Attrs.model_fields
-        hints = typing.get_type_hints(cls.Attrs)
+        hints = _attr_hints(cls.Attrs)
         values: dict[str, Any] = {}
         for name, text in data.items():
             if name not in fields:
@@ -156,6 +157,13 @@ class Op:
                     f"cannot parse {text!r}: {err}"
                 ) from None
         return cls.make_attrs(node_name, values)
+
+
+@functools.lru_cache(maxsize=None)
+def _attr_hints(attrs_cls: type[OpAttrs]) -> dict[str, Any]:
+    # get_type_hints re-evaluates string annotations on every call; IR reading calls this per
+    # layer, so resolve each attribute class once.
+    return typing.get_type_hints(attrs_cls)
 
 
 def _to_ir_string(v: Any) -> str:

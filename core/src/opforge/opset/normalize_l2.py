@@ -1,0 +1,61 @@
+"""NormalizeL2-1: ``x / sqrt(sum(x**2 over axes) + eps)`` (``eps_mode="add"``) or
+``x / sqrt(max(sum, eps))`` (``"max"``). Empty axes divide every element by itself: 1, or 0 for
+zeros (OpenVINO's corner case, not the formula's ``x / sqrt(x**2 + eps)``)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import field_validator
+
+from opforge.op import InferContext, Op, OpAttrs, TensorSpec
+from opforge.opset._nn_util import (
+    check_integral,
+    check_rank,
+    const_ints,
+    lower_enum,
+    normalize_axes,
+    same_type,
+    to_work,
+)
+
+
+class NormalizeL2Attrs(OpAttrs):
+    eps: float
+    eps_mode: Literal["add", "max"]
+
+    _enums = field_validator("eps_mode", mode="before")(lower_enum)
+
+
+class NormalizeL2(Op):
+    type_name = "NormalizeL2"
+    version = "opset1"
+    Attrs = NormalizeL2Attrs
+    min_inputs = 2
+    max_inputs = 2
+
+    @classmethod
+    def infer(cls, ctx: InferContext) -> list[TensorSpec]:
+        t = same_type(ctx, [(0, "data")], "float")
+        check_integral(ctx, 1, "axes")
+        check_rank(ctx, 1, "axes", [0, 1])
+        ds = ctx.input_shape(0)
+        axes = const_ints(ctx, 1)
+        if ds.rank is not None and axes is not None:
+            normalize_axes(ctx, axes, ds.rank, "input 1 (axes)")
+        return [TensorSpec(t, ds)]
+
+    @classmethod
+    def evaluate(cls, attrs: Any, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        a: NormalizeL2Attrs = attrs
+        x = to_work(inputs[0])
+        axes = tuple(int(v) % x.ndim for v in np.asarray(inputs[1]).reshape(-1)) if x.ndim else ()
+        if not axes:
+            return [np.where(x == 0, 0, 1).astype(inputs[0].dtype)]
+        sq = np.sum(x * x, axis=axes, keepdims=True)
+        eps = np.asarray(a.eps, dtype=x.dtype)
+        norm = np.sqrt(sq + eps if a.eps_mode == "add" else np.maximum(sq, eps))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            y = x / norm
+        return [y.astype(inputs[0].dtype)]

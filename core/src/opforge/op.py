@@ -159,7 +159,7 @@ class Op:
         return cls.make_attrs(node_name, values)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _attr_hints(attrs_cls: type[OpAttrs]) -> dict[str, Any]:
     # get_type_hints re-evaluates string annotations on every call; IR reading calls this per
     # layer, so resolve each attribute class once.

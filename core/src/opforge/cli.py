@@ -77,6 +77,8 @@ def _devices(args: argparse.Namespace) -> int:
         print(f"{d}: {core.get_property(d, 'FULL_DEVICE_NAME')}")
     for d, why in unavailable.items():
         print(f"{d}: unavailable ({why})")
+    for d in core.meta_devices():
+        print(f"{d}: meta device, e.g. {d}:GPU,CPU")
     if not available and not unavailable:
         print("no device plugins installed (pip install opforge-cpu)")
     return 0

@@ -115,3 +115,20 @@ def opforge_register_kernels(register: Register) -> None:
     :param register: ``register(device: str, op: str | type[Op], kernel, *, version: str | None
         = None, priority: int = 0)``
     """
+
+
+# ============================================================================ HETERO
+@hookspec(firstresult=True)
+def opforge_select_partition_policy(name: str, devices: list[str]) -> Any:
+    """Return the HETERO partition policy called ``name``, or None to let the next plugin answer.
+    Stops at the first non-None result (newest registered plugin first).
+
+    Asked when a model is compiled for ``HETERO:...`` with ``PARTITION_POLICY=name`` (default
+    ``"greedy"``), before HETERO's built-in ``greedy``/``cost`` policies, so a plugin can replace
+    even the default. A policy is any object with
+    ``assign(model, supported_by_device, devices, ctx) -> {node name: device | Decision}``
+    (see ``opforge_hetero.policy.PartitionPolicy``).
+
+    :param name: the requested policy, lower-cased
+    :param devices: the HETERO device list, highest priority first
+    """

@@ -331,6 +331,19 @@ class PluginSystem:
             pending.append((self.kernels, (device.upper(), type_name, ver), kernel, priority))
         return register
 
+    def first_result(self, hook_name: str, **kwargs: Any) -> tuple[Any, PluginInfo] | None:
+        """Call a ``firstresult`` hook one implementation at a time (newest plugin first, as pluggy
+        would), wrapping what each raises; returns the first non-None answer and who gave it."""
+        caller = getattr(self.pm.hook, hook_name)
+        for impl in reversed(caller.get_hookimpls()):
+            name = self.pm.get_name(impl.plugin) or "?"
+            rec = self.records.get(name)
+            info = rec.info if rec is not None else PluginInfo(name)
+            value = self.call_impl(impl, hook_name, info, **kwargs)
+            if value is not None:
+                return value, info
+        return None
+
     # --- queries -----------------------------------------------------------------------------
     def conflicts(self) -> list[PluginConflictError]:
         out: list[PluginConflictError] = []

@@ -109,7 +109,10 @@ class Core:
             if not ok:
                 continue
             try:
-                subs = self._device(base).sub_devices()
+                dev = self._device(base)
+                if dev.is_meta:
+                    continue
+                subs = dev.sub_devices()
             except Exception:  # noqa: BLE001 - listing must survive a broken plugin
                 continue
             out.extend(subs or [base])
@@ -314,3 +317,14 @@ class Core:
 
     def device_plugins(self) -> Sequence[str]:
         return self._device_names()
+
+    def meta_devices(self) -> list[str]:
+        """Installed meta devices (HETERO...), usable as ``HETERO:GPU,CPU``."""
+        out = []
+        for base in self._device_names():
+            try:
+                if self._device(base).is_meta:
+                    out.append(base)
+            except Exception:  # noqa: BLE001 - listing must survive a broken plugin
+                continue
+        return out

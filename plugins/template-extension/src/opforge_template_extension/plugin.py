@@ -9,6 +9,8 @@ from opforge_template_extension.op import TemplateIdentity
 
 #: the ONNX domain models put this op in: a custom domain, so it never shadows ONNX's Identity
 ONNX_DOMAIN = "org.opforge.template"
+#: the op type a Paddle program names it by (Paddle custom ops have no domains)
+PADDLE_OP = "template_identity"
 
 
 @hookimpl
@@ -20,3 +22,5 @@ def opforge_register_ops(register: Register) -> None:
 def opforge_register_conversion_extensions(register: Register) -> None:
     # One framework op -> one op: the ONNX attribute "scale" maps to the op's "scale" by name.
     register(OpExtension(TemplateIdentity, "Identity", framework="onnx", domain=ONNX_DOMAIN))
+    # Paddle ports are named, not ordered: say which named input/output maps to port 0.
+    register(OpExtension(TemplateIdentity, PADDLE_OP, framework="paddle", inputs=["X"], outputs=["Out"]))

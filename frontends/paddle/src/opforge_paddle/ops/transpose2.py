@@ -1,0 +1,20 @@
+"""transpose2 / transpose (X -> Out, XShape) with permutation ``axis``."""
+
+from __future__ import annotations
+
+from opforge.frontend.extensions import ConversionResult
+from opforge.frontend.node_context import NodeContext
+
+from opforge_paddle.lowering import Arg, PirOp
+from opforge_paddle.ops._helpers import i64, out, translator
+
+
+def convert(ctx: NodeContext) -> ConversionResult:
+    perm = [int(a) for a in ctx.get_attribute("axis")]
+    return {"Out": out(ctx.op("Transpose", ctx.get_input("X"), i64(ctx, perm)))}
+
+
+TRANSPOSE2 = translator("transpose2", convert)
+TRANSPOSE = translator("transpose", convert)
+
+PIR = PirOp("transpose", "transpose2", (Arg("X"),), ("Out", "XShape"), {"perm": "axis"})

@@ -301,7 +301,24 @@ class OpExtension(FrontendExtension):
                     "it with attr_values_map."
                 )
         if self.inputs is not None:
-            ins: list[Output | None] = [ctx.get_input(n) if ctx.has_input(n) else None for n in self.inputs]
+            ins: list[Output | None] = []
+            missing: str | None = None
+            for name in self.inputs:
+                # A named port may carry several values (Paddle concat's X): they become
+                # consecutive inputs of the op, in order.
+                port_values = [ctx.get_input(name, i) for i in range(ctx.get_input_size(name))
+                               if ctx.has_input(name, i)]
+                if not port_values:
+                    missing = missing or name
+                    continue
+                if missing is not None:
+                    # Dropping the empty port would shift every later input into the wrong slot.
+                    raise ExtensionError(
+                        f"{self._where()}: {ctx.label} has no value for named input '{missing}' but has "
+                        f"'{name}' after it; the op's inputs would shift. Map it with a "
+                        "ConversionExtension instead."
+                    )
+                ins.extend(port_values)
         else:
             ins = ctx.get_inputs()
         try:

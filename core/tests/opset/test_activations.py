@@ -4,7 +4,7 @@ reference checked against OpenVINO's CPU device (one compiled model for the whol
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -12,52 +12,12 @@ import opforge
 import pytest
 from opforge.element_type import Type
 from opforge.errors import AttributeValidationError, ShapeInferenceError
-from opforge.graph import Model, Node
-from opforge.reference import evaluate_model
 from opforge.shape import PartialShape
+
+from .oracle import assert_matches, const, openvino_outputs, param, run
 
 RNG = np.random.default_rng(0)
 SHAPE = (2, 3, 4)
-
-
-# --- helpers (each test module keeps its own: pytest runs them in importlib mode) ----------------
-def param(t: str | Type, shape: Any) -> Node:
-    return opforge.op("Parameter", element_type=t, shape=shape)
-
-
-def const(v: Any, dtype: Any = np.float32) -> Node:
-    return opforge.op("Constant", value=np.asarray(v, dtype=dtype))
-
-
-def run(type_name: str, inputs: Sequence[np.ndarray], consts: Sequence[int] = (), **attrs: Any) -> np.ndarray:
-    """Evaluate one node by reference; inputs listed in ``consts`` become Constants. Checks that the
-    output's dtype and shape are the inferred ones."""
-    nodes = [
-        opforge.op("Constant", value=a) if i in consts else param(Type.from_numpy(a.dtype), a.shape)
-        for i, a in enumerate(inputs)
-    ]
-    node = opforge.op(type_name, *nodes, **attrs)
-    params = [n for n in nodes if n.type_name == "Parameter"]
-    fed = [a for i, a in enumerate(inputs) if i not in consts]
-    (out,) = evaluate_model(Model([node], params), fed)
-    spec = node.output_specs[0]
-    assert out.dtype == spec.type.np
-    assert spec.shape.compatible(out.shape)
-    return out
-
-
-def openvino_outputs(
-    build: Callable[[Any, list[Any]], list[Any]], arrays: Sequence[np.ndarray]
-) -> list[np.ndarray]:
-    """Compile one OpenVINO model holding every output ``build(opset, parameters)`` returns."""
-    ov = pytest.importorskip("openvino")
-    ops = pytest.importorskip("openvino.opset13")
-    params = [ops.parameter(list(a.shape), a.dtype) for a in arrays]
-    outs = build(ops, params)
-    model = ov.Model([o.output(0) for o in outs], params)
-    compiled = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
-    result = compiled(list(arrays))
-    return [np.asarray(result[compiled.output(i)]) for i in range(len(outs))]
 
 
 # --- against OpenVINO --------------------------------------------------------------------------
@@ -130,10 +90,7 @@ def test_activation_matches_openvino(index: int, ov_results: list[np.ndarray]) -
     x = INPUTS[inp]
     ours = run(op, [x, *extra], consts=range(1, 1 + len(extra)), **attrs)
     theirs = ov_results[index]
-    if x.dtype.kind == "f":
-        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-5)
-    else:
-        np.testing.assert_array_equal(ours, theirs)
+    assert_matches(ours, theirs, rtol=1e-5, atol=1e-5)
 
 
 # --- semantics -----------------------------------------------------------------------------------
@@ -257,7 +214,7 @@ def test_swish_inference() -> None:
 
 
 def test_selu_inference() -> None:
-    s = opforge.op("Selu", param("f32", [None, 3]), const([1.67]), const(1.05))
+    s = opforge.op("Selu", param("f32", [None, 3]), const([1.67], np.float32), const(1.05, np.float32))
     assert s.output_specs[0].shape == PartialShape([None, 3])
     assert (
         opforge.op(
@@ -271,9 +228,9 @@ def test_selu_inference() -> None:
         is None
     )
     with pytest.raises(ShapeInferenceError, match=r"\(Selu\).*alpha\) must hold exactly one element"):
-        opforge.op("Selu", param("f32", [2]), const([1.0, 2.0]), const([1.0]))
+        opforge.op("Selu", param("f32", [2]), const([1.0, 2.0], np.float32), const([1.0], np.float32))
     with pytest.raises(ShapeInferenceError, match=r"lambda\) has element type float16"):
-        opforge.op("Selu", param("f32", [2]), const([1.0]), const([1.0], np.float16))
+        opforge.op("Selu", param("f32", [2]), const([1.0], np.float32), const([1.0], np.float16))
     with pytest.raises(ShapeInferenceError, match="expected a float type"):
         opforge.op("Selu", param("i32", [2]), const([1], np.int32), const([1], np.int32))
 

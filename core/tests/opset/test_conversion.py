@@ -3,7 +3,7 @@ OpenVINO's CPU device (one compiled model for the whole group)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import ml_dtypes
@@ -12,47 +12,12 @@ import opforge
 import pytest
 from opforge.element_type import Type
 from opforge.errors import AttributeValidationError, ShapeInferenceError
-from opforge.graph import Model, Node
-from opforge.reference import evaluate_model
+from opforge.graph import Node
 from opforge.shape import PartialShape
 
+from .oracle import assert_matches, openvino_outputs, param, run
+
 RNG = np.random.default_rng(0)
-
-
-# --- helpers (each test module keeps its own: pytest runs them in importlib mode) ----------------
-def param(t: str | Type, shape: Any) -> Node:
-    return opforge.op("Parameter", element_type=t, shape=shape)
-
-
-def run(type_name: str, inputs: Sequence[np.ndarray], consts: Sequence[int] = (), **attrs: Any) -> np.ndarray:
-    """Evaluate one node by reference; inputs listed in ``consts`` become Constants. Checks that the
-    output's dtype and shape are the inferred ones."""
-    nodes = [
-        opforge.op("Constant", value=a) if i in consts else param(Type.from_numpy(a.dtype), a.shape)
-        for i, a in enumerate(inputs)
-    ]
-    node = opforge.op(type_name, *nodes, **attrs)
-    params = [n for n in nodes if n.type_name == "Parameter"]
-    fed = [a for i, a in enumerate(inputs) if i not in consts]
-    (out,) = evaluate_model(Model([node], params), fed)
-    spec = node.output_specs[0]
-    assert out.dtype == spec.type.np
-    assert spec.shape.compatible(out.shape)
-    return out
-
-
-def openvino_outputs(
-    build: Callable[[Any, list[Any]], list[Any]], arrays: Sequence[np.ndarray]
-) -> list[np.ndarray]:
-    """Compile one OpenVINO model holding every output ``build(opset, parameters)`` returns."""
-    ov = pytest.importorskip("openvino")
-    ops = pytest.importorskip("openvino.opset13")
-    params = [ops.parameter(list(a.shape), a.dtype) for a in arrays]
-    outs = build(ops, params)
-    model = ov.Model([o.output(0) for o in outs], params)
-    compiled = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
-    result = compiled(list(arrays))
-    return [np.asarray(result[compiled.output(i)]) for i in range(len(outs))]
 
 
 # --- against OpenVINO --------------------------------------------------------------------------
@@ -148,10 +113,7 @@ def test_matches_openvino(index: int, ov_results: list[np.ndarray]) -> None:
     _, op, inp, attrs, extra, _ = CASES[index]
     ours = run(op, [INPUTS[inp], *extra], consts=range(1, 1 + len(extra)), **attrs)
     theirs = ov_results[index]
-    if ours.dtype.kind == "f":
-        np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-6)
-    else:
-        np.testing.assert_array_equal(ours, theirs)
+    assert_matches(ours, theirs, rtol=1e-6, atol=1e-6)
 
 
 # --- Convert semantics beyond what the CPU device computes exactly --------------------------------

@@ -4,113 +4,30 @@ the NumPy reference checked against OpenVINO's CPU device."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 import opforge
 import pytest
-from opforge.element_type import Type
 from opforge.errors import AttributeValidationError, KernelError, ModelValidationError, ShapeInferenceError
-from opforge.graph import Model, Node
-from opforge.reference import evaluate_model
+from opforge.graph import Node
 from opforge.shape import PartialShape
 
+from .oracle import (
+    assert_same,
+    compare,
+    const,
+    evaluate_op,
+    i64,
+    openvino,
+    openvino_reference,
+    ov_compile,
+    ov_core,
+    param,
+    shapes,
+)
+
 RNG = np.random.default_rng(0)
-
-
-# --- helpers (each test module keeps its own: pytest runs them in importlib mode) ----------------
-def param(t: str | Type, shape: Any) -> Node:
-    return opforge.op(
-        "Parameter",
-        element_type=t,
-        shape=PartialShape(shape) if shape is not None else PartialShape.dynamic(),
-    )
-
-
-def const(v: Any, dtype: Any = np.int64) -> Node:
-    return opforge.op("Constant", value=np.asarray(v, dtype=dtype))
-
-
-def shapes(node: Node) -> list[PartialShape]:
-    return [s.shape for s in node.output_specs]
-
-
-def evaluate(
-    type_name: str, arrays: Sequence[np.ndarray], consts: Sequence[int] = (), **attrs: Any
-) -> list[np.ndarray]:
-    """Evaluate one node by reference (inputs listed in ``consts`` become Constants) and check that
-    every output has exactly the inferred element type and a compatible shape."""
-    nodes = [
-        opforge.op("Constant", value=a) if i in consts else param(Type.from_numpy(a.dtype), a.shape)
-        for i, a in enumerate(arrays)
-    ]
-    node = opforge.op(type_name, *nodes, **attrs)
-    params = [n for n in nodes if n.type_name == "Parameter"]
-    outs = evaluate_model(Model(node.outputs(), params), [a for i, a in enumerate(arrays) if i not in consts])
-    for out, spec in zip(outs, node.output_specs):
-        assert out.dtype == spec.type.np
-        assert spec.shape.compatible(out.shape), (spec.shape, out.shape)
-    return outs
-
-
-def openvino(
-    build: Callable[..., Any], arrays: Sequence[np.ndarray], consts: Sequence[int] = ()
-) -> list[np.ndarray]:
-    """Compile the one-op OpenVINO model ``build(*inputs)`` on CPU and run it."""
-    ov = pytest.importorskip("openvino")
-    ops = pytest.importorskip("openvino.opset13")
-    arrays = [np.array(a) for a in arrays]  # writable copies: opforge Constants freeze their arrays
-    nodes = [
-        ops.constant(a) if i in consts else ops.parameter(list(a.shape), a.dtype)
-        for i, a in enumerate(arrays)
-    ]
-    node = build(*nodes)
-    params = [n for i, n in enumerate(nodes) if i not in consts]
-    model = ov.Model(node.outputs(), params)
-    compiled = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
-    result = compiled([a for i, a in enumerate(arrays) if i not in consts])
-    return [np.asarray(result[compiled.output(i)]) for i in range(len(compiled.outputs))]
-
-
-def assert_same(ours: Sequence[np.ndarray], theirs: Sequence[np.ndarray]) -> None:
-    assert len(ours) == len(theirs)
-    for a, b in zip(ours, theirs):
-        assert a.shape == b.shape, (a.shape, b.shape)
-        if np.issubdtype(a.dtype, np.floating):
-            np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
-        else:
-            np.testing.assert_array_equal(a, b)
-
-
-def openvino_reference(build: Callable[..., Any], arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """Run OpenVINO's own reference implementation (``Node.evaluate``) of ``build(*constants)``."""
-    ov = pytest.importorskip("openvino")
-    ops = pytest.importorskip("openvino.opset13")
-    arrays = [np.array(a) for a in arrays]
-    node = build(*[ops.constant(a) for a in arrays])
-    outs = [
-        ov.Tensor(np.zeros(tuple(node.get_output_shape(i)), node.get_output_element_type(i).to_dtype()))
-        for i in range(node.get_output_size())
-    ]
-    assert node.evaluate(outs, [ov.Tensor(a) for a in arrays])
-    return [np.array(t.data) for t in outs]
-
-
-def compare(
-    type_name: str,
-    build: Callable[..., Any],
-    arrays: Sequence[np.ndarray],
-    consts: Sequence[int] = (),
-    **attrs: Any,
-) -> list[np.ndarray]:
-    ours = evaluate(type_name, arrays, consts, **attrs)
-    assert_same(ours, openvino(build, arrays, consts))
-    return ours
-
-
-def i64(*v: Any) -> np.ndarray:
-    return np.array(v, dtype=np.int64)
 
 
 DATA = RNG.standard_normal((2, 3, 4)).astype(np.float32)
@@ -312,7 +229,7 @@ def test_slice_matches_openvino(
     arrays = [BIG, i64(*start), i64(*stop), i64(*step)] + ([i64(*axes)] if axes is not None else [])
     build = lambda *a: opset8.slice(*a)  # noqa: E731
     compare("Slice", build, arrays, consts=range(1, len(arrays)))
-    assert_same(evaluate("Slice", arrays), openvino(build, arrays, consts=range(1, len(arrays))))
+    assert_same(evaluate_op("Slice", arrays), openvino(build, arrays, consts=range(1, len(arrays))))
 
 
 # --- StridedSlice --------------------------------------------------------------------------------
@@ -393,7 +310,7 @@ def test_strided_slice_errors(
 
 def test_strided_slice_runtime_shrink_error() -> None:
     with pytest.raises(KernelError, match="shrink_axis index -5 is out of range"):
-        evaluate(
+        evaluate_op(
             "StridedSlice", [BIG, i64(-5), i64(0), i64(1)], begin_mask=[0], end_mask=[0], shrink_axis_mask=[1]
         )
 
@@ -456,9 +373,9 @@ def test_strided_slice_matches_openvino(
         )
 
     arrays = [BIG, i64(*begin), i64(*end), i64(*stride)]
-    ours = evaluate("StridedSlice", arrays, consts=[1, 2, 3], **masks)
+    ours = evaluate_op("StridedSlice", arrays, consts=[1, 2, 3], **masks)
     assert_same(ours, openvino_reference(build, arrays))
-    assert_same(evaluate("StridedSlice", arrays, **masks), ours)
+    assert_same(evaluate_op("StridedSlice", arrays, **masks), ours)
     # OpenVINO's CPU plugin returns uninitialised memory when a new axis precedes a shrunk one
     if not (any(masks.get("new_axis_mask", [])) and any(masks.get("shrink_axis_mask", []))):
         assert_same(ours, openvino(build, arrays, consts=[1, 2, 3]))
@@ -546,7 +463,7 @@ def test_reverse_sequence_inference() -> None:
     with pytest.raises(ShapeInferenceError, match="rank 2 or more"):
         opforge.op("ReverseSequence", param("f32", [3]), param("i32", [3]))
     with pytest.raises(KernelError, match=r"seq_lengths\[0\] = 6 is out of range"):
-        evaluate("ReverseSequence", [DATA, np.array([6, 1], np.int32)], seq_axis=2)
+        evaluate_op("ReverseSequence", [DATA, np.array([6, 1], np.int32)], seq_axis=2)
 
 
 @pytest.mark.openvino
@@ -607,10 +524,8 @@ def _openvino_reverse(x: np.ndarray, axes: np.ndarray, mode: str) -> np.ndarray:
 <edge from-layer="0" from-port="0" to-layer="2" to-port="0"/>
 <edge from-layer="1" from-port="0" to-layer="2" to-port="1"/>
 <edge from-layer="2" from-port="2" to-layer="3" to-port="0"/></edges></net>"""
-    core = ov.Core()
-    model = core.read_model(xml.encode(), ov.Tensor(np.frombuffer(axes.tobytes(), np.uint8).copy()))
-    compiled = core.compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
-    return np.asarray(compiled([x])[0])
+    model = ov_core().read_model(xml.encode(), ov.Tensor(np.frombuffer(axes.tobytes(), np.uint8).copy()))
+    return np.asarray(ov_compile(model)([x])[0])
 
 
 @pytest.mark.openvino
@@ -626,7 +541,7 @@ def _openvino_reverse(x: np.ndarray, axes: np.ndarray, mode: str) -> np.ndarray:
 )
 def test_reverse_matches_openvino(axes: list[Any], mode: str) -> None:
     a = np.array(axes, np.bool_ if mode == "mask" else np.int64)
-    (ours,) = evaluate("Reverse", [DATA, a], consts=[1], mode=mode)
+    (ours,) = evaluate_op("Reverse", [DATA, a], consts=[1], mode=mode)
     assert_same([ours], [_openvino_reverse(DATA, a, mode)])
 
 
@@ -667,7 +582,7 @@ def test_roll_scalar_shift_applies_to_every_axis() -> None:
     that form, so compare with the equivalent one-shift-per-axis model."""
     from openvino import opset7
 
-    (ours,) = evaluate("Roll", [DATA, i64(1).reshape(()), i64(0, 2)], consts=[1, 2])
+    (ours,) = evaluate_op("Roll", [DATA, i64(1).reshape(()), i64(0, 2)], consts=[1, 2])
     assert_same(
         [ours], openvino(lambda d, s, a: opset7.roll(d, s, a), [DATA, i64(1, 1), i64(0, 2)], consts=[1, 2])
     )

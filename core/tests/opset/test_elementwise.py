@@ -4,7 +4,6 @@ checked against OpenVINO's CPU device (one compiled model per group of operation
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
 from typing import Any
 
 import ml_dtypes
@@ -13,55 +12,12 @@ import opforge
 import pytest
 from opforge.element_type import Type
 from opforge.errors import ShapeInferenceError
-from opforge.graph import Model, Node
-from opforge.reference import evaluate_model
 from opforge.shape import PartialShape
+
+from .oracle import assert_matches, openvino_outputs, param, run
 
 RNG = np.random.default_rng(0)
 SHAPE = (2, 3, 4)
-
-
-# --- helpers (each test module keeps its own: pytest runs them in importlib mode) ----------------
-def param(t: str | Type, shape: Any) -> Node:
-    return opforge.op("Parameter", element_type=t, shape=shape)
-
-
-def run(type_name: str, inputs: Sequence[np.ndarray], consts: Sequence[int] = (), **attrs: Any) -> np.ndarray:
-    """Evaluate one node by reference; inputs listed in ``consts`` become Constants. Checks that the
-    output's dtype and shape are the inferred ones."""
-    nodes = [
-        opforge.op("Constant", value=a) if i in consts else param(Type.from_numpy(a.dtype), a.shape)
-        for i, a in enumerate(inputs)
-    ]
-    node = opforge.op(type_name, *nodes, **attrs)
-    params = [n for n in nodes if n.type_name == "Parameter"]
-    fed = [a for i, a in enumerate(inputs) if i not in consts]
-    (out,) = evaluate_model(Model([node], params), fed)
-    spec = node.output_specs[0]
-    assert out.dtype == spec.type.np
-    assert spec.shape.compatible(out.shape)
-    return out
-
-
-def openvino_outputs(
-    build: Callable[[Any, list[Any]], list[Any]], arrays: Sequence[np.ndarray]
-) -> list[np.ndarray]:
-    """Compile one OpenVINO model holding every output ``build(opset, parameters)`` returns."""
-    ov = pytest.importorskip("openvino")
-    ops = pytest.importorskip("openvino.opset13")
-    params = [ops.parameter(list(a.shape), a.dtype) for a in arrays]
-    outs = build(ops, params)
-    model = ov.Model([o.output(0) for o in outs], params)
-    compiled = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
-    result = compiled(list(arrays))
-    return [np.asarray(result[compiled.output(i)]) for i in range(len(outs))]
-
-
-def assert_close(ours: np.ndarray, theirs: np.ndarray) -> None:
-    if np.issubdtype(ours.dtype, np.floating):
-        np.testing.assert_allclose(ours, theirs, rtol=2e-5, atol=2e-6)
-    else:
-        np.testing.assert_array_equal(ours, theirs)
 
 
 # --- unary math --------------------------------------------------------------------------------
@@ -140,7 +96,7 @@ def ov_unary() -> dict[tuple[str, str], np.ndarray]:
 )
 def test_unary_matches_openvino(op: str, domain: str, ov_unary: dict[tuple[str, str], np.ndarray]) -> None:
     ours = run(op, [DOMAINS[domain]])
-    assert_close(ours, ov_unary[(op, domain)])
+    assert_matches(ours, ov_unary[(op, domain)], rtol=2e-5, atol=2e-6)
 
 
 @pytest.mark.parametrize("op", UNARY_OPS)
@@ -284,7 +240,7 @@ def ov_binary() -> dict[tuple[str, str], np.ndarray]:
 def test_binary_matches_openvino(op: str, inputs: str, ov_binary: dict[tuple[str, str], np.ndarray]) -> None:
     ours = run(op, list(BINARY_INPUTS[inputs]))
     assert ours.shape == SHAPE
-    assert_close(ours, ov_binary[(op, inputs)])
+    assert_matches(ours, ov_binary[(op, inputs)], rtol=2e-5, atol=2e-6)
 
 
 @pytest.mark.openvino

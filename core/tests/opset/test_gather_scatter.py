@@ -4,7 +4,6 @@ NumPy reference checked against OpenVINO's CPU device, and clear errors for out-
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -12,91 +11,11 @@ import opforge
 import pytest
 from opforge.element_type import Type
 from opforge.errors import AttributeValidationError, KernelError, ShapeInferenceError
-from opforge.graph import Model, Node
-from opforge.reference import evaluate_model
 from opforge.shape import PartialShape
 
+from .oracle import compare, const, evaluate_op, i64, param, shapes
+
 RNG = np.random.default_rng(0)
-
-
-# --- helpers (each test module keeps its own: pytest runs them in importlib mode) ----------------
-def param(t: str | Type, shape: Any) -> Node:
-    return opforge.op(
-        "Parameter",
-        element_type=t,
-        shape=PartialShape(shape) if shape is not None else PartialShape.dynamic(),
-    )
-
-
-def const(v: Any, dtype: Any = np.int64) -> Node:
-    return opforge.op("Constant", value=np.asarray(v, dtype=dtype))
-
-
-def shapes(node: Node) -> list[PartialShape]:
-    return [s.shape for s in node.output_specs]
-
-
-def evaluate(
-    type_name: str, arrays: Sequence[np.ndarray], consts: Sequence[int] = (), **attrs: Any
-) -> list[np.ndarray]:
-    """Evaluate one node by reference (inputs listed in ``consts`` become Constants) and check that
-    every output has exactly the inferred element type and a compatible shape."""
-    nodes = [
-        opforge.op("Constant", value=a) if i in consts else param(Type.from_numpy(a.dtype), a.shape)
-        for i, a in enumerate(arrays)
-    ]
-    node = opforge.op(type_name, *nodes, **attrs)
-    params = [n for n in nodes if n.type_name == "Parameter"]
-    outs = evaluate_model(Model(node.outputs(), params), [a for i, a in enumerate(arrays) if i not in consts])
-    for out, spec in zip(outs, node.output_specs):
-        assert out.dtype == spec.type.np
-        assert spec.shape.compatible(out.shape), (spec.shape, out.shape)
-    return outs
-
-
-def openvino(
-    build: Callable[..., Any], arrays: Sequence[np.ndarray], consts: Sequence[int] = ()
-) -> list[np.ndarray]:
-    """Compile the one-op OpenVINO model ``build(*inputs)`` on CPU and run it."""
-    ov = pytest.importorskip("openvino")
-    ops = pytest.importorskip("openvino.opset13")
-    arrays = [np.array(a) for a in arrays]  # writable copies: opforge Constants freeze their arrays
-    nodes = [
-        ops.constant(a) if i in consts else ops.parameter(list(a.shape), a.dtype)
-        for i, a in enumerate(arrays)
-    ]
-    node = build(*nodes)
-    params = [n for i, n in enumerate(nodes) if i not in consts]
-    model = ov.Model(node.outputs(), params)
-    compiled = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
-    result = compiled([a for i, a in enumerate(arrays) if i not in consts])
-    return [np.asarray(result[compiled.output(i)]) for i in range(len(compiled.outputs))]
-
-
-def assert_same(ours: Sequence[np.ndarray], theirs: Sequence[np.ndarray]) -> None:
-    assert len(ours) == len(theirs)
-    for a, b in zip(ours, theirs):
-        assert a.shape == b.shape, (a.shape, b.shape)
-        if np.issubdtype(a.dtype, np.floating):
-            np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
-        else:
-            np.testing.assert_array_equal(a, b)
-
-
-def compare(
-    type_name: str,
-    build: Callable[..., Any],
-    arrays: Sequence[np.ndarray],
-    consts: Sequence[int] = (),
-    **attrs: Any,
-) -> list[np.ndarray]:
-    ours = evaluate(type_name, arrays, consts, **attrs)
-    assert_same(ours, openvino(build, arrays, consts))
-    return ours
-
-
-def i64(*v: Any) -> np.ndarray:
-    return np.array(v, dtype=np.int64)
 
 
 DATA = RNG.standard_normal((3, 4, 5)).astype(np.float32)
@@ -166,9 +85,9 @@ def test_gather_out_of_range_index_raises() -> None:
     with pytest.raises(
         KernelError, match=r"Gather index \(axis 1\) 4 at position \(1,\) is out of range .* -4\.\.3"
     ):
-        evaluate("Gather", [DATA, i64(0, 4), i64(1).reshape(())])
+        evaluate_op("Gather", [DATA, i64(0, 4), i64(1).reshape(())])
     with pytest.raises(KernelError, match=r"Gather index .* -5 .* is out of range"):
-        evaluate("Gather", [DATA, i64(-5), i64(1).reshape(())])
+        evaluate_op("Gather", [DATA, i64(-5), i64(1).reshape(())])
 
 
 # --- GatherElements ------------------------------------------------------------------------------
@@ -208,7 +127,7 @@ def test_gather_elements_matches_openvino(axis: int) -> None:
     idx = RNG.integers(-dim, dim, shape).astype(np.int64)
     compare("GatherElements", lambda d, i: opset6.gather_elements(d, i, axis), [DATA, idx], axis=axis)
     with pytest.raises(KernelError, match=f"GatherElements index .* {dim} at position"):
-        evaluate("GatherElements", [DATA, np.full(shape, dim, np.int64)], axis=axis)
+        evaluate_op("GatherElements", [DATA, np.full(shape, dim, np.int64)], axis=axis)
 
 
 # --- GatherND ------------------------------------------------------------------------------------
@@ -256,13 +175,13 @@ def test_gather_nd_matches_openvino(ishape: tuple[int, ...], bd: int) -> None:
 
 def test_gather_nd_empty_index_tuples_take_the_whole_data() -> None:
     # OpenVINO's CPU plugin returns uninitialised memory here: check against NumPy
-    (out,) = evaluate("GatherND", [DATA, np.zeros((2, 0), np.int64)])
+    (out,) = evaluate_op("GatherND", [DATA, np.zeros((2, 0), np.int64)])
     np.testing.assert_array_equal(out, np.stack([DATA, DATA]))
 
 
 def test_gather_nd_out_of_range_index_raises() -> None:
     with pytest.raises(KernelError, match=r"GatherND index \(data dimension 1\) 4 at position \(1,\)"):
-        evaluate("GatherND", [DATA, i64([0, 1], [1, 4])])
+        evaluate_op("GatherND", [DATA, i64([0, 1], [1, 4])])
 
 
 # --- ScatterNDUpdate -----------------------------------------------------------------------------
@@ -310,7 +229,7 @@ def test_scatter_nd_update_out_of_range_index_raises() -> None:
     with pytest.raises(
         KernelError, match=r"ScatterNDUpdate index \(data dimension 0\) -4 at position \(1,\)"
     ):
-        evaluate("ScatterNDUpdate", [DATA, i64([0], [-4]), np.zeros((2, 4, 5), np.float32)])
+        evaluate_op("ScatterNDUpdate", [DATA, i64([0], [-4]), np.zeros((2, 4, 5), np.float32)])
 
 
 # --- ScatterElementsUpdate -----------------------------------------------------------------------
@@ -378,7 +297,7 @@ def test_scatter_elements_update_matches_openvino(reduction: str, use_init_val: 
 
 def test_scatter_elements_update_mean_truncates_integers() -> None:
     data = np.array([[-7, 5, 3]], np.int32)
-    (out,) = evaluate(
+    (out,) = evaluate_op(
         "ScatterElementsUpdate", [data, i64([0, 0, 0]), np.zeros((1, 3), np.int32), i64(1)], reduction="mean"
     )
     np.testing.assert_array_equal(out, [[-1, 5, 3]])  # -7 / 4 truncated toward zero
@@ -386,12 +305,12 @@ def test_scatter_elements_update_mean_truncates_integers() -> None:
 
 def test_scatter_elements_update_errors_at_run_time() -> None:
     with pytest.raises(KernelError, match=r"ScatterElementsUpdate index \(axis 0\) 3 at position \(0, 1\)"):
-        evaluate(
+        evaluate_op(
             "ScatterElementsUpdate",
             [np.zeros((3, 2), np.float32), i64([0, 3]), np.ones((1, 2), np.float32), i64(0)],
         )
     with pytest.raises(KernelError, match="larger than data"):
-        evaluate(
+        evaluate_op(
             "ScatterElementsUpdate",
             [np.zeros((3, 2), np.float32), np.zeros((1, 3), np.int64), np.ones((1, 3), np.float32), i64(0)],
         )
@@ -436,7 +355,7 @@ def test_scatter_update_matches_openvino(ishape: tuple[int, ...], axis: int) -> 
 def test_scatter_update_scalar_index() -> None:
     # OpenVINO's CPU plugin does not take scalar indices: check against NumPy
     updates = RNG.standard_normal((3, 4)).astype(np.float32)
-    (out,) = evaluate("ScatterUpdate", [DATA, i64(2).reshape(()), updates, i64(2).reshape(())])
+    (out,) = evaluate_op("ScatterUpdate", [DATA, i64(2).reshape(()), updates, i64(2).reshape(())])
     expected = DATA.copy()
     expected[:, :, 2] = updates
     np.testing.assert_array_equal(out, expected)
@@ -445,7 +364,7 @@ def test_scatter_update_scalar_index() -> None:
 def test_scatter_update_rejects_negative_indices() -> None:
     """OpenVINO's reference and CPU plugin both reject negative ScatterUpdate indices."""
     with pytest.raises(KernelError, match=r"ScatterUpdate index \(axis 0\) -1 at position \(0,\) .* 0\.\.2"):
-        evaluate("ScatterUpdate", [DATA, i64(-1), np.zeros((1, 4, 5), np.float32), i64(0)])
+        evaluate_op("ScatterUpdate", [DATA, i64(-1), np.zeros((1, 4, 5), np.float32), i64(0)])
 
 
 # --- OneHot --------------------------------------------------------------------------------------
@@ -544,7 +463,7 @@ def test_unique_along_axis_merges_equal_slices() -> None:
         [[2, 2, 2, 2], [1, 1, 1, 0], [2, 0, 0, 1], [2, 2, 2, 2], [0, 0, 0, 2], [0, 1, 1, 0]], np.float32
     )
     for is_sorted in (True, False):
-        values, first, inverse, counts = evaluate(
+        values, first, inverse, counts = evaluate_op(
             "Unique", [data, i64(1).reshape(())], consts=[1], sorted=is_sorted
         )
         ov_node = opset10.unique(opset10.constant(data), opset10.constant(np.int64(1)), is_sorted)

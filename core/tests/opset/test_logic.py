@@ -3,7 +3,7 @@ checked against OpenVINO's CPU device (one compiled model for the whole group)."
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -11,48 +11,12 @@ import opforge
 import pytest
 from opforge.element_type import Type
 from opforge.errors import ShapeInferenceError
-from opforge.graph import Model, Node
-from opforge.reference import evaluate_model
 from opforge.shape import PartialShape
+
+from .oracle import openvino_outputs, param, run
 
 RNG = np.random.default_rng(0)
 SHAPE = (2, 3, 4)
-
-
-# --- helpers (each test module keeps its own: pytest runs them in importlib mode) ----------------
-def param(t: str | Type, shape: Any) -> Node:
-    return opforge.op("Parameter", element_type=t, shape=shape)
-
-
-def run(type_name: str, inputs: Sequence[np.ndarray], consts: Sequence[int] = (), **attrs: Any) -> np.ndarray:
-    """Evaluate one node by reference; inputs listed in ``consts`` become Constants. Checks that the
-    output's dtype and shape are the inferred ones."""
-    nodes = [
-        opforge.op("Constant", value=a) if i in consts else param(Type.from_numpy(a.dtype), a.shape)
-        for i, a in enumerate(inputs)
-    ]
-    node = opforge.op(type_name, *nodes, **attrs)
-    params = [n for n in nodes if n.type_name == "Parameter"]
-    fed = [a for i, a in enumerate(inputs) if i not in consts]
-    (out,) = evaluate_model(Model([node], params), fed)
-    spec = node.output_specs[0]
-    assert out.dtype == spec.type.np
-    assert spec.shape.compatible(out.shape)
-    return out
-
-
-def openvino_outputs(
-    build: Callable[[Any, list[Any]], list[Any]], arrays: Sequence[np.ndarray]
-) -> list[np.ndarray]:
-    """Compile one OpenVINO model holding every output ``build(opset, parameters)`` returns."""
-    ov = pytest.importorskip("openvino")
-    ops = pytest.importorskip("openvino.opset13")
-    params = [ops.parameter(list(a.shape), a.dtype) for a in arrays]
-    outs = build(ops, params)
-    model = ov.Model([o.output(0) for o in outs], params)
-    compiled = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
-    result = compiled(list(arrays))
-    return [np.asarray(result[compiled.output(i)]) for i in range(len(outs))]
 
 
 # --- against OpenVINO --------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from opforge.opset.group_convolution_backprop_data import GroupConvolutionBackpr
 from opforge.opset.mat_mul import MatMul
 from opforge.shape import PartialShape
 
-from ._nn_oracle import assert_close, check_ir_in_openvino, const, evaluate, make, ov_run, param, rng
+from .oracle import assert_close, check_ir_in_openvino, const, evaluate, make, ov_run, param, rng
 
 CONV_OPS: dict[str, type[Op]] = {
     "convolution": Convolution,
@@ -61,17 +61,17 @@ def test_module_defines_one_op(module: str, type_name: str, version: str) -> Non
     ],
 )
 def test_matmul_shape(a: list[Any], b: list[Any], ta: bool, tb: bool, out: list[Any]) -> None:
-    n = make(MatMul, param(a), param(b), transpose_a=ta, transpose_b=tb)
+    n = make(MatMul, param("f32", a), param("f32", b), transpose_a=ta, transpose_b=tb)
     assert n.output_specs[0].shape == PartialShape(out)
 
 
 def test_matmul_dynamic_rank() -> None:
-    n = make(MatMul, param(PartialShape.dynamic()), param([4, 5]))
+    n = make(MatMul, param("f32", PartialShape.dynamic()), param("f32", [4, 5]))
     assert n.output_specs[0].shape.rank is None
 
 
 def test_matmul_default_attributes() -> None:
-    assert make(MatMul, param([2, 3]), param([3, 4])).attrs.model_dump() == {
+    assert make(MatMul, param("f32", [2, 3]), param("f32", [3, 4])).attrs.model_dump() == {
         "transpose_a": False,
         "transpose_b": False,
     }
@@ -96,7 +96,7 @@ def test_matmul_default_attributes() -> None:
 )
 def test_matmul_errors(a: list[int], b: list[int], ta: bool, types: tuple[str, str], match: str) -> None:
     with pytest.raises(ShapeInferenceError, match=match):
-        make(MatMul, param(a, types[0]), param(b, types[1]), transpose_a=ta)
+        make(MatMul, param(types[0], a), param(types[1], b), transpose_a=ta)
 
 
 @pytest.mark.openvino
@@ -119,14 +119,14 @@ def test_matmul_matches_openvino(a: tuple[int, ...], b: tuple[int, ...], ta: boo
     xa, xb = g.standard_normal(a).astype(np.float32), g.standard_normal(b).astype(np.float32)
     pa, pb = ov1.parameter(list(a), np.float32), ov1.parameter(list(b), np.float32)
     want = ov_run(ov1.matmul(pa, pb, ta, tb), [pa, pb], [xa, xb])
-    got = evaluate(make(MatMul, param(a), param(b), transpose_a=ta, transpose_b=tb), [xa, xb])
+    got = evaluate(make(MatMul, param("f32", a), param("f32", b), transpose_a=ta, transpose_b=tb), [xa, xb])
     assert_close(got, want)
 
 
 @pytest.mark.parametrize("t", ["f16", "bf16", "i32", "u8", "f64"])
 def test_matmul_keeps_element_type(t: str) -> None:
     g = rng()
-    n = make(MatMul, param([2, 3], t), param([3, 4], t))
+    n = make(MatMul, param(t, [2, 3]), param(t, [3, 4]))
     dt = n.output_specs[0].type.np
     xa, xb = (g.integers(0, 4, s).astype(dt) for s in ((2, 3), (3, 4)))
     (y,) = evaluate(n, [xa, xb])
@@ -136,7 +136,7 @@ def test_matmul_keeps_element_type(t: str) -> None:
 def test_matmul_integer_overflow_wraps() -> None:
     a = np.array([[200, 100]], dtype=np.uint8)
     b = np.array([[2], [1]], dtype=np.uint8)
-    (y,) = evaluate(make(MatMul, param([1, 2], "u8"), param([2, 1], "u8")), [a, b])
+    (y,) = evaluate(make(MatMul, param("u8", [1, 2]), param("u8", [2, 1])), [a, b])
     assert y[0, 0] == (500 % 256)
 
 
@@ -147,7 +147,7 @@ def conv(data: Any, filters: Any, op: type[Op] = Convolution, **attrs: Any) -> P
     attrs.setdefault("dilations", [1] * n_spatial)
     attrs.setdefault("pads_begin", [0] * n_spatial)
     attrs.setdefault("pads_end", [0] * n_spatial)
-    ins = [param(data), param(filters) if not isinstance(filters, np.ndarray) else const(filters)]
+    ins = [param("f32", data), param("f32", filters) if not isinstance(filters, np.ndarray) else const(filters)]
     if "output_shape" in attrs:
         os = attrs.pop("output_shape")
         ins.append(os if not isinstance(os, list) else const(np.array(os, dtype=np.int64)))
@@ -185,8 +185,8 @@ def test_convolution_accepts_upper_case_auto_pad() -> None:
     # OpenVINO's Python API and older IR files spell it in capitals.
     n = make(
         Convolution,
-        param([1, 1, 4]),
-        param([1, 1, 3]),
+        param("f32", [1, 1, 4]),
+        param("f32", [1, 1, 3]),
         strides=[1],
         dilations=[1],
         pads_begin=[0],
@@ -266,8 +266,8 @@ def test_convolution_type_errors() -> None:
     ):
         make(
             Convolution,
-            param([1, 1, 4]),
-            param([1, 1, 3], "f16"),
+            param("f32", [1, 1, 4]),
+            param("f16", [1, 1, 3]),
             strides=[1],
             dilations=[1],
             pads_begin=[0],
@@ -276,8 +276,8 @@ def test_convolution_type_errors() -> None:
     with pytest.raises(ShapeInferenceError, match="expected a numeric type"):
         make(
             Convolution,
-            param([1, 1, 4], "boolean"),
-            param([1, 1, 3], "boolean"),
+            param("boolean", [1, 1, 4]),
+            param("boolean", [1, 1, 3]),
             strides=[1],
             dilations=[1],
             pads_begin=[0],
@@ -345,7 +345,7 @@ def test_backprop_dynamic() -> None:
         [None, 3, None, None]
     )
     # An output_shape that is not a constant leaves the spatial sizes unknown.
-    s = conv([1, 2, 5, 5], [2, 3, 3, 3], cbd, strides=[2, 2], output_shape=param([2], "i64"))
+    s = conv([1, 2, 5, 5], [2, 3, 3, 3], cbd, strides=[2, 2], output_shape=param("i64", [2]))
     assert s == PartialShape([1, 3, None, None])
     s = conv([1, 2, 5, 5, 5], [2, 3, 3, 3, 3], cbd, strides=[2, 2, 2], output_shape=[9, 10, 11])
     assert s == PartialShape([1, 3, 9, 10, 11])
@@ -562,7 +562,7 @@ def test_convolutions_match_openvino(
     x, w = g.standard_normal(xs).astype(np.float32), g.standard_normal(ws).astype(np.float32)
     p = ov1.parameter(list(xs), np.float32)
     want = ov_run(_ov_conv(kind, p, w, attrs, output_shape), [p], [x])
-    ins = [param(xs), const(w)] + ([] if output_shape is None else [const(np.array(output_shape, np.int64))])
+    ins = [param("f32", xs), const(w)] + ([] if output_shape is None else [const(np.array(output_shape, np.int64))])
     n = make(CONV_OPS[kind], *ins, **attrs)
     assert n.output_specs[0].shape == PartialShape(want[0].shape)
     assert_close(evaluate(n, [x]), want)
@@ -584,7 +584,7 @@ def test_convolution_ir_loads_in_openvino(
 ) -> None:
     g = rng()
     x, w = g.standard_normal(xs).astype(np.float32), g.standard_normal(ws).astype(np.float32)
-    ins = [param(xs), const(w)] + ([] if output_shape is None else [const(np.array(output_shape, np.int64))])
+    ins = [param("f32", xs), const(w)] + ([] if output_shape is None else [const(np.array(output_shape, np.int64))])
     check_ir_in_openvino(make(CONV_OPS[kind], *ins, **attrs), [x])
 
 
@@ -593,7 +593,7 @@ def test_matmul_ir_loads_in_openvino() -> None:
     g = rng()
     xa, xb = g.standard_normal((2, 4, 3)).astype(np.float32), g.standard_normal((5, 4)).astype(np.float32)
     check_ir_in_openvino(
-        make(MatMul, param([2, 4, 3]), param([5, 4]), transpose_a=True, transpose_b=True), [xa, xb]
+        make(MatMul, param("f32", [2, 4, 3]), param("f32", [5, 4]), transpose_a=True, transpose_b=True), [xa, xb]
     )
 
 
@@ -603,7 +603,7 @@ def test_backprop_negative_pads_extend_output() -> None:
     w = np.ones((1, 1, 2), np.float32)
     n = make(
         ConvolutionBackpropData,
-        param([1, 1, 2]),
+        param("f32", [1, 1, 2]),
         const(w),
         strides=[1],
         pads_begin=[-1],
@@ -626,8 +626,8 @@ def test_convolutions_keep_element_type(kind: str, t: str) -> None:
     }[kind]
     n = make(
         CONV_OPS[kind],
-        param([1, 2, 5, 5], t),
-        param(list(ws), t),
+        param(t, [1, 2, 5, 5]),
+        param(t, list(ws)),
         strides=[1, 1],
         dilations=[1, 1],
         pads_begin=[1, 1],
@@ -638,7 +638,7 @@ def test_convolutions_keep_element_type(kind: str, t: str) -> None:
     x, w = g.integers(-3, 4, (1, 2, 5, 5)).astype(dt), g.integers(-3, 4, ws).astype(dt)
     (y,) = evaluate(n, [x, w])
     # Small integers are exact in every type, so the f32 result is the exact answer.
-    n32 = make(CONV_OPS[kind], param([1, 2, 5, 5]), param(list(ws)), **n.attrs.model_dump())
+    n32 = make(CONV_OPS[kind], param("f32", [1, 2, 5, 5]), param("f32", list(ws)), **n.attrs.model_dump())
     (y32,) = evaluate(n32, [x.astype(np.float32), w.astype(np.float32)])
     np.testing.assert_array_equal(y.astype(np.float32), y32)
 
@@ -649,7 +649,7 @@ def test_convolution_resnet_sized_is_fast() -> None:
     w = g.standard_normal((256, 256, 3, 3)).astype(np.float32)
     n = make(
         Convolution,
-        param([1, 256, 56, 56]),
+        param("f32", [1, 256, 56, 56]),
         const(w),
         strides=[1, 1],
         pads_begin=[1, 1],

@@ -18,7 +18,7 @@ from opforge.opset.space_to_depth import SpaceToDepth
 from opforge.opset.top_k import TopK
 from opforge.shape import PartialShape
 
-from ._nn_oracle import assert_close, check_ir_in_openvino, const, evaluate, make, ov_fold, ov_run, param, rng
+from .oracle import assert_close, check_ir_in_openvino, const, evaluate, make, ov_fold, ov_run, param, rng
 
 
 @pytest.mark.parametrize(
@@ -44,7 +44,7 @@ def topk(data: Any, k: Any, **attrs: Any) -> Any:
     attrs.setdefault("axis", 1)
     attrs.setdefault("mode", "max")
     attrs.setdefault("sort", "value")
-    return make(TopK, param(data), k if not isinstance(k, int) else i64(k), **attrs)
+    return make(TopK, param("f32", data), k if not isinstance(k, int) else i64(k), **attrs)
 
 
 def test_topk_shapes() -> None:
@@ -52,7 +52,7 @@ def test_topk_shapes() -> None:
     assert [s.shape for s in n.output_specs] == [PartialShape([3, 2, 5])] * 2
     assert [s.type for s in n.output_specs] == [Type.f32, Type.i32]  # i32 is OpenVINO's default
     assert topk([3, None, 5], 4, axis=-2).output_specs[0].shape == PartialShape([3, 4, 5])
-    assert topk([3, 6, 5], param([], "i64")).output_specs[0].shape == PartialShape([3, None, 5])
+    assert topk([3, 6, 5], param("i64", [])).output_specs[0].shape == PartialShape([3, None, 5])
     n = topk(PartialShape.dynamic(), 2, index_element_type="i64")
     assert n.output_specs[0].shape.rank is None and n.output_specs[1].type is Type.i64
 
@@ -94,7 +94,7 @@ def test_topk_matches_openvino(axis: int, mode: str, sort: str) -> None:
     p = ov11.parameter([3, 6, 5], np.float32)
     stable = sort != "none"
     want = ov_run(ov11.topk(p, ov11.constant(np.int64(3)), axis, mode, sort, "i32", stable), [p], [x])
-    got = evaluate(make(TopK, param([3, 6, 5]), i64(3), axis=axis, mode=mode, sort=sort, stable=stable), [x])
+    got = evaluate(make(TopK, param("f32", [3, 6, 5]), i64(3), axis=axis, mode=mode, sort=sort, stable=stable), [x])
     assert_close(got, want)
 
 
@@ -107,7 +107,7 @@ def test_topk_matches_openvino(axis: int, mode: str, sort: str) -> None:
     ],
 )
 def test_topk_integer_and_half_types(t: str, values: list[Any]) -> None:
-    n = make(TopK, param([5], t), i64(3), axis=0, mode="max", sort="value", index_element_type="i64")
+    n = make(TopK, param(t, [5]), i64(3), axis=0, mode="max", sort="value", index_element_type="i64")
     x = np.array(values, dtype=n.output_specs[0].type.np)
     got_values, got_indices = evaluate(n, [x])
     order = sorted(range(5), key=lambda i: (-float(values[i]), i))[:3]
@@ -120,7 +120,7 @@ def test_topk_ir_loads_in_openvino() -> None:
     x = rng().standard_normal((3, 6, 5)).astype(np.float32)
     n = make(
         TopK,
-        param([3, 6, 5]),
+        param("f32", [3, 6, 5]),
         i64(2),
         axis=2,
         mode="min",
@@ -137,7 +137,7 @@ def interp(data: Any, values: Any, ax: Any = None, **attrs: Any) -> Any:
     mode = attrs.setdefault("shape_calculation_mode", "sizes")
     if isinstance(values, list):
         values = const(np.array(values, dtype=np.int64 if mode == "sizes" else np.float32))
-    ins = [param(data), values] + ([] if ax is None else [ax if not isinstance(ax, list) else i64(ax)])
+    ins = [param("f32", data), values] + ([] if ax is None else [ax if not isinstance(ax, list) else i64(ax)])
     return make(Interpolate, *ins, **attrs)
 
 
@@ -170,10 +170,10 @@ def test_interpolate_shapes(
 
 def test_interpolate_unknown_inputs() -> None:
     # Sizes unknown: the resized axes are unknown; axes unknown: any axis may be resized.
-    assert interp([1, 3, 10, 20], param([2], "i64"), [2, 3]).output_specs[0].shape == PartialShape(
+    assert interp([1, 3, 10, 20], param("i64", [2]), [2, 3]).output_specs[0].shape == PartialShape(
         [1, 3, None, None]
     )
-    assert interp([1, 3, 10, 20], [5, 6], param([2], "i64")).output_specs[0].shape == PartialShape.dynamic(4)
+    assert interp([1, 3, 10, 20], [5, 6], param("i64", [2])).output_specs[0].shape == PartialShape.dynamic(4)
     assert interp(PartialShape.dynamic(), [5, 6], [2, 3]).output_specs[0].shape.rank is None
 
 
@@ -357,7 +357,7 @@ def test_interpolate_integer_rounding_matches_openvino_reference(mode: str) -> N
     want = ov_fold(_ov_interpolate(ov11.constant(x), mode, "sizes", [8, 4], [2, 3], attrs))
     n = make(
         Interpolate,
-        param([1, 2, 5, 6], "u8"),
+        param("u8", [1, 2, 5, 6]),
         i64([8, 4]),
         i64([2, 3]),
         mode=mode,
@@ -380,7 +380,7 @@ def test_interpolate_ir_loads_in_openvino(case: tuple[Any, ...]) -> None:
 def test_interpolate_keeps_element_type(t: str, mode: str) -> None:
     n = make(
         Interpolate,
-        param([1, 1, 4, 4], t),
+        param(t, [1, 1, 4, 4]),
         i64([6, 3]),
         i64([2, 3]),
         mode=mode,
@@ -393,19 +393,19 @@ def test_interpolate_keeps_element_type(t: str, mode: str) -> None:
 
 # --- DepthToSpace / SpaceToDepth -------------------------------------------------------
 def test_depth_space_shapes() -> None:
-    d2s = make(DepthToSpace, param([2, 8, 3, 4]), mode="blocks_first", block_size=2)
+    d2s = make(DepthToSpace, param("f32", [2, 8, 3, 4]), mode="blocks_first", block_size=2)
     assert d2s.output_specs[0].shape == PartialShape([2, 2, 6, 8])
-    d2s = make(DepthToSpace, param([None, None, 3, None, 5]), mode="depth_first", block_size=3)
+    d2s = make(DepthToSpace, param("f32", [None, None, 3, None, 5]), mode="depth_first", block_size=3)
     assert d2s.output_specs[0].shape == PartialShape([None, None, 9, None, 15])
-    d2s = make(DepthToSpace, param(PartialShape.dynamic()), mode="depth_first")
+    d2s = make(DepthToSpace, param("f32", PartialShape.dynamic()), mode="depth_first")
     assert d2s.output_specs[0].shape.rank is None
-    s2d = make(SpaceToDepth, param([2, 2, 6, 4]), mode="blocks_first", block_size=2)
+    s2d = make(SpaceToDepth, param("f32", [2, 2, 6, 4]), mode="blocks_first", block_size=2)
     assert s2d.output_specs[0].shape == PartialShape([2, 8, 3, 2])
-    s2d = make(SpaceToDepth, param([2, None, None, 9]), mode="depth_first", block_size=3)
+    s2d = make(SpaceToDepth, param("f32", [2, None, None, 9]), mode="depth_first", block_size=3)
     assert s2d.output_specs[0].shape == PartialShape([2, None, None, 3])
-    s2d = make(SpaceToDepth, param(PartialShape.dynamic()), mode="blocks_first")
+    s2d = make(SpaceToDepth, param("f32", PartialShape.dynamic()), mode="blocks_first")
     assert s2d.output_specs[0].shape.rank is None
-    d2s = make(DepthToSpace, param([2, 4, 3], "boolean"), mode="depth_first")  # any element type
+    d2s = make(DepthToSpace, param("boolean", [2, 4, 3]), mode="depth_first")  # any element type
     assert d2s.output_specs[0].type is Type.boolean
 
 
@@ -415,17 +415,17 @@ def test_depth_space_errors() -> None:
         match=r"input 0 \(data\) has 6 channels, not divisible by block_size\^2 "
         r"= 4",
     ):
-        make(DepthToSpace, param([1, 6, 3, 3]), mode="blocks_first", block_size=2)
+        make(DepthToSpace, param("f32", [1, 6, 3, 3]), mode="blocks_first", block_size=2)
     with pytest.raises(
         ShapeInferenceError, match=r"input 0 \(data\) dimension 3 is 5, not divisible by block_size 2"
     ):
-        make(SpaceToDepth, param([1, 6, 4, 5]), mode="blocks_first", block_size=2)
+        make(SpaceToDepth, param("f32", [1, 6, 4, 5]), mode="blocks_first", block_size=2)
     with pytest.raises(ShapeInferenceError, match=r"input 0 \(data\) has rank 2, expected 3 or more"):
-        make(SpaceToDepth, param([1, 6]), mode="blocks_first")
+        make(SpaceToDepth, param("f32", [1, 6]), mode="blocks_first")
     with pytest.raises(ShapeInferenceError, match="block_size is 0"):
-        make(DepthToSpace, param([1, 6, 3]), mode="blocks_first", block_size=0)
+        make(DepthToSpace, param("f32", [1, 6, 3]), mode="blocks_first", block_size=0)
     with pytest.raises(AttributeValidationError, match="mode"):
-        make(DepthToSpace, param([1, 6, 3]), block_size=2)
+        make(DepthToSpace, param("f32", [1, 6, 3]), block_size=2)
 
 
 @pytest.mark.openvino
@@ -439,10 +439,10 @@ def test_depth_to_space_matches_openvino(mode: str, shape: tuple[int, ...], bs: 
     x = rng().standard_normal(shape).astype(np.float32)
     p = ov1.parameter(list(shape), np.float32)
     want = ov_run(ov1.depth_to_space(p, mode, bs), [p], [x])
-    n = make(DepthToSpace, param(shape), mode=mode, block_size=bs)
+    n = make(DepthToSpace, param("f32", shape), mode=mode, block_size=bs)
     assert_close(evaluate(n, [x]), want)
     # SpaceToDepth in the same mode undoes it.
-    back = make(SpaceToDepth, param(want[0].shape), mode=mode, block_size=bs)
+    back = make(SpaceToDepth, param("f32", want[0].shape), mode=mode, block_size=bs)
     np.testing.assert_array_equal(evaluate(back, [want[0]])[0], x)
 
 
@@ -455,15 +455,15 @@ def test_space_to_depth_matches_openvino(mode: str, shape: tuple[int, ...], bs: 
     x = rng().standard_normal(shape).astype(np.float32)
     p = ov1.parameter(list(shape), np.float32)
     want = ov_run(ov1.space_to_depth(p, mode, bs), [p], [x])
-    assert_close(evaluate(make(SpaceToDepth, param(shape), mode=mode, block_size=bs), [x]), want)
+    assert_close(evaluate(make(SpaceToDepth, param("f32", shape), mode=mode, block_size=bs), [x]), want)
 
 
 @pytest.mark.openvino
 def test_depth_space_ir_loads_in_openvino() -> None:
     x = rng().standard_normal((2, 8, 3, 4)).astype(np.float32)
-    check_ir_in_openvino(make(DepthToSpace, param([2, 8, 3, 4]), mode="depth_first", block_size=2), [x])
+    check_ir_in_openvino(make(DepthToSpace, param("f32", [2, 8, 3, 4]), mode="depth_first", block_size=2), [x])
     check_ir_in_openvino(
-        make(SpaceToDepth, param([2, 8, 4, 4]), mode="blocks_first", block_size=2),
+        make(SpaceToDepth, param("f32", [2, 8, 4, 4]), mode="blocks_first", block_size=2),
         [rng().standard_normal((2, 8, 4, 4)).astype(np.float32)],
     )
 
@@ -485,14 +485,14 @@ def test_depth_space_ir_loads_in_openvino() -> None:
     ],
 )
 def test_einsum_shapes(equation: str, shapes: list[list[Any]], out: list[Any]) -> None:
-    n = make(Einsum, *(param(s) for s in shapes), equation=equation)
+    n = make(Einsum, *(param("f32", s) for s in shapes), equation=equation)
     assert n.output_specs[0].shape == PartialShape(out)
 
 
 def test_einsum_dynamic_rank() -> None:
-    n = make(Einsum, param(PartialShape.dynamic()), param([4, 5]), equation="ij,jk->ik")
+    n = make(Einsum, param("f32", PartialShape.dynamic()), param("f32", [4, 5]), equation="ij,jk->ik")
     assert n.output_specs[0].shape == PartialShape([None, 5])
-    n = make(Einsum, param(PartialShape.dynamic()), param([4, 5]), equation="...j,jk->...k")
+    n = make(Einsum, param("f32", PartialShape.dynamic()), param("f32", [4, 5]), equation="...j,jk->...k")
     assert n.output_specs[0].shape.rank is None
 
 
@@ -512,7 +512,7 @@ def test_einsum_dynamic_rank() -> None:
 )
 def test_einsum_errors(equation: str, shapes: list[list[int]], match: str) -> None:
     with pytest.raises(ShapeInferenceError, match=match):
-        make(Einsum, *(param(s) for s in shapes), equation=equation)
+        make(Einsum, *(param("f32", s) for s in shapes), equation=equation)
 
 
 @pytest.mark.openvino
@@ -541,7 +541,7 @@ def test_einsum_matches_openvino(equation: str, shapes: list[tuple[int, ...]]) -
     xs = [g.standard_normal(s).astype(np.float32) for s in shapes]
     ps = [ov7.parameter(list(s), np.float32) for s in shapes]
     want = ov_run(ov7.einsum(ps, equation), ps, xs)
-    n = make(Einsum, *(param(s) for s in shapes), equation=equation)
+    n = make(Einsum, *(param("f32", s) for s in shapes), equation=equation)
     assert n.output_specs[0].shape == PartialShape(want[0].shape)
     assert_close(evaluate(n, xs), want)
 
@@ -550,12 +550,12 @@ def test_einsum_matches_openvino(equation: str, shapes: list[tuple[int, ...]]) -
 def test_einsum_ir_loads_in_openvino() -> None:
     g = rng()
     xs = [g.standard_normal((2, 3, 4)).astype(np.float32), g.standard_normal((2, 4, 5)).astype(np.float32)]
-    check_ir_in_openvino(make(Einsum, param([2, 3, 4]), param([2, 4, 5]), equation="bij,bjk->bik"), xs)
+    check_ir_in_openvino(make(Einsum, param("f32", [2, 3, 4]), param("f32", [2, 4, 5]), equation="bij,bjk->bik"), xs)
 
 
 @pytest.mark.parametrize("t", ["f16", "i32", "bf16"])
 def test_einsum_keeps_element_type(t: str) -> None:
-    n = make(Einsum, param([2, 3], t), param([3, 4], t), equation="ij,jk->ik")
+    n = make(Einsum, param(t, [2, 3]), param(t, [3, 4]), equation="ij,jk->ik")
     dt = n.output_specs[0].type.np
     g = rng()
     a, b = g.integers(-3, 4, (2, 3)).astype(dt), g.integers(-3, 4, (3, 4)).astype(dt)

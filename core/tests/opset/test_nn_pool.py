@@ -16,7 +16,7 @@ from opforge.opset.avg_pool import AvgPool
 from opforge.opset.max_pool import MaxPool
 from opforge.shape import PartialShape
 
-from ._nn_oracle import assert_close, check_ir_in_openvino, const, evaluate, make, ov_run, param, rng
+from .oracle import assert_close, check_ir_in_openvino, const, evaluate, make, ov_run, param, rng
 
 
 @pytest.mark.parametrize(
@@ -41,7 +41,7 @@ def max_pool(data: Any, t: str = "f32", **attrs: Any) -> Any:
     attrs.setdefault("dilations", [1] * n)
     attrs.setdefault("pads_begin", [0] * n)
     attrs.setdefault("pads_end", [0] * n)
-    return make(MaxPool, param(data, t), **attrs)
+    return make(MaxPool, param(t, data), **attrs)
 
 
 def avg_pool(data: Any, t: str = "f32", **attrs: Any) -> Any:
@@ -50,7 +50,7 @@ def avg_pool(data: Any, t: str = "f32", **attrs: Any) -> Any:
     attrs.setdefault("pads_begin", [0] * n)
     attrs.setdefault("pads_end", [0] * n)
     attrs.setdefault("exclude-pad", True)
-    return make(AvgPool, param(data, t), **attrs)
+    return make(AvgPool, param(t, data), **attrs)
 
 
 # --- shape inference ---------------------------------------------------------------------
@@ -144,7 +144,7 @@ def test_avg_pool_exclude_pad_spelling() -> None:
     a = avg_pool([1, 1, 4, 4], kernel=[2, 2], **INCLUDE_PAD).attrs
     b = make(
         AvgPool,
-        param([1, 1, 4, 4]),
+        param("f32", [1, 1, 4, 4]),
         kernel=[2, 2],
         strides=[1, 1],
         pads_begin=[0, 0],
@@ -159,23 +159,23 @@ def test_avg_pool_exclude_pad_spelling() -> None:
 
 def test_adaptive_pool_shapes_and_errors() -> None:
     for op in (AdaptiveAvgPool, AdaptiveMaxPool):
-        n = make(op, param([2, 3, 7, 9]), const(np.array([3, 4], np.int64)))
+        n = make(op, param("f32", [2, 3, 7, 9]), const(np.array([3, 4], np.int64)))
         assert n.output_specs[0].shape == PartialShape([2, 3, 3, 4])
-        n = make(op, param([None, 3, None, 9]), const(np.array([3, 4], np.int32)))
+        n = make(op, param("f32", [None, 3, None, 9]), const(np.array([3, 4], np.int32)))
         assert n.output_specs[0].shape == PartialShape([None, 3, 3, 4])
-        n = make(op, param([2, 3, 7, 9]), param([2], "i64"))
+        n = make(op, param("f32", [2, 3, 7, 9]), param("i64", [2]))
         assert n.output_specs[0].shape == PartialShape([2, 3, None, None])
-        n = make(op, param(PartialShape.dynamic()), const(np.array([5], np.int64)))
+        n = make(op, param("f32", PartialShape.dynamic()), const(np.array([5], np.int64)))
         assert n.output_specs[0].shape == PartialShape([None, None, 5])
-        n = make(op, param(PartialShape.dynamic()), param(PartialShape.dynamic(), "i64"))
+        n = make(op, param("f32", PartialShape.dynamic()), param("i64", PartialShape.dynamic()))
         assert n.output_specs[0].shape.rank is None
         with pytest.raises(ShapeInferenceError, match=r"input 1 \(output_shape\) has 3 elements, expected 2"):
-            make(op, param([2, 3, 7, 9]), const(np.array([3, 4, 5], np.int64)))
+            make(op, param("f32", [2, 3, 7, 9]), const(np.array([3, 4, 5], np.int64)))
         with pytest.raises(ShapeInferenceError, match=r"input 0 \(data\) has rank 2, expected 3, 4 or 5"):
-            make(op, param([2, 3]), const(np.array([3], np.int64)))
+            make(op, param("f32", [2, 3]), const(np.array([3], np.int64)))
         with pytest.raises(ShapeInferenceError, match=r"input 1 \(output_shape\) has element type float32"):
-            make(op, param([2, 3, 4]), const(np.array([3.0], np.float32)))
-    n = make(AdaptiveMaxPool, param([2, 3, 7]), const(np.array([3])), index_element_type="i32")
+            make(op, param("f32", [2, 3, 4]), const(np.array([3.0], np.float32)))
+    n = make(AdaptiveMaxPool, param("f32", [2, 3, 7]), const(np.array([3])), index_element_type="i32")
     assert [s.type for s in n.output_specs] == [Type.f32, Type.i32]
 
 
@@ -272,7 +272,7 @@ def test_max_pool_matches_openvino(shape: tuple[int, ...], attrs: dict[str, Any]
         attrs.get("axis", 0),
     )
     want = ov_run(node, [p], [x])
-    n = make(MaxPool, param(shape), **attrs)
+    n = make(MaxPool, param("f32", shape), **attrs)
     assert n.output_specs[0].shape == PartialShape(want[0].shape)
     assert_close(evaluate(n, [x]), want)
 
@@ -342,7 +342,7 @@ def test_avg_pool_matches_openvino(shape: tuple[int, ...], attrs: dict[str, Any]
         attrs.get("auto_pad", "explicit"),
     )
     want = ov_run(node, [p], [x])
-    n = make(AvgPool, param(shape), **attrs)
+    n = make(AvgPool, param("f32", shape), **attrs)
     assert n.output_specs[0].shape == PartialShape(want[0].shape)
     assert_close(evaluate(n, [x]), want)
 
@@ -384,8 +384,8 @@ def test_adaptive_pools_match_openvino(shape: tuple[int, ...], out: list[int]) -
     want_avg = ov_run(ov8.adaptive_avg_pool(p, ov8.constant(os)), [p], [x])
     # The CPU plugin computes indices in i32 only.
     want_max = ov_run(ov8.adaptive_max_pool(p, ov8.constant(os), "i32"), [p], [x])
-    assert_close(evaluate(make(AdaptiveAvgPool, param(shape), const(os)), [x]), want_avg)
-    got = evaluate(make(AdaptiveMaxPool, param(shape), const(os), index_element_type="i32"), [x])
+    assert_close(evaluate(make(AdaptiveAvgPool, param("f32", shape), const(os)), [x]), want_avg)
+    got = evaluate(make(AdaptiveMaxPool, param("f32", shape), const(os), index_element_type="i32"), [x])
     assert_close(got, want_max)
 
 
@@ -404,7 +404,7 @@ def test_pools_keep_element_type(t: str) -> None:
     (avg,) = evaluate(avg_pool([1, 2, 6, 6], t, kernel=[3, 3], strides=[2, 2]), [x])
     assert avg.dtype == x.dtype
     for op in (AdaptiveAvgPool, AdaptiveMaxPool):
-        evaluate(make(op, param([1, 2, 6, 6], t), const(np.array([4, 4]))), [x])
+        evaluate(make(op, param(t, [1, 2, 6, 6]), const(np.array([4, 4]))), [x])
 
 
 def test_max_pool_integers_pad_with_lowest_value() -> None:
@@ -420,19 +420,19 @@ def test_max_pool_integers_pad_with_lowest_value() -> None:
 @pytest.mark.parametrize(("shape", "attrs"), [MAX_CASES[1], MAX_CASES[6], MAX_CASES[-2]])
 def test_max_pool_ir_loads_in_openvino(shape: tuple[int, ...], attrs: dict[str, Any]) -> None:
     x = rng().standard_normal(shape).astype(np.float32)
-    check_ir_in_openvino(make(MaxPool, param(shape), **attrs), [x])
+    check_ir_in_openvino(make(MaxPool, param("f32", shape), **attrs), [x])
 
 
 @pytest.mark.openvino
 @pytest.mark.parametrize(("shape", "attrs"), [AVG_CASES[0], AVG_CASES[5], AVG_CASES[-1]])
 def test_avg_pool_ir_loads_in_openvino(shape: tuple[int, ...], attrs: dict[str, Any]) -> None:
     x = rng().standard_normal(shape).astype(np.float32)
-    check_ir_in_openvino(make(AvgPool, param(shape), **attrs), [x])
+    check_ir_in_openvino(make(AvgPool, param("f32", shape), **attrs), [x])
 
 
 @pytest.mark.openvino
 def test_adaptive_pools_ir_load_in_openvino() -> None:
     x = rng().standard_normal((1, 2, 7, 9)).astype(np.float32)
     os = const(np.array([3, 4], np.int64))
-    check_ir_in_openvino(make(AdaptiveAvgPool, param([1, 2, 7, 9]), os), [x])
-    check_ir_in_openvino(make(AdaptiveMaxPool, param([1, 2, 7, 9]), os, index_element_type="i32"), [x])
+    check_ir_in_openvino(make(AdaptiveAvgPool, param("f32", [1, 2, 7, 9]), os), [x])
+    check_ir_in_openvino(make(AdaptiveMaxPool, param("f32", [1, 2, 7, 9]), os, index_element_type="i32"), [x])

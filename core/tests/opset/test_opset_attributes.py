@@ -3,13 +3,13 @@ operations, compared with what OpenVINO itself writes into an IR file."""
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 from opforge.opset import all_ops
+
+from .oracle import openvino_ir_layers
 
 OURS = {op.type_name: op for op in all_ops()}
 
@@ -114,30 +114,8 @@ def _build(o: Any) -> list[Any]:
 
 @pytest.fixture(scope="module")
 def openvino_layers(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[str, str, dict[str, str]]]:
-    ov = pytest.importorskip("openvino")
     o = pytest.importorskip("openvino.opset13")
-    nodes = _build(o)
-    params = [p for p in {id(p): p for n in nodes for p in _parameters(n)}.values()]
-    path: Path = tmp_path_factory.mktemp("ir") / "ops.xml"
-    ov.save_model(ov.Model([n.output(0) for n in nodes], params), str(path), compress_to_fp16=False)
-    layers = []
-    for layer in ET.parse(path).getroot().iter("layer"):
-        if layer.get("type") in ("Parameter", "Const", "Result"):
-            continue
-        data = layer.find("data")
-        layers.append(
-            (str(layer.get("type")), str(layer.get("version")), dict(data.attrib) if data is not None else {})
-        )
-    return layers
-
-
-def _parameters(node: Any) -> list[Any]:
-    out = []
-    for inp in node.inputs():
-        src = inp.get_source_output().get_node()
-        if src.get_type_name() == "Parameter":
-            out.append(src)
-    return out
+    return openvino_ir_layers(_build(o), tmp_path_factory.mktemp("ir") / "ops.xml")
 
 
 @pytest.mark.openvino

@@ -3,7 +3,6 @@ against OpenVINO's CPU device (one compiled model for the whole group)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -14,6 +13,8 @@ from opforge.errors import KernelError, ShapeInferenceError
 from opforge.graph import Model, Node
 from opforge.reference import evaluate_model
 from opforge.shape import PartialShape
+
+from .oracle import assert_matches, const, evaluate, make, openvino_outputs, param
 
 RNG = np.random.default_rng(0)
 SHAPE = (2, 3, 4)
@@ -34,38 +35,16 @@ OV_NAME = {
 }
 
 
-# --- helpers (each test module keeps its own: pytest runs them in importlib mode) ----------------
-def param(t: str | Type, shape: Any) -> Node:
-    return opforge.op("Parameter", element_type=t, shape=shape)
-
-
 def axes_const(v: Any) -> Node:
-    return opforge.op("Constant", value=np.asarray(v, dtype=np.int64))
+    return const(v, np.int64)
 
 
 def reduce(op: str, x: np.ndarray, axes: Any, keep_dims: bool = False) -> np.ndarray:
     """Evaluate a reduction by reference with constant axes; checks the inferred type and shape."""
-    p = param(Type.from_numpy(x.dtype), x.shape)
-    node = opforge.op(op, p, axes_const(axes), keep_dims=keep_dims)
-    (out,) = evaluate_model(Model([node], [p]), [x])
-    spec = node.output_specs[0]
-    assert out.dtype == spec.type.np
-    assert spec.shape == PartialShape(out.shape)  # constant axes: the shape is fully known
+    node = make(op, param(Type.from_numpy(x.dtype), x.shape), axes_const(axes), keep_dims=keep_dims)
+    (out,) = evaluate(node, [x])
+    assert node.output_specs[0].shape == PartialShape(out.shape)  # constant axes: the shape is fully known
     return out
-
-
-def openvino_outputs(
-    build: Callable[[Any, list[Any]], list[Any]], arrays: Sequence[np.ndarray]
-) -> list[np.ndarray]:
-    """Compile one OpenVINO model holding every output ``build(opset, parameters)`` returns."""
-    ov = pytest.importorskip("openvino")
-    ops = pytest.importorskip("openvino.opset13")
-    params = [ops.parameter(list(a.shape), a.dtype) for a in arrays]
-    outs = build(ops, params)
-    model = ov.Model([o.output(0) for o in outs], params)
-    compiled = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
-    result = compiled(list(arrays))
-    return [np.asarray(result[compiled.output(i)]) for i in range(len(outs))]
 
 
 # --- against OpenVINO --------------------------------------------------------------------------
@@ -112,10 +91,7 @@ def test_reduction_matches_openvino(index: int, ov_results: list[np.ndarray]) ->
     ours = reduce(op, INPUTS[inp], axes, keep_dims)
     theirs = ov_results[index]
     assert ours.shape == theirs.shape
-    if ours.dtype.kind == "f":
-        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-5)
-    else:
-        np.testing.assert_array_equal(ours, theirs)
+    assert_matches(ours, theirs, rtol=1e-5, atol=1e-5)
 
 
 # --- semantics -----------------------------------------------------------------------------------

@@ -4,7 +4,6 @@ checked against OpenVINO's CPU device."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -12,91 +11,13 @@ import opforge
 import pytest
 from opforge.element_type import Type
 from opforge.errors import AttributeValidationError, KernelError, ShapeInferenceError
-from opforge.graph import Model, Node
+from opforge.graph import Model
 from opforge.reference import evaluate_model, evaluate_node
 from opforge.shape import PartialShape
 
+from .oracle import assert_same, compare, const, evaluate_op, i64, openvino, openvino_ir_layers, param, shapes
+
 RNG = np.random.default_rng(0)
-
-
-# --- helpers (each test module keeps its own: pytest runs them in importlib mode) ----------------
-def param(t: str | Type, shape: Any) -> Node:
-    return opforge.op(
-        "Parameter",
-        element_type=t,
-        shape=PartialShape(shape) if shape is not None else PartialShape.dynamic(),
-    )
-
-
-def const(v: Any, dtype: Any = np.int64) -> Node:
-    return opforge.op("Constant", value=np.asarray(v, dtype=dtype))
-
-
-def shapes(node: Node) -> list[PartialShape]:
-    return [s.shape for s in node.output_specs]
-
-
-def evaluate(
-    type_name: str, arrays: Sequence[np.ndarray], consts: Sequence[int] = (), **attrs: Any
-) -> list[np.ndarray]:
-    """Evaluate one node by reference (inputs listed in ``consts`` become Constants) and check that
-    every output has exactly the inferred element type and a compatible shape."""
-    nodes = [
-        opforge.op("Constant", value=a) if i in consts else param(Type.from_numpy(a.dtype), a.shape)
-        for i, a in enumerate(arrays)
-    ]
-    node = opforge.op(type_name, *nodes, **attrs)
-    params = [n for n in nodes if n.type_name == "Parameter"]
-    outs = evaluate_model(Model(node.outputs(), params), [a for i, a in enumerate(arrays) if i not in consts])
-    for out, spec in zip(outs, node.output_specs):
-        assert out.dtype == spec.type.np
-        assert spec.shape.compatible(out.shape), (spec.shape, out.shape)
-    return outs
-
-
-def openvino(
-    build: Callable[..., Any], arrays: Sequence[np.ndarray], consts: Sequence[int] = ()
-) -> list[np.ndarray]:
-    """Compile the one-op OpenVINO model ``build(*inputs)`` on CPU and run it."""
-    ov = pytest.importorskip("openvino")
-    ops = pytest.importorskip("openvino.opset13")
-    arrays = [np.array(a) for a in arrays]  # writable copies: opforge Constants freeze their arrays
-    nodes = [
-        ops.constant(a) if i in consts else ops.parameter(list(a.shape), a.dtype)
-        for i, a in enumerate(arrays)
-    ]
-    node = build(*nodes)
-    params = [n for i, n in enumerate(nodes) if i not in consts]
-    model = ov.Model(node.outputs(), params)
-    compiled = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
-    result = compiled([a for i, a in enumerate(arrays) if i not in consts])
-    return [np.asarray(result[compiled.output(i)]) for i in range(len(compiled.outputs))]
-
-
-def assert_same(ours: Sequence[np.ndarray], theirs: Sequence[np.ndarray]) -> None:
-    assert len(ours) == len(theirs)
-    for a, b in zip(ours, theirs):
-        assert a.shape == b.shape, (a.shape, b.shape)
-        if np.issubdtype(a.dtype, np.floating):
-            np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
-        else:
-            np.testing.assert_array_equal(a, b)
-
-
-def compare(
-    type_name: str,
-    build: Callable[..., Any],
-    arrays: Sequence[np.ndarray],
-    consts: Sequence[int] = (),
-    **attrs: Any,
-) -> list[np.ndarray]:
-    ours = evaluate(type_name, arrays, consts, **attrs)
-    assert_same(ours, openvino(build, arrays, consts))
-    return ours
-
-
-def i64(*v: Any) -> np.ndarray:
-    return np.array(v, dtype=np.int64)
 
 
 DATA = RNG.standard_normal((2, 3, 4)).astype(np.float32)
@@ -119,7 +40,7 @@ def test_shape_of_matches_openvino(out: str) -> None:
 
     got = compare("ShapeOf", lambda x: opset3.shape_of(x, out), [DATA], output_type=out)
     assert got[0].dtype == Type.parse(out).np
-    assert evaluate("ShapeOf", [np.array(1.0, np.float32)])[0].shape == (0,)
+    assert evaluate_op("ShapeOf", [np.array(1.0, np.float32)])[0].shape == (0,)
 
 
 # --- Reshape -----------------------------------------------------------------------------------
@@ -194,7 +115,7 @@ def test_reshape_matches_openvino(pattern: list[int], special_zero: bool) -> Non
         special_zero=special_zero,
     )
     # a pattern fed at run time gives the same result
-    out = evaluate("Reshape", [DATA, i64(*pattern)], special_zero=special_zero)
+    out = evaluate_op("Reshape", [DATA, i64(*pattern)], special_zero=special_zero)
     assert (
         out[0].shape
         == openvino(lambda x, p: opset1.reshape(x, p, special_zero), [DATA, i64(*pattern)], consts=[1])[
@@ -205,7 +126,7 @@ def test_reshape_matches_openvino(pattern: list[int], special_zero: bool) -> Non
 
 def test_reshape_runtime_error_names_node() -> None:
     with pytest.raises(KernelError, match=r"Reshape.*cannot reshape"):
-        evaluate("Reshape", [DATA, i64(5, 5)], special_zero=False)
+        evaluate_op("Reshape", [DATA, i64(5, 5)], special_zero=False)
 
 
 # --- Squeeze / Unsqueeze -----------------------------------------------------------------------
@@ -252,7 +173,7 @@ def test_squeeze_unsqueeze_match_openvino() -> None:
     for axes in ([0], [-2], [0, 2], [0, 0], [1]):
         compare("Squeeze", lambda d, a: opset1.squeeze(d, a), [x, i64(*axes)], consts=[1])
     # no axes: every dimension of size 1
-    assert_same(evaluate("Squeeze", [x]), openvino(lambda d: opset15.squeeze(d), [x]))
+    assert_same(evaluate_op("Squeeze", [x]), openvino(lambda d: opset15.squeeze(d), [x]))
     for axes in ([0], [-1], [1, 3], [0, 0]):
         compare("Unsqueeze", lambda d, a: opset1.unsqueeze(d, a), [DATA, i64(*axes)], consts=[1])
 
@@ -318,7 +239,7 @@ def test_broadcast_matches_openvino() -> None:
         consts=[1, 2],
         mode="explicit",
     )
-    out = evaluate("Broadcast", [x, i64(2, 3, 4)])[0]
+    out = evaluate_op("Broadcast", [x, i64(2, 3, 4)])[0]
     assert out.flags.writeable
 
 
@@ -398,7 +319,7 @@ def test_range_matches_openvino(start: float, stop: float, step: float, out: str
     got = compare("Range", build, arrays, consts=[0, 1, 2], output_type=out)
     assert got[0].dtype == Type.parse(out).np
     if at_run_time:
-        assert_same(evaluate("Range", arrays, output_type=out), openvino(build, arrays))
+        assert_same(evaluate_op("Range", arrays, output_type=out), openvino(build, arrays))
 
 
 # --- Eye -----------------------------------------------------------------------------------------
@@ -454,7 +375,7 @@ def test_non_zero_and_identity_match_openvino() -> None:
     compare("NonZero", lambda d: opset3.non_zero(d), [np.zeros((2, 2), np.int32)])
     compare("NonZero", lambda d: opset3.non_zero(d), [np.array(3.0, np.float32)])
     compare("Identity", lambda d: opset16.identity(d), [DATA])
-    out = evaluate("Identity", [DATA])[0]
+    out = evaluate_op("Identity", [DATA])[0]
     assert not np.shares_memory(out, DATA)
 
 
@@ -532,35 +453,17 @@ def _openvino_nodes() -> list[Any]:
 
 @pytest.mark.openvino
 def test_ir_type_names_versions_and_attributes_match_openvino(tmp_path: Any) -> None:
-    import xml.etree.ElementTree as ET
-
     from opforge.opset import all_ops
 
-    ov = pytest.importorskip("openvino")
+    pytest.importorskip("openvino")
     ours = {op.type_name: op for op in all_ops()}
-    nodes = _openvino_nodes()
-    params = list(
-        {
-            id(p): p
-            for n in nodes
-            for p in (inp.get_source_output().get_node() for inp in n.inputs())
-            if p.get_type_name() == "Parameter"
-        }.values()
-    )
-    path = tmp_path / "ops.xml"
-    ov.save_model(
-        ov.Model([o for n in nodes for o in n.outputs()], params), str(path), compress_to_fp16=False
-    )
     seen = set()
-    for layer in ET.parse(path).getroot().iter("layer"):
-        ir_type = str(layer.get("type"))
-        if ir_type in ("Parameter", "Const", "Result", "Convert"):
+    for ir_type, ir_version, ir_attrs in openvino_ir_layers(_openvino_nodes(), tmp_path / "ops.xml"):
+        if ir_type == "Convert":
             continue
-        data = layer.find("data")
-        ir_attrs = dict(data.attrib) if data is not None else {}
         op = ours[ir_type]
         seen.add(ir_type)
-        assert op.version == layer.get("version"), ir_type
+        assert op.version == ir_version, ir_type
         assert set(op.Attrs.model_fields) == set(ir_attrs), ir_type
         # OpenVINO writes lists as "1, 0" and reads "1,0" (what opforge writes) alike.
         written = {k: v.replace(", ", ",") for k, v in ir_attrs.items()}

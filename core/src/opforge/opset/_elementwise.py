@@ -10,6 +10,7 @@ import numpy as np
 from opforge.element_type import Type
 from opforge.errors import KernelError, ModelValidationError
 from opforge.op import InferContext, Op, OpAttrs, TensorSpec
+from opforge.opset._shape_util import ShapeError, numpy_broadcast
 from opforge.shape import PartialShape
 
 
@@ -39,6 +40,24 @@ class UnaryElementwise(Op):
         return [np.asarray(y).astype(x.dtype, copy=False)]
 
 
+class FloatPredicate(UnaryElementwise):
+    """y = f(x) for float x: a boolean of x's shape (IsFinite, IsInf, IsNaN). Subclasses set
+    ``type_name`` and implement ``compute``, which gets f16/bf16 data as f32 (exact), since
+    bfloat16 is not a NumPy floating kind."""
+
+    accepts = "float"
+
+    @classmethod
+    def infer(cls, ctx: InferContext) -> list[TensorSpec]:
+        check_type_class(ctx, ctx.input_type(0), cls.accepts, "input 0")
+        return [TensorSpec(Type.boolean, ctx.input_shape(0))]
+
+    @classmethod
+    def evaluate(cls, attrs: Any, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        v = inputs[0].astype(np.float32) if inputs[0].dtype.itemsize < 4 else inputs[0]
+        return [np.asarray(cls.compute(attrs, v), dtype=np.bool_)]
+
+
 def check_type_class(ctx: InferContext, t: Type, accepts: str, what: str) -> None:
     if t is Type.dynamic or accepts == "any":
         return
@@ -64,29 +83,12 @@ def broadcast_shapes(ctx: InferContext, a: PartialShape, b: PartialShape, mode: 
             return a.merge(b)
         except ModelValidationError:
             raise ctx.error(f"input shapes {a} and {b} differ and auto_broadcast is 'none'") from None
-    if a.rank is None or b.rank is None:
-        return PartialShape.dynamic()
-    ra, rb = a.rank, b.rank
-    if mode == "pdpd" and rb <= ra:
+    if mode == "pdpd" and a.rank is not None and b.rank is not None and b.rank <= a.rank:
         return a
-    n = max(ra, rb)
-    da = [1] * (n - ra) + list(a.dims)
-    db = [1] * (n - rb) + list(b.dims)
-    out: list[int | None] = []
-    for i, (x, y) in enumerate(zip(da, db)):
-        if x == 1:
-            out.append(y)
-        elif y == 1:
-            out.append(x)
-        elif x is None and y is None:
-            out.append(None)
-        elif x is None:
-            out.append(y)
-        elif y is None or x == y:
-            out.append(x)
-        else:
-            raise ctx.error(f"input shapes {a} and {b} cannot be broadcast (dimension {i}: {x} vs {y})")
-    return PartialShape(out)
+    try:
+        return numpy_broadcast(a, b)
+    except ShapeError as err:
+        raise ctx.error(f"input {err}") from None
 
 
 def pdpd_align(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:

@@ -12,13 +12,25 @@ import numpy as np
 from opforge.element_type import Type
 from opforge.op import InferContext
 from opforge.opset._elementwise import check_type_class
-from opforge.shape import Dim
+from opforge.shape import Dim, PartialShape
 
 
 def lower_enum(v: Any) -> Any:
     """``field_validator(mode="before")`` body for enum-like strings: OpenVINO writes some of them
     in upper case (``eps_mode="INSIDE_SQRT"``) and its Python API passes ``"EXPLICIT"``."""
     return v.lower() if isinstance(v, str) else v
+
+
+def parse_type(v: Any) -> Type:
+    """``field_validator(mode="before")`` body for element-type attributes (``"i32"``, ``"I32"``,
+    ``np.int32``...)."""
+    return Type.parse(v)
+
+
+def check_index_element_type(ctx: InferContext, t: Type) -> None:
+    """The ``index_element_type`` of the ops that output indices (TopK, MaxPool...): i32 or i64."""
+    if t not in (Type.i32, Type.i64):
+        raise ctx.error(f"index_element_type is {t.ir}, expected i32 or i64")
 
 
 def same_type(ctx: InferContext, inputs: Sequence[tuple[int, str]], accepts: str = "numeric") -> Type:
@@ -65,6 +77,27 @@ def normalize_axes(ctx: InferContext, axes: Sequence[int], rank: int, what: str 
     if len(set(out)) != len(out):
         raise ctx.error(f"{what} {list(axes)} repeat an axis")
     return out
+
+
+def data_and_axes(ctx: InferContext, axes_ranks: Sequence[int]) -> tuple[Type, PartialShape, list[int] | None]:
+    """Checks of the ops normalising float input 0 (data) over the axes in integer input 1
+    (MVN, NormalizeL2, LRN), which has one of ``axes_ranks``. Returns the data's type and shape and
+    the axes when they are a constant (see :func:`check_axes`)."""
+    t = same_type(ctx, [(0, "data")], "float")
+    check_integral(ctx, 1, "axes")
+    check_rank(ctx, 1, "axes", axes_ranks)
+    return t, ctx.input_shape(0), const_ints(ctx, 1)
+
+
+def check_axes(ctx: InferContext, axes: list[int] | None, data: PartialShape) -> None:
+    """Constant ``axes`` (input 1) must be in range for the data's rank and not repeat."""
+    if data.rank is not None and axes is not None:
+        normalize_axes(ctx, axes, data.rank, "input 1 (axes)")
+
+
+def wrap_axes(axes: np.ndarray, ndim: int) -> tuple[int, ...]:
+    """The values of an axes input mapped to ``[0, ndim)`` (inference has checked their range)."""
+    return tuple(int(v) % ndim for v in np.asarray(axes).reshape(-1))
 
 
 def const_ints(ctx: InferContext, i: int) -> list[int] | None:

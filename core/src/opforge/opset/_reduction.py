@@ -15,6 +15,7 @@ from opforge.element_type import Type
 from opforge.errors import KernelError
 from opforge.op import InferContext, Op, OpAttrs, TensorSpec
 from opforge.opset._elementwise import check_type_class
+from opforge.opset._numeric_cast import finfo
 from opforge.shape import PartialShape
 
 
@@ -137,3 +138,17 @@ def reduce_sum(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
 
 def reduced_count(x: np.ndarray, axes: tuple[int, ...]) -> int:
     return int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
+
+
+def running_extreme(x: np.ndarray, axes: tuple[int, ...], largest: bool) -> np.ndarray:
+    """The maximum (``largest``) or minimum over ``axes`` as OpenVINO's running max/min computes
+    it: NaN elements are skipped, and a reduction over no elements gives the start value, the
+    lowest (for a maximum) or largest (for a minimum) value of the type."""
+    if is_float(x):
+        info = finfo(x.dtype)
+        fn, start = (np.fmax, info.min) if largest else (np.fmin, info.max)
+        return fn.reduce(x.astype(np.float64), axis=axes, keepdims=True, initial=float(start))
+    ints = np.iinfo(x.dtype)
+    if largest:
+        return np.max(x, axis=axes, keepdims=True, initial=ints.min)
+    return np.min(x, axis=axes, keepdims=True, initial=ints.max)

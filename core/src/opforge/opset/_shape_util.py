@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
 
 import numpy as np
+from pydantic import field_validator
 
 from opforge.element_type import Type
-from opforge.op import InferContext
+from opforge.op import InferContext, OpAttrs
 from opforge.shape import Dim, PartialShape
 
 
@@ -30,6 +32,27 @@ def infer_errors(ctx: InferContext) -> Iterator[None]:
         yield
     except ShapeError as err:
         raise ctx.error(str(err)) from None
+
+
+# --- attributes ----------------------------------------------------------------------------
+def index_type(v: Any, name: str = "") -> Type:
+    """An element-type attribute of shapes or indices: i32 or i64, else a ValueError (naming the
+    attribute ``name`` when given)."""
+    t = Type.parse(v)
+    if t not in (Type.i32, Type.i64):
+        raise ValueError(f"{name + ' ' if name else ''}must be i32 or i64, got {t.ir}")
+    return t
+
+
+class OutputTypeAttrs(OpAttrs):
+    """``output_type``: the element type of a shape or index output, i32 or i64 (the default)."""
+
+    output_type: Type = Type.i64
+
+    @field_validator("output_type", mode="before")
+    @classmethod
+    def _type(cls, v: Any) -> Type:
+        return index_type(v, "output_type")
 
 
 # --- input checks --------------------------------------------------------------------------
@@ -61,6 +84,33 @@ def check_scalar_like(ctx: InferContext, i: int, what: str) -> None:
     if s.rank == 1 and s.dims[0] in (None, 1):
         return
     raise ctx.error(f"{what} (input {i}) must be a scalar or hold one element, got shape {s}")
+
+
+def axis_input(ctx: InferContext, i: int) -> int | None:
+    """Checks input ``i`` (``axis``): an integer scalar or one-element vector. Its value when it
+    is a constant, else None."""
+    check_integral(ctx, i, "axis")
+    check_scalar_like(ctx, i, "axis")
+    v = const_ints(ctx, i)
+    return None if v is None else v[0]
+
+
+def vector_inputs_length(ctx: InferContext, names: Sequence[str]) -> int | None:
+    """Checks inputs 1, 2, ... (named ``names``, which lists every optional one too): 1-D integer
+    vectors of one length. That length, when a shape tells it."""
+    lengths: set[int] = set()
+    for i in range(1, ctx.num_inputs):
+        check_integral(ctx, i, names[i - 1])
+        check_rank(ctx, i, names[i - 1], (1,))
+        n = vector_length(ctx.input_shape(i))
+        if n is not None:
+            lengths.add(n)
+    if len(lengths) > 1:
+        raise ctx.error(
+            f"{', '.join(names[:-1])} and {names[-1]} must have the same length, got shapes "
+            + ", ".join(str(ctx.input_shape(i)) for i in range(1, ctx.num_inputs))
+        )
+    return next(iter(lengths), None)
 
 
 def same_types(ctx: InferContext, indices: Sequence[int], what: str) -> Type:
@@ -149,7 +199,15 @@ def slice_length(start: int | None, stop: int | None, step: int, dim: int) -> in
 
 
 def broadcast_dims(a: PartialShape, b: PartialShape, what: str) -> PartialShape:
-    """NumPy broadcast of two partial shapes."""
+    """NumPy broadcast of two partial shapes; an error names ``what``."""
+    try:
+        return numpy_broadcast(a, b)
+    except ShapeError as err:
+        raise ShapeError(f"{what}: {err}") from None
+
+
+def numpy_broadcast(a: PartialShape, b: PartialShape) -> PartialShape:
+    """NumPy broadcast of two partial shapes (a dynamic rank gives a dynamic rank)."""
     if a.rank is None or b.rank is None:
         return PartialShape.dynamic()
     n = max(a.rank, b.rank)
@@ -168,7 +226,7 @@ def broadcast_dims(a: PartialShape, b: PartialShape, what: str) -> PartialShape:
         elif x == y:
             out.append(x)
         else:
-            raise ShapeError(f"{what}: shapes {a} and {b} cannot be broadcast (dimension {i}: {x} vs {y})")
+            raise ShapeError(f"shapes {a} and {b} cannot be broadcast (dimension {i}: {x} vs {y})")
     return PartialShape(out)
 
 

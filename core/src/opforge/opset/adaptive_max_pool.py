@@ -11,16 +11,13 @@ from pydantic import field_validator
 from opforge.element_type import Type
 from opforge.op import InferContext, Op, OpAttrs, TensorSpec
 from opforge.opset._adaptive_pool import adaptive_output_shape, bins
-from opforge.opset._nn_util import same_type
+from opforge.opset._nn_util import check_index_element_type, parse_type, same_type
 
 
 class AdaptiveMaxPoolAttrs(OpAttrs):
     index_element_type: Type = Type.i64
 
-    @field_validator("index_element_type", mode="before")
-    @classmethod
-    def _type(cls, v: Any) -> Type:
-        return Type.parse(v)
+    _types = field_validator("index_element_type", mode="before")(parse_type)
 
 
 class AdaptiveMaxPool(Op):
@@ -33,8 +30,7 @@ class AdaptiveMaxPool(Op):
     @classmethod
     def infer(cls, ctx: InferContext) -> list[TensorSpec]:
         a: AdaptiveMaxPoolAttrs = ctx.attrs  # type: ignore[assignment]
-        if a.index_element_type not in (Type.i32, Type.i64):
-            raise ctx.error(f"index_element_type is {a.index_element_type.ir}, expected i32 or i64")
+        check_index_element_type(ctx, a.index_element_type)
         t = same_type(ctx, [(0, "data")])
         shape = adaptive_output_shape(ctx)
         return [TensorSpec(t, shape), TensorSpec(a.index_element_type, shape)]

@@ -4,47 +4,33 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
-from pydantic import field_validator
 
-from opforge.op import InferContext, Op, OpAttrs, TensorSpec
-from opforge.opset._nn_util import lower_enum, same_type
+from opforge.op import InferContext
+from opforge.opset._space_depth import BlockAttrs, BlockRearrange
 from opforge.shape import Dim, PartialShape
 
 
-class DepthToSpaceAttrs(OpAttrs):
-    block_size: int = 1
-    mode: Literal["blocks_first", "depth_first"]
-
-    _enums = field_validator("mode", mode="before")(lower_enum)
+class DepthToSpaceAttrs(BlockAttrs):
+    """The attributes of DepthToSpace."""
 
 
-class DepthToSpace(Op):
+class DepthToSpace(BlockRearrange):
     type_name = "DepthToSpace"
     version = "opset1"
     Attrs = DepthToSpaceAttrs
 
     @classmethod
-    def infer(cls, ctx: InferContext) -> list[TensorSpec]:
-        a: DepthToSpaceAttrs = ctx.attrs  # type: ignore[assignment]
-        t = same_type(ctx, [(0, "data")], "any")
-        if a.block_size <= 0:
-            raise ctx.error(f"block_size is {a.block_size}, expected a positive integer")
-        ds = ctx.input_shape(0)
-        if ds.rank is None:
-            return [TensorSpec(t, ds)]
-        if ds.rank < 3:
-            raise ctx.error(f"input 0 (data) has rank {ds.rank}, expected 3 or more ([N, C, spatial...])")
-        n = ds.rank - 2
-        step = a.block_size**n
-        c = ds[1]
+    def output_shape(cls, ctx: InferContext, data: PartialShape, n: int, block_size: int) -> PartialShape:
+        step = block_size**n
+        c = data[1]
         if c is not None and c % step:
             raise ctx.error(f"input 0 (data) has {c} channels, not divisible by block_size^{n} = {step}")
-        out: list[Dim] = [ds[0], None if c is None else c // step]
-        out += [None if d is None else d * a.block_size for d in ds.dims[2:]]
-        return [TensorSpec(t, PartialShape(out))]
+        out: list[Dim] = [data[0], None if c is None else c // step]
+        out += [None if d is None else d * block_size for d in data.dims[2:]]
+        return PartialShape(out)
 
     @classmethod
     def evaluate(cls, attrs: Any, inputs: list[np.ndarray]) -> list[np.ndarray]:

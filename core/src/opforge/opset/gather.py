@@ -14,10 +14,9 @@ import numpy as np
 from opforge.op import InferContext, Op, OpAttrs, TensorSpec
 from opforge.opset._shape_util import (
     ShapeError,
+    axis_input,
     check_indices,
     check_integral,
-    check_scalar_like,
-    const_ints,
     infer_errors,
     merge_dim,
     normalize_axis,
@@ -74,13 +73,9 @@ class Gather(Op):
     def infer(cls, ctx: InferContext) -> list[TensorSpec]:
         a: GatherAttrs = ctx.attrs  # type: ignore[assignment]
         check_integral(ctx, 1, "indices")
-        check_integral(ctx, 2, "axis")
-        check_scalar_like(ctx, 2, "axis")
-        axis_v = const_ints(ctx, 2)
+        axis = axis_input(ctx, 2)
         with infer_errors(ctx):
-            shape = gather_shape(
-                ctx.input_shape(0), ctx.input_shape(1), None if axis_v is None else axis_v[0], a.batch_dims
-            )
+            shape = gather_shape(ctx.input_shape(0), ctx.input_shape(1), axis, a.batch_dims)
         return [TensorSpec(ctx.input_type(0), shape)]
 
     @classmethod

@@ -6,30 +6,20 @@ from typing import Any
 
 import numpy as np
 
-from opforge.op import InferContext, Op, OpAttrs, TensorSpec
-from opforge.opset._nn_util import normalize_axis, same_type, to_work
+from opforge.opset._softmax import AxisAttrs, SoftmaxLike, shifted
 
 
-class LogSoftmaxAttrs(OpAttrs):
-    axis: int = 1
+class LogSoftmaxAttrs(AxisAttrs):
+    """The attributes of LogSoftmax."""
 
 
-class LogSoftmax(Op):
+class LogSoftmax(SoftmaxLike):
     type_name = "LogSoftmax"
     version = "opset5"
     Attrs = LogSoftmaxAttrs
 
     @classmethod
-    def infer(cls, ctx: InferContext) -> list[TensorSpec]:
-        t = same_type(ctx, [(0, "data")], "float")
-        ds = ctx.input_shape(0)
-        if ds.rank is not None:
-            normalize_axis(ctx, ctx.attrs.axis, ds.rank)  # type: ignore[attr-defined]
-        return [TensorSpec(t, ds)]
-
-    @classmethod
     def evaluate(cls, attrs: Any, inputs: list[np.ndarray]) -> list[np.ndarray]:
-        x = to_work(inputs[0])
-        shifted = x - np.max(x, axis=attrs.axis, keepdims=True)
-        y = shifted - np.log(np.sum(np.exp(shifted), axis=attrs.axis, keepdims=True))
+        s = shifted(inputs[0], attrs.axis)
+        y = s - np.log(np.sum(np.exp(s), axis=attrs.axis, keepdims=True))
         return [y.astype(inputs[0].dtype)]

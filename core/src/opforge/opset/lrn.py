@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from opforge.op import InferContext, Op, OpAttrs, TensorSpec
-from opforge.opset._nn_util import check_integral, check_rank, const_ints, normalize_axes, same_type, to_work
+from opforge.opset._nn_util import check_axes, data_and_axes, to_work, wrap_axes
 
 
 class LRNAttrs(OpAttrs):
@@ -33,20 +33,15 @@ class LRN(Op):
         a: LRNAttrs = ctx.attrs  # type: ignore[assignment]
         if a.size <= 0:
             raise ctx.error(f"size is {a.size}, expected a positive integer")
-        t = same_type(ctx, [(0, "data")], "float")
-        check_integral(ctx, 1, "axes")
-        check_rank(ctx, 1, "axes", [1])
-        ds = ctx.input_shape(0)
-        axes = const_ints(ctx, 1)
-        if ds.rank is not None and axes is not None:
-            normalize_axes(ctx, axes, ds.rank, "input 1 (axes)")
+        t, ds, axes = data_and_axes(ctx, [1])
+        check_axes(ctx, axes, ds)
         return [TensorSpec(t, ds)]
 
     @classmethod
     def evaluate(cls, attrs: Any, inputs: list[np.ndarray]) -> list[np.ndarray]:
         a: LRNAttrs = attrs
         x = to_work(inputs[0])
-        axes = [int(v) % x.ndim for v in np.asarray(inputs[1]).reshape(-1)]
+        axes = wrap_axes(inputs[1], x.ndim)
         half = (a.size - 1) // 2
         # A box sum is separable: a clipped running-window sum along each axis in turn.
         sq = x * x

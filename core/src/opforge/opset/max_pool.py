@@ -14,7 +14,14 @@ from pydantic import field_validator
 
 from opforge.element_type import Type
 from opforge.op import InferContext, Op, OpAttrs, TensorSpec
-from opforge.opset._nn_util import lower_enum, lowest, normalize_axis, same_type
+from opforge.opset._nn_util import (
+    check_index_element_type,
+    lower_enum,
+    lowest,
+    normalize_axis,
+    parse_type,
+    same_type,
+)
 from opforge.opset._pool import padded_windows, pool_geometry, pool_output_shape, pool_spatial_rank
 from opforge.opset._window import AutoPad
 
@@ -32,10 +39,7 @@ class MaxPoolAttrs(OpAttrs):
 
     _enums = field_validator("rounding_type", "auto_pad", mode="before")(lower_enum)
 
-    @field_validator("index_element_type", mode="before")
-    @classmethod
-    def _type(cls, v: Any) -> Type:
-        return Type.parse(v)
+    _types = field_validator("index_element_type", mode="before")(parse_type)
 
 
 class MaxPool(Op):
@@ -47,8 +51,7 @@ class MaxPool(Op):
     def infer(cls, ctx: InferContext) -> list[TensorSpec]:
         a: MaxPoolAttrs = ctx.attrs  # type: ignore[assignment]
         t = same_type(ctx, [(0, "data")])
-        if a.index_element_type not in (Type.i32, Type.i64):
-            raise ctx.error(f"index_element_type is {a.index_element_type.ir}, expected i32 or i64")
+        check_index_element_type(ctx, a.index_element_type)
         n = pool_spatial_rank(ctx, a.kernel)
         normalize_axis(ctx, a.axis, n + 2)
         shape = pool_output_shape(

@@ -12,15 +12,7 @@ import numpy as np
 from pydantic import field_validator
 
 from opforge.op import InferContext, Op, OpAttrs, TensorSpec
-from opforge.opset._nn_util import (
-    check_integral,
-    check_rank,
-    const_ints,
-    lower_enum,
-    normalize_axes,
-    same_type,
-    to_work,
-)
+from opforge.opset._nn_util import check_axes, data_and_axes, lower_enum, to_work, wrap_axes
 
 
 class MVNAttrs(OpAttrs):
@@ -40,24 +32,19 @@ class MVN(Op):
 
     @classmethod
     def infer(cls, ctx: InferContext) -> list[TensorSpec]:
-        t = same_type(ctx, [(0, "data")], "float")
-        check_integral(ctx, 1, "axes")
-        check_rank(ctx, 1, "axes", [1])
-        ds = ctx.input_shape(0)
-        axes = const_ints(ctx, 1)
+        t, ds, axes = data_and_axes(ctx, [1])
         if ds.rank is not None:
             n_axes = ctx.input_shape(1)[0] if ctx.input_shape(1).rank == 1 else None
             if n_axes is not None and n_axes > ds.rank:
                 raise ctx.error(f"input 1 (axes) has {n_axes} elements, more than the data rank {ds.rank}")
-            if axes is not None:
-                normalize_axes(ctx, axes, ds.rank, "input 1 (axes)")
+        check_axes(ctx, axes, ds)
         return [TensorSpec(t, ds)]
 
     @classmethod
     def evaluate(cls, attrs: Any, inputs: list[np.ndarray]) -> list[np.ndarray]:
         a: MVNAttrs = attrs
         x = to_work(inputs[0])
-        axes = tuple(int(v) % x.ndim for v in np.asarray(inputs[1]).reshape(-1))
+        axes = wrap_axes(inputs[1], x.ndim)
         y = x - x.mean(axis=axes, keepdims=True)
         if a.normalize_variance:
             var = np.mean(y * y, axis=axes, keepdims=True)

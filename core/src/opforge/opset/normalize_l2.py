@@ -10,15 +10,7 @@ import numpy as np
 from pydantic import field_validator
 
 from opforge.op import InferContext, Op, OpAttrs, TensorSpec
-from opforge.opset._nn_util import (
-    check_integral,
-    check_rank,
-    const_ints,
-    lower_enum,
-    normalize_axes,
-    same_type,
-    to_work,
-)
+from opforge.opset._nn_util import check_axes, data_and_axes, lower_enum, to_work, wrap_axes
 
 
 class NormalizeL2Attrs(OpAttrs):
@@ -37,20 +29,15 @@ class NormalizeL2(Op):
 
     @classmethod
     def infer(cls, ctx: InferContext) -> list[TensorSpec]:
-        t = same_type(ctx, [(0, "data")], "float")
-        check_integral(ctx, 1, "axes")
-        check_rank(ctx, 1, "axes", [0, 1])
-        ds = ctx.input_shape(0)
-        axes = const_ints(ctx, 1)
-        if ds.rank is not None and axes is not None:
-            normalize_axes(ctx, axes, ds.rank, "input 1 (axes)")
+        t, ds, axes = data_and_axes(ctx, [0, 1])
+        check_axes(ctx, axes, ds)
         return [TensorSpec(t, ds)]
 
     @classmethod
     def evaluate(cls, attrs: Any, inputs: list[np.ndarray]) -> list[np.ndarray]:
         a: NormalizeL2Attrs = attrs
         x = to_work(inputs[0])
-        axes = tuple(int(v) % x.ndim for v in np.asarray(inputs[1]).reshape(-1)) if x.ndim else ()
+        axes = wrap_axes(inputs[1], x.ndim) if x.ndim else ()
         if not axes:
             return [np.where(x == 0, 0, 1).astype(inputs[0].dtype)]
         sq = np.sum(x * x, axis=axes, keepdims=True)

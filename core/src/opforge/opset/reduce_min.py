@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from opforge.opset._numeric_cast import finfo
-from opforge.opset._reduction import Reduction, is_float
+from opforge.opset._reduction import Reduction, running_extreme
 
 
 class ReduceMin(Reduction):
@@ -18,7 +17,4 @@ class ReduceMin(Reduction):
 
     @classmethod
     def reduce(cls, x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
-        if is_float(x):
-            start = float(finfo(x.dtype).max)
-            return np.fmin.reduce(x.astype(np.float64), axis=axes, keepdims=True, initial=start)
-        return np.min(x, axis=axes, keepdims=True, initial=np.iinfo(x.dtype).max)
+        return running_extreme(x, axes, largest=False)

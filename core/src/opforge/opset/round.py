@@ -5,24 +5,22 @@ Integer tensors are unchanged.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 from pydantic import field_validator
 
 from opforge.op import OpAttrs
 from opforge.opset._elementwise import UnaryElementwise
+from opforge.opset._nn_util import lower_enum
 from opforge.opset._numeric_cast import apply_float_fn, is_float_dtype, round_half_away_from_zero
 
 
 class RoundAttrs(OpAttrs):
     mode: Literal["half_to_even", "half_away_from_zero"] = "half_to_even"
 
-    @field_validator("mode", mode="before")
-    @classmethod
-    def _lower(cls, v: Any) -> Any:
-        # OpenVINO reads enum attributes case-insensitively ("HALF_TO_EVEN" is valid IR).
-        return v.lower() if isinstance(v, str) else v
+    # OpenVINO reads enum attributes case-insensitively ("HALF_TO_EVEN" is valid IR).
+    _enums = field_validator("mode", mode="before")(lower_enum)
 
 
 class Round(UnaryElementwise):

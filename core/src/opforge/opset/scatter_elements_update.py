@@ -17,10 +17,9 @@ from opforge.element_type import Type
 from opforge.op import InferContext, Op, OpAttrs, TensorSpec
 from opforge.opset._shape_util import (
     ShapeError,
+    axis_input,
     check_indices,
     check_integral,
-    check_scalar_like,
-    const_ints,
     infer_errors,
     last_wins,
     normalize_axis,
@@ -72,19 +71,12 @@ class ScatterElementsUpdate(Op):
     def infer(cls, ctx: InferContext) -> list[TensorSpec]:
         a: ScatterElementsUpdateAttrs = ctx.attrs  # type: ignore[assignment]
         check_integral(ctx, 1, "indices")
-        check_integral(ctx, 3, "axis")
-        check_scalar_like(ctx, 3, "axis")
+        axis = axis_input(ctx, 3)
         t = same_types(ctx, (0, 2), "data and updates")
         if t is Type.boolean and a.reduction == "mean":
             raise ctx.error("reduction 'mean' is not defined for boolean data")
-        axis_v = const_ints(ctx, 3)
         with infer_errors(ctx):
-            check_shapes(
-                ctx.input_shape(0),
-                ctx.input_shape(1),
-                ctx.input_shape(2),
-                None if axis_v is None else axis_v[0],
-            )
+            check_shapes(ctx.input_shape(0), ctx.input_shape(1), ctx.input_shape(2), axis)
         return [TensorSpec(t, ctx.input_shape(0))]
 
     @classmethod

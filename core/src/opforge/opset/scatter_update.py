@@ -12,10 +12,9 @@ import numpy as np
 from opforge.op import InferContext, Op, TensorSpec
 from opforge.opset._shape_util import (
     ShapeError,
+    axis_input,
     check_indices,
     check_integral,
-    check_scalar_like,
-    const_ints,
     infer_errors,
     last_wins,
     normalize_axis,
@@ -61,17 +60,10 @@ class ScatterUpdate(Op):
     @classmethod
     def infer(cls, ctx: InferContext) -> list[TensorSpec]:
         check_integral(ctx, 1, "indices")
-        check_integral(ctx, 3, "axis")
-        check_scalar_like(ctx, 3, "axis")
+        axis = axis_input(ctx, 3)
         t = same_types(ctx, (0, 2), "data and updates")
-        axis_v = const_ints(ctx, 3)
         with infer_errors(ctx):
-            check_scatter_update_shapes(
-                ctx.input_shape(0),
-                ctx.input_shape(1),
-                ctx.input_shape(2),
-                None if axis_v is None else axis_v[0],
-            )
+            check_scatter_update_shapes(ctx.input_shape(0), ctx.input_shape(1), ctx.input_shape(2), axis)
         return [TensorSpec(t, ctx.input_shape(0))]
 
     @classmethod

@@ -2,26 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
-from pydantic import field_validator
 
-from opforge.element_type import Type
-from opforge.op import InferContext, Op, OpAttrs, TensorSpec
+from opforge.op import InferContext, Op, TensorSpec
+from opforge.opset._shape_util import OutputTypeAttrs
 from opforge.shape import PartialShape
 
 
-class ShapeOfAttrs(OpAttrs):
-    output_type: Type = Type.i64
-
-    @field_validator("output_type", mode="before")
-    @classmethod
-    def _type(cls, v: Any) -> Type:
-        t = Type.parse(v)
-        if t not in (Type.i32, Type.i64):
-            raise ValueError(f"output_type must be i32 or i64, got {t.ir}")
-        return t
+class ShapeOfAttrs(OutputTypeAttrs):
+    """The attributes of ShapeOf."""
 
 
 class ShapeOf(Op):

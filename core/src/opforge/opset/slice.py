@@ -10,14 +10,12 @@ import numpy as np
 from opforge.op import InferContext, Op, TensorSpec
 from opforge.opset._shape_util import (
     ShapeError,
-    check_integral,
-    check_rank,
     const_ints,
     infer_errors,
     ints,
     normalize_axes,
     slice_length,
-    vector_length,
+    vector_inputs_length,
 )
 from opforge.shape import Dim, PartialShape
 
@@ -54,18 +52,7 @@ class Slice(Op):
 
     @classmethod
     def infer(cls, ctx: InferContext) -> list[TensorSpec]:
-        lengths: set[int] = set()
-        for i in range(1, ctx.num_inputs):
-            check_integral(ctx, i, _NAMES[i - 1])
-            check_rank(ctx, i, _NAMES[i - 1], (1,))
-            n = vector_length(ctx.input_shape(i))
-            if n is not None:
-                lengths.add(n)
-        if len(lengths) > 1:
-            raise ctx.error(
-                "start, stop, step and axes must have the same length, got shapes "
-                + ", ".join(str(ctx.input_shape(i)) for i in range(1, ctx.num_inputs))
-            )
+        length = vector_inputs_length(ctx, _NAMES)
         t = ctx.input_type(0)
         data = ctx.input_shape(0)
         if data.rank is None:
@@ -80,11 +67,10 @@ class Slice(Op):
         dims: list[Dim] = list(data.dims)
         with infer_errors(ctx):
             if vals[0] is None or vals[1] is None or step is None:
-                n = next(iter(lengths), None)
-                if axes is None and n is None:
+                if axes is None and length is None:
                     return [TensorSpec(t, PartialShape.dynamic(data.rank))]
                 sliced = normalize_axes(
-                    axes if axes is not None else range(n or 0), data.rank, "axes", unique=True
+                    axes if axes is not None else range(length or 0), data.rank, "axes", unique=True
                 )
                 for ax in sliced:
                     dims[ax] = None

@@ -3,49 +3,35 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
-from pydantic import field_validator
 
-from opforge.op import InferContext, Op, OpAttrs, TensorSpec
-from opforge.opset._nn_util import lower_enum, same_type
+from opforge.op import InferContext
+from opforge.opset._space_depth import BlockAttrs, BlockRearrange
 from opforge.shape import Dim, PartialShape
 
 
-class SpaceToDepthAttrs(OpAttrs):
-    block_size: int = 1
-    mode: Literal["blocks_first", "depth_first"]
-
-    _enums = field_validator("mode", mode="before")(lower_enum)
+class SpaceToDepthAttrs(BlockAttrs):
+    """The attributes of SpaceToDepth."""
 
 
-class SpaceToDepth(Op):
+class SpaceToDepth(BlockRearrange):
     type_name = "SpaceToDepth"
     version = "opset1"
     Attrs = SpaceToDepthAttrs
 
     @classmethod
-    def infer(cls, ctx: InferContext) -> list[TensorSpec]:
-        a: SpaceToDepthAttrs = ctx.attrs  # type: ignore[assignment]
-        t = same_type(ctx, [(0, "data")], "any")
-        if a.block_size <= 0:
-            raise ctx.error(f"block_size is {a.block_size}, expected a positive integer")
-        ds = ctx.input_shape(0)
-        if ds.rank is None:
-            return [TensorSpec(t, ds)]
-        if ds.rank < 3:
-            raise ctx.error(f"input 0 (data) has rank {ds.rank}, expected 3 or more ([N, C, spatial...])")
-        n = ds.rank - 2
+    def output_shape(cls, ctx: InferContext, data: PartialShape, n: int, block_size: int) -> PartialShape:
         spatial: list[Dim] = []
-        for i, d in enumerate(ds.dims[2:]):
-            if d is not None and d % a.block_size:
+        for i, d in enumerate(data.dims[2:]):
+            if d is not None and d % block_size:
                 raise ctx.error(
-                    f"input 0 (data) dimension {i + 2} is {d}, not divisible by block_size {a.block_size}"
+                    f"input 0 (data) dimension {i + 2} is {d}, not divisible by block_size {block_size}"
                 )
-            spatial.append(None if d is None else d // a.block_size)
-        c = ds[1]
-        return [TensorSpec(t, PartialShape([ds[0], None if c is None else c * a.block_size**n, *spatial]))]
+            spatial.append(None if d is None else d // block_size)
+        c = data[1]
+        return PartialShape([data[0], None if c is None else c * block_size**n, *spatial])
 
     @classmethod
     def evaluate(cls, attrs: Any, inputs: list[np.ndarray]) -> list[np.ndarray]:

@@ -16,13 +16,11 @@ import numpy as np
 from opforge.op import InferContext, Op, OpAttrs, TensorSpec
 from opforge.opset._shape_util import (
     ShapeError,
-    check_integral,
-    check_rank,
     const_ints,
     infer_errors,
     ints,
     slice_length,
-    vector_length,
+    vector_inputs_length,
 )
 from opforge.shape import Dim, PartialShape
 
@@ -143,24 +141,11 @@ class StridedSlice(Op):
     @classmethod
     def infer(cls, ctx: InferContext) -> list[TensorSpec]:
         a: StridedSliceAttrs = ctx.attrs  # type: ignore[assignment]
-        names = ("begin", "end", "stride")
-        lengths = set()
-        for i in range(1, ctx.num_inputs):
-            check_integral(ctx, i, names[i - 1])
-            check_rank(ctx, i, names[i - 1], (1,))
-            n = vector_length(ctx.input_shape(i))
-            if n is not None:
-                lengths.add(n)
-        if len(lengths) > 1:
-            raise ctx.error(
-                "begin, end and stride must have the same length, got shapes "
-                + ", ".join(str(ctx.input_shape(i)) for i in range(1, ctx.num_inputs))
-            )
+        n = vector_inputs_length(ctx, ("begin", "end", "stride"))
         t = ctx.input_type(0)
         data = ctx.input_shape(0)
         begin, end = const_ints(ctx, 1), const_ints(ctx, 2)
         stride = const_ints(ctx, 3) if ctx.num_inputs > 3 else None
-        n = next(iter(lengths), None)
         if n is None:
             n = next((len(v) for v in (begin, end, stride) if v is not None), None)
         if data.rank is None:

@@ -15,7 +15,15 @@ from pydantic import field_validator
 
 from opforge.element_type import Type
 from opforge.op import InferContext, Op, OpAttrs, TensorSpec
-from opforge.opset._nn_util import check_integral, const_ints, lower_enum, normalize_axis, same_type
+from opforge.opset._nn_util import (
+    check_index_element_type,
+    check_integral,
+    const_ints,
+    lower_enum,
+    normalize_axis,
+    parse_type,
+    same_type,
+)
 from opforge.shape import Dim, PartialShape
 
 
@@ -28,10 +36,7 @@ class TopKAttrs(OpAttrs):
 
     _enums = field_validator("mode", "sort", mode="before")(lower_enum)
 
-    @field_validator("index_element_type", mode="before")
-    @classmethod
-    def _type(cls, v: Any) -> Type:
-        return Type.parse(v)
+    _types = field_validator("index_element_type", mode="before")(parse_type)
 
 
 class TopK(Op):
@@ -44,8 +49,7 @@ class TopK(Op):
     @classmethod
     def infer(cls, ctx: InferContext) -> list[TensorSpec]:
         a: TopKAttrs = ctx.attrs  # type: ignore[assignment]
-        if a.index_element_type not in (Type.i32, Type.i64):
-            raise ctx.error(f"index_element_type is {a.index_element_type.ir}, expected i32 or i64")
+        check_index_element_type(ctx, a.index_element_type)
         if a.stable and a.sort == "none":
             raise ctx.error("stable=true needs sort='value' or sort='index', got sort='none'")
         t = same_type(ctx, [(0, "data")])

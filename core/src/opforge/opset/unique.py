@@ -17,22 +17,14 @@ from opforge.element_type import Type
 from opforge.op import InferContext, Op, OpAttrs, TensorSpec
 from opforge.opset._shape_util import (
     ShapeError,
-    check_integral,
-    check_scalar_like,
-    const_ints,
+    axis_input,
     dims_product,
+    index_type,
     infer_errors,
     normalize_axis,
     scalar_int,
 )
 from opforge.shape import PartialShape
-
-
-def _index_type(v: Any) -> Type:
-    t = Type.parse(v)
-    if t not in (Type.i32, Type.i64):
-        raise ValueError(f"must be i32 or i64, got {t.ir}")
-    return t
 
 
 class UniqueAttrs(OpAttrs):
@@ -43,7 +35,7 @@ class UniqueAttrs(OpAttrs):
     @field_validator("index_element_type", "count_element_type", mode="before")
     @classmethod
     def _type(cls, v: Any) -> Type:
-        return _index_type(v)
+        return index_type(v)
 
 
 class Unique(Op):
@@ -67,10 +59,8 @@ class Unique(Op):
                 TensorSpec(it, PartialShape([n])),
                 TensorSpec(ct, PartialShape([1 if n == 1 else None])),
             ]
-        check_integral(ctx, 1, "axis")
-        check_scalar_like(ctx, 1, "axis")
-        axis_v = const_ints(ctx, 1)
-        if axis_v is None:
+        axis = axis_input(ctx, 1)
+        if axis is None:
             raise ctx.error("the axis input must be a constant (the output shapes depend on it)")
         if data.rank is None:
             dyn = PartialShape([None])
@@ -83,7 +73,7 @@ class Unique(Op):
         with infer_errors(ctx):
             if data.rank == 0:
                 raise ShapeError("a scalar has no axis to take unique slices along")
-            ax = normalize_axis(axis_v[0], data.rank)
+            ax = normalize_axis(axis, data.rank)
         dims = list(data.dims)
         dims[ax] = None
         return [

@@ -10,9 +10,9 @@ import numpy as np
 from opforge.op import InferContext, Op, TensorSpec
 from opforge.opset._shape_util import (
     ShapeError,
+    axis_input,
     check_integral,
     check_rank,
-    check_scalar_like,
     const_ints,
     infer_errors,
     ints,
@@ -53,8 +53,7 @@ class VariadicSplit(Op):
 
     @classmethod
     def infer(cls, ctx: InferContext) -> list[TensorSpec]:
-        check_integral(ctx, 1, "axis")
-        check_scalar_like(ctx, 1, "axis")
+        axis_v = axis_input(ctx, 1)
         check_integral(ctx, 2, "split_lengths")
         check_rank(ctx, 2, "split_lengths", (1,))
         ls = ctx.input_shape(2)
@@ -67,12 +66,11 @@ class VariadicSplit(Op):
         data = ctx.input_shape(0)
         if data.rank is None:
             return [TensorSpec(t, PartialShape.dynamic())] * n
-        axis_v = const_ints(ctx, 1)
         if axis_v is None:
             return [TensorSpec(t, PartialShape.dynamic(data.rank))] * n
         lengths = const_ints(ctx, 2)
         with infer_errors(ctx):
-            axis = normalize_axis(axis_v[0], data.rank)
+            axis = normalize_axis(axis_v, data.rank)
             parts = [None] * n if lengths is None else split_lengths(lengths, data.dims[axis])
         out = []
         for p in parts:

@@ -24,3 +24,10 @@ def opforge_register_conversion_extensions(register: Register) -> None:
     register(OpExtension(TemplateIdentity, "Identity", framework="onnx", domain=ONNX_DOMAIN))
     # Paddle ports are named, not ordered: say which named input/output maps to port 0.
     register(OpExtension(TemplateIdentity, PADDLE_OP, framework="paddle", inputs=["X"], outputs=["Out"]))
+
+
+@hookimpl
+def opforge_register_kernels(register: Register) -> None:
+    # GPU: an OpenVINO-format custom kernel (XML + .cl) shipped as package resources; the GPU
+    # plugin reads them from the installed package, so no loose files and no import of it here.
+    register("GPU", TemplateIdentity, ("opforge_template_extension", "gpu/identity.xml"))

@@ -1,0 +1,181 @@
+"""A model compiled for the GPU: plans per input shapes, per-request device memory, inference."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from opforge.errors import KernelError
+from opforge.graph import Model, Node
+from opforge.runtime.device import Executable
+
+from opforge_gpu.library import BuiltinKernels
+from opforge_gpu.lowering import STRUCTURAL, KernelImpl, Lowering, plan_epilogues, specialise
+from opforge_gpu.opencl import DeviceContext
+from opforge_gpu.plan import Plan, RequestMemory
+
+Chooser = Callable[[Node], KernelImpl | None]
+
+
+class RequestState:
+    """Per infer request: a command queue and the memory of each plan it has run."""
+
+    def __init__(self, dev: DeviceContext, profiling: bool) -> None:
+        self.queue = dev.queue(profiling)
+        self.memory: dict[tuple[tuple[int, ...], ...], RequestMemory] = {}
+        self.events: list[tuple[str, str, str, Any]] = []
+
+
+class GpuExecutable(Executable):
+    def __init__(self, model: Model, dev: DeviceContext, device_name: str, config: dict[str, Any],
+                 choose: Chooser, cache_dir: str | None) -> None:
+        self.model = model
+        self.dev = dev
+        self.device_name = device_name
+        self.config = config
+        self.choose = choose
+        self.cache_dir = cache_dir
+        self.half = str(config.get("INFERENCE_PRECISION_HINT", "f32")).lower() == "f16"
+        self.profiling = bool(config.get("ENABLE_PROFILING", False))
+        self._plans: dict[tuple[tuple[int, ...], ...], Plan] = {}
+        self._const_cache: dict[Any, Any] = {}
+        self._lock = threading.Lock()
+        shapes = [p.output(0).partial_shape for p in model.parameters]
+        if all(s.is_static for s in shapes):
+            # Static models build (and report errors) at compile time, not at first inference.
+            self.plan(tuple(s.to_tuple() for s in shapes))
+
+    # --- plans -----------------------------------------------------------------------------
+    def plan(self, shapes: tuple[tuple[int, ...], ...]) -> Plan:
+        with self._lock:
+            got = self._plans.get(shapes)
+            if got is None:
+                got = self._plans[shapes] = self._build(shapes)
+            return got
+
+    def _build(self, shapes: tuple[tuple[int, ...], ...]) -> Plan:
+        m = specialise(self.model, shapes)
+        impls: dict[int, KernelImpl] = {}
+        for node in m.get_ordered_ops():
+            if node.type_name in STRUCTURAL:
+                continue
+            impl = self.choose(node)
+            if impl is None:
+                raise KernelError(
+                    f"node '{node.name}' ({node.type_name}-{node.version}) has no GPU kernel on "
+                    f"{self.device_name} for input shapes {list(shapes)}"
+                )
+            impls[node.id] = impl
+        epilogues = plan_epilogues(m, lambda n: isinstance(impls.get(n.id), BuiltinKernels))
+        absorbed: set[int] = set()
+        at_last: dict[int, Node] = {}
+        for anchor_id, ep in epilogues.items():
+            if ep.last is not None:
+                for member in ep.members:
+                    absorbed.add(member.id)
+                at_last[ep.last.id] = next(n for n in m.get_ordered_ops() if n.id == anchor_id)
+        plan = Plan(self.dev)
+        lw = Lowering(plan, self.dev, self.config, self.half, self._const_cache, self.cache_dir)
+        lw.used = {(src.node.id, src.index) for n in m.get_ordered_ops() for src in n.inputs}
+        for p in m.parameters:
+            t = plan.new_tensor(p.output(0).shape, lw.storage(p.output_specs[0].type, "of a model input "), "param")
+            lw.set_output(p, 0, t)
+            plan.inputs.append(t.id)
+        for node in m.get_ordered_ops():
+            if node.type_name in STRUCTURAL:
+                continue
+            anchor = at_last.get(node.id)
+            if anchor is not None:
+                self._lower(anchor, lw, impls[anchor.id], epilogues[anchor.id])
+                continue
+            if node.id in absorbed or (node.id in epilogues and epilogues[node.id].last is not None):
+                continue
+            self._lower(node, lw, impls[node.id], epilogues.get(node.id))
+        for r in m.results:
+            t = lw.input(r, 0)
+            plan.outputs.append(t.id)
+            plan.output_storages.append(t.storage)
+        plan.finish()
+        return plan
+
+    def _lower(self, node: Node, lw: Lowering, impl: KernelImpl, ep: Any) -> None:
+        lw.node = node
+        try:
+            impl.lower(node, lw, ep)
+        except KernelError:
+            raise
+        except Exception as err:
+            cl_error = getattr(self.dev.cl, "Error", ())
+            if isinstance(err, cl_error):
+                raise KernelError(
+                    f"node '{node.name}' ({node.type_name}-{node.version}) on {self.device_name} "
+                    f"({impl.origin} kernel): OpenCL error while preparing it: {err}"
+                ) from err
+            raise
+
+    # --- inference -------------------------------------------------------------------------
+    def create_state(self) -> RequestState:
+        return RequestState(self.dev, self.profiling)
+
+    def infer(self, inputs: Sequence[np.ndarray], state: Any) -> list[np.ndarray]:
+        st: RequestState = state if isinstance(state, RequestState) else self.create_state()
+        shapes = tuple(tuple(int(d) for d in a.shape) for a in inputs)
+        plan = self.plan(shapes)
+        mem = st.memory.get(shapes)
+        if mem is None:
+            mem = st.memory[shapes] = RequestMemory(plan, st.queue)
+        cl = self.dev.cl
+        q = st.queue
+        try:
+            keep = []
+            for tid, arr in zip(plan.inputs, inputs):
+                t = plan.tensors[tid]
+                host = np.ascontiguousarray(arr, dtype=t.storage.np)
+                keep.append(host)
+                if host.nbytes:
+                    cl.enqueue_copy(q, mem.buffer(tid), host, is_blocking=False)
+            st.events.clear()
+            for launch, (k, g, loc) in zip(plan.launches, mem.kernels):
+                ev = cl.enqueue_nd_range_kernel(q, k, g, loc)
+                if self.profiling:
+                    st.events.append((launch.node, launch.node_type, launch.kernel, ev))
+            outs: list[np.ndarray] = []
+            for tid in plan.outputs:
+                t = plan.tensors[tid]
+                if t.kind == "const" and t.value is not None:
+                    outs.append(np.array(t.value).reshape(t.shape))
+                    continue
+                host = np.empty(t.shape, dtype=t.storage.np)
+                if host.nbytes:
+                    cl.enqueue_copy(q, host, mem.buffer(tid), is_blocking=False)
+                outs.append(host)
+            q.finish()
+        except cl.Error as err:
+            raise KernelError(f"inference on {self.device_name} ({self.dev.info.description}) failed: {err}") from err
+        result = []
+        for o, port in zip(outs, self.model.outputs):
+            want = port.element_type
+            result.append(o.astype(want.np, copy=False) if o.dtype != want.np else o)
+        return result
+
+    def performance_counters(self, state: Any) -> list[dict[str, Any]]:
+        if not isinstance(state, RequestState):
+            return []
+        out = []
+        for node, node_type, kernel, ev in state.events:
+            try:
+                ns = ev.profile.end - ev.profile.start
+            except Exception:  # noqa: BLE001 - a driver without timestamps
+                ns = 0
+            out.append({"node": node, "type": node_type, "kernel": kernel, "real_time_us": ns / 1e3,
+                        "status": "EXECUTED", "exec_type": f"ocl:{kernel}"})
+        return out
+
+    def properties(self) -> dict[str, Any]:
+        return {
+            "EXECUTION_DEVICES": [self.device_name],
+            "FULL_DEVICE_NAME": self.dev.info.description,
+            "GPU_PLANS": len(self._plans),
+        }

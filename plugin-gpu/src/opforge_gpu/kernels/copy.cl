@@ -1,0 +1,49 @@
+// Data movement: every layout change (Transpose, Slice, StridedSlice, Concat, Split, Broadcast,
+// Tile, custom-kernel format reorders) is one strided copy; Gather has its own kernel. Elements
+// move as raw bits (RAW_T), so half storage copies without conversion.
+
+#ifdef STRIDED_COPY
+// P: n rank src_off dst_off dims[rank] src_strides[rank] dst_strides[rank]
+__kernel void strided_copy(__global const RAW_T* src, __global RAW_T* dst, __global const int* P) {
+    const int i = get_global_id(0);
+    if (i >= P[0]) return;
+    const int rank = P[1];
+    int r = i, s = P[2], d = P[3];
+    for (int k = rank - 1; k >= 0; --k) {
+        const int dim = P[4 + k];
+        const int c = r % dim;
+        r /= dim;
+        s += c * P[4 + rank + k];
+        d += c * P[4 + 2 * rank + k];
+    }
+    dst[d] = src[s];
+}
+#endif
+
+#ifdef GATHER
+// data [bsz, outer, A, inner], indices [bsz, I]; y [bsz, outer, I, inner]. Out-of-range indices
+// give 0, as OpenVINO's Gather-8. P: n outer A inner I
+__kernel void gather(__global const RAW_T* data, __global const I_T* idx, __global RAW_T* y,
+                     __global const int* P) {
+    const int i = get_global_id(0);
+    if (i >= P[0]) return;
+    const int outer = P[1], A = P[2], inner = P[3], I = P[4];
+    const int t = i % inner;
+    const int j = (i / inner) % I;
+    const int o = (i / (inner * I)) % outer;
+    const int b = i / (inner * I * outer);
+    long k = (long)idx[b * I + j];
+    if (k < 0) k += A;
+    if (k < 0 || k >= A) { y[i] = (RAW_T)0; return; }
+    y[i] = data[((b * outer + o) * A + (int)k) * inner + t];
+}
+#endif
+
+#ifdef FILL
+// P: n (unused) value bits from P[2], 8-byte aligned for 64-bit types
+__kernel void fill(__global RAW_T* y, __global const int* P) {
+    const int i = get_global_id(0);
+    if (i >= P[0]) return;
+    y[i] = *((__global const RAW_T*)(P + 2));
+}
+#endif

@@ -1,0 +1,369 @@
+"""Lowering a model into a :class:`~opforge_gpu.plan.Plan`: the context kernels use to declare
+tensors and launches, graph preparation (static shapes, constant folding) and epilogue fusion.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+import numpy as np
+from opforge.element_type import Type
+from opforge.errors import KernelError, OpforgeError, UnsupportedOpError
+from opforge.graph import Model, Node, Output
+
+from opforge_gpu.opencl import DeviceContext
+from opforge_gpu.plan import (
+    BufferArg,
+    Launch,
+    Plan,
+    Tensor,
+    TensorArg,
+    kernel_path,
+    kernel_source,
+    render_defines,
+)
+from opforge_gpu.storage import Storage, storage_for
+
+#: nodes that are graph structure, not computation
+STRUCTURAL = frozenset({"Parameter", "Constant", "Result"})
+
+#: folding anything larger would trade a cheap op for a big upload
+MAX_FOLDED_BYTES = 64 * 1024 * 1024
+
+
+class KernelImpl(Protocol):
+    """What the plugin can run a node with: a built-in kernel or a custom (XML) kernel."""
+
+    #: shown in errors and performance counters ("builtin", "custom:file.xml")
+    origin: str
+
+    def supports(self, node: Node) -> str | None:
+        """None when ``node`` can run; otherwise why not (for UnsupportedOpError)."""
+
+    def lower(self, node: Node, lw: Lowering, epilogue: Epilogue | None = None) -> None:
+        """Declare the node's output tensors and the launches computing them."""
+
+
+@dataclasses.dataclass
+class Epilogue:
+    """What a Convolution/MatMul applies to its result before storing it, folded from the nodes
+    after it: ``y = act(acc * scale + bias + residual)`` per output channel."""
+
+    scale: np.ndarray | None = None
+    bias: np.ndarray | None = None
+    residual: Output | None = None
+    act: int = 0  # 0 none, 1 relu, 2 clamp
+    act_min: float = 0.0
+    act_max: float = 0.0
+    members: list[Node] = dataclasses.field(default_factory=list)
+
+    @property
+    def last(self) -> Node | None:
+        return self.members[-1] if self.members else None
+
+
+def is_standard(node: Node) -> bool:
+    return node.version.startswith("opset")
+
+
+def const_of(out: Output) -> np.ndarray | None:
+    return out.node.constant_value()
+
+
+class Lowering:
+    """The context kernels lower nodes with. One per plan."""
+
+    def __init__(self, plan: Plan, dev: DeviceContext, config: dict[str, Any], half: bool,
+                 const_cache: dict[Any, Any], cache_dir: str | None) -> None:
+        self.plan = plan
+        self.dev = dev
+        self.cl = dev.cl
+        self.config = config
+        self.half = half
+        self.cache_dir = cache_dir
+        self._const_cache = const_cache
+        self._values: dict[tuple[int, int], Tensor] = {}
+        self._params: dict[bytes, BufferArg] = {}
+        self._dummy: BufferArg | None = None
+        self.node: Node | None = None
+        #: output ports something reads: kernels may skip computing the others
+        self.used: set[tuple[int, int]] = set()
+
+    # --- tensors ---------------------------------------------------------------------------
+    def storage(self, t: Type, what: str = "") -> Storage:
+        s = storage_for(t, self.half)
+        if s is None:
+            node = self.node
+            raise UnsupportedOpError(
+                f"node '{node.name if node else '?'}' ({node.type_name if node else '?'}): element type "
+                f"{t} {what}is not supported on GPU"
+            )
+        return s
+
+    def input(self, node: Node, i: int) -> Tensor:
+        return self.input_of(node.inputs[i], node)
+
+    def input_of(self, src: Output, reader: Node | None = None) -> Tensor:
+        """The tensor of output port ``src`` (a constant is uploaded on first use)."""
+        key = (src.node.id, src.index)
+        t = self._values.get(key)
+        if t is None:
+            value = src.node.constant_value()
+            if value is None:
+                who = f"node '{reader.name}' ({reader.type_name})" if reader is not None else "a node"
+                raise KernelError(
+                    f"{who}: input from '{src.node.name}' has not been computed (internal ordering error)"
+                )
+            # Keyed by the array: clones of a model share constant arrays, so every plan of a
+            # compiled model shares one device copy.
+            t = self.const_tensor(value, src.element_type, key=("const", id(value)))
+            self._values[key] = t
+        return t
+
+    def set_output(self, node: Node, i: int, t: Tensor) -> None:
+        self._values[(node.id, i)] = t
+
+    def new_output(self, node: Node, i: int = 0) -> Tensor:
+        spec = node.output_specs[i]
+        t = self.plan.new_tensor(static_shape(node, i), self.storage(spec.type, f"of output {i} "), "temp")
+        self.set_output(node, i, t)
+        return t
+
+    def temp(self, shape: Sequence[int], storage: Storage) -> Tensor:
+        return self.plan.new_tensor(shape, storage, "temp")
+
+    def const_tensor(self, value: np.ndarray, t: Type | None = None, key: Any = None,
+                     exact: bool = False) -> Tensor:
+        """A constant uploaded once (and shared by every request and plan of the model). With
+        ``exact`` it keeps its element type even in f16 mode (a kernel declared its type)."""
+        et = t or Type.from_numpy(value.dtype)
+        st = storage_for(et) if exact else self.storage(et, "of a constant ")
+        if st is None:
+            raise UnsupportedOpError(f"element type {et} of a constant is not supported on GPU")
+        host = np.ascontiguousarray(np.asarray(value).astype(st.np, copy=False))
+        tensor = self.plan.new_tensor(host.shape, st, "const", host)
+        ck = (key, st.ctype) if key is not None else None
+        buf = self._const_cache.get(ck) if ck is not None else None
+        if buf is None:
+            mf = self.cl.mem_flags
+            data = host if host.nbytes else np.zeros(1, st.np)
+            buf = self.cl.Buffer(self.dev.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=data)
+            if ck is not None:
+                self._const_cache[ck] = buf
+        self.plan.const_buffers[tensor.root] = buf
+        return tensor
+
+    def view(self, base: Tensor, shape: Sequence[int]) -> Tensor:
+        return self.plan.view(base, shape)
+
+    # --- launches --------------------------------------------------------------------------
+    def params(self, ints: Sequence[int]) -> BufferArg:
+        """An int32 parameter block (deduplicated: equal blocks share one buffer)."""
+        arr = np.asarray([int(v) for v in ints] or [0], dtype=np.int64)
+        if arr.size and (arr.max() > 2**31 - 1 or arr.min() < -(2**31)):
+            raise KernelError(
+                f"node '{self.node.name if self.node else '?'}': a size or offset exceeds 32 bits; "
+                "tensors over 2**31 elements are not supported on GPU"
+            )
+        data = arr.astype(np.int32)
+        key = data.tobytes()
+        got = self._params.get(key)
+        if got is None:
+            mf = self.cl.mem_flags
+            got = BufferArg(self.cl.Buffer(self.dev.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=data))
+            self._params[key] = got
+        return got
+
+    def dummy(self) -> BufferArg:
+        """A tiny buffer for optional kernel arguments that are compiled out."""
+        if self._dummy is None:
+            self._dummy = BufferArg(self.cl.Buffer(self.dev.context, self.cl.mem_flags.READ_WRITE, 16))
+        return self._dummy
+
+    def program(self, filename: str, defines: dict[str, Any], options: str = "") -> Any:
+        source = render_defines(defines) + f'#line 1 "{filename}"\n' + kernel_source(filename)
+        return self.dev.program(source, options, self.cache_dir, what=f"built-in kernel file {filename}",
+                                files={filename: kernel_path(filename)})
+
+    def launch(self, filename: str, kernel: str, defines: dict[str, Any], args: Sequence[Any],
+               gsize: Sequence[int], lsize: Sequence[int] | None = None, *, node: Node | None = None,
+               program: Any = None) -> None:
+        n = node or self.node
+        if any(g == 0 for g in gsize):
+            return  # an empty tensor: nothing to compute
+        prg = program if program is not None else self.program(filename, defines)
+        g = tuple(int(x) for x in gsize)
+        loc = tuple(int(x) for x in lsize) if lsize is not None else None
+        if loc is not None:
+            g = tuple(-(-gi // li) * li for gi, li in zip(g, loc))
+        plain = [TensorArg(a.id) if isinstance(a, Tensor) else a for a in args]
+        self.plan.launches.append(Launch(
+            node=n.name if n else "?", node_type=n.type_name if n else "?", program=prg, kernel=kernel,
+            args=plain, gsize=g, lsize=loc, source_file=filename,
+        ))
+
+
+def static_shape(node: Node, i: int = 0) -> tuple[int, ...]:
+    shape = node.output_specs[i].shape
+    if not shape.is_static:
+        raise UnsupportedOpError(
+            f"node '{node.name}' ({node.type_name}): output {i} has dynamic shape {shape} even with "
+            "static inputs (data-dependent shapes are not supported on GPU)"
+        )
+    return shape.to_tuple()
+
+
+# --- graph preparation ----------------------------------------------------------------------
+def specialise(model: Model, shapes: Sequence[tuple[int, ...]]) -> Model:
+    """A clone of ``model`` with these input shapes, shapes of ShapeOf folded and every
+    standard node with constant inputs folded into a Constant (by the reference)."""
+    m = model.clone()
+    if any(p.output(0).partial_shape != shp for p, shp in zip(m.parameters, shapes)):
+        m.reshape({i: list(s) for i, s in enumerate(shapes)})
+    fold_constants(m)
+    return m
+
+
+def fold_constants(model: Model, keep: Callable[[Node], bool] | None = None) -> None:
+    from opforge.reference import evaluate_node
+
+    changed = False
+    for node in model.get_ordered_ops():
+        if node.type_name in STRUCTURAL or not is_standard(node) or (keep is not None and keep(node)):
+            continue
+        outs: list[np.ndarray] | None = None
+        if node.type_name == "ShapeOf" and node.inputs[0].partial_shape.is_static:
+            et = node.output_specs[0].type
+            outs = [np.asarray(node.inputs[0].shape, dtype=et.np)]
+        elif node.inputs and all(i.node.type_name == "Constant" for i in node.inputs):
+            try:
+                outs = evaluate_node(node, [i.node.constant_value() for i in node.inputs])  # type: ignore[misc]
+            except OpforgeError:
+                outs = None  # let the kernel run it and report the error with the inputs
+        if outs is None or sum(o.nbytes for o in outs) > MAX_FOLDED_BYTES:
+            continue
+        for i, arr in enumerate(outs):
+            name = node.name if len(outs) == 1 else f"{node.name}:{i}"
+            const = Node.create("Constant", [], {"value": np.ascontiguousarray(arr)}, name=name)
+            const.output(0).set_names(node.output(i).names)
+            model.replace_output(node.output(i), const.output(0))
+        changed = True
+    if changed:
+        # Readers of folded values may now infer static shapes (Reshape of a folded ShapeOf).
+        for node in model.get_ordered_ops():
+            if node.type_name not in STRUCTURAL:
+                node.validate_and_infer()
+
+
+# --- epilogue fusion ------------------------------------------------------------------------
+_ANCHORS = {"Convolution", "GroupConvolution", "MatMul"}
+
+
+def _channel_vector(value: np.ndarray, out_shape: tuple[int, ...], axis: int) -> np.ndarray | None:
+    """``value`` as one number per channel of ``axis`` when it broadcasts that way, else None."""
+    v = np.asarray(value)
+    if v.ndim > len(out_shape):
+        return None
+    full = (1,) * (len(out_shape) - v.ndim) + v.shape
+    ax = axis % len(out_shape)
+    channels = out_shape[ax]
+    for d, n in enumerate(full):
+        if d != ax and n != 1:
+            return None
+    if full[ax] not in (1, channels):
+        return None
+    return np.broadcast_to(v.reshape(-1).astype(np.float64), (channels,)).copy()
+
+
+def plan_epilogues(model: Model, builtin: Callable[[Node], bool]) -> dict[int, Epilogue]:
+    """Per anchor node id, the chain of nodes folded into its epilogue (possibly empty)."""
+    consumers = model.consumers()
+    outputs = {r.inputs[0] for r in model.results}
+    groups: dict[int, Epilogue] = {}
+    claimed: set[int] = set()  # a node joins one epilogue at most (two convs may meet at an Add)
+    for node in model.get_ordered_ops():
+        if node.type_name not in _ANCHORS or not is_standard(node) or not builtin(node):
+            continue
+        if not node.output_specs[0].type.is_float or not node.output_specs[0].shape.is_static:
+            continue
+        shape = node.output_specs[0].shape.to_tuple()
+        if len(shape) < 2:
+            continue
+        axis = 1 if node.type_name != "MatMul" else -1
+        ep = Epilogue()
+        scale = np.ones(shape[axis])
+        bias = np.zeros(shape[axis])
+        affine = False
+        cur = node.output(0)
+        while True:
+            users = consumers.get(cur, [])
+            if len(users) != 1 or cur in outputs:
+                break
+            user, idx = users[0]
+            if not is_standard(user) or not builtin(user) or user.type_name in STRUCTURAL or user.id in claimed:
+                break
+            if user.output_specs[0].shape != user.inputs[idx].partial_shape:
+                break  # the follower broadcasts the result to a larger shape
+            t = user.type_name
+            other = user.inputs[1 - idx] if len(user.inputs) == 2 else None
+            cval = const_of(other) if other is not None else None
+            scales = t in ("Multiply", "Divide", "BatchNormInference")
+            if scales and node.type_name == "MatMul":
+                break  # a MatMul's B may be a variable: there are no weights to fold a scale into
+            if t in ("Add", "Subtract", "Multiply", "Divide") and cval is not None and ep.residual is None \
+                    and ep.act == 0 and getattr(user.attrs, "auto_broadcast", "numpy") == "numpy":
+                vec = _channel_vector(cval, shape, axis)
+                if vec is None or (t in ("Subtract", "Divide") and idx != 0):
+                    break
+                if t == "Add":
+                    bias = bias + vec
+                elif t == "Subtract":
+                    bias = bias - vec
+                elif t == "Multiply":
+                    scale, bias = scale * vec, bias * vec
+                else:
+                    scale, bias = scale / vec, bias / vec
+                affine = True
+            elif t == "BatchNormInference" and ep.residual is None and ep.act == 0:
+                folded = batch_norm_affine(user)
+                if folded is None or folded[2] != idx:
+                    break
+                s, b, _ = folded
+                scale, bias = scale * s, bias * s + b
+                affine = True
+            elif t == "Add" and other is not None and cval is None and ep.residual is None and ep.act == 0:
+                if other.partial_shape != cur.partial_shape or other.element_type != cur.element_type:
+                    break
+                ep.residual = other
+            elif t == "Relu" and ep.act == 0:
+                ep.act = 1
+            elif t == "Clamp" and ep.act == 0:
+                ep.act, ep.act_min, ep.act_max = 2, float(user.attrs.min), float(user.attrs.max)  # type: ignore[attr-defined]
+            else:
+                break
+            ep.members.append(user)
+            cur = user.output(0)
+            if ep.act:
+                break
+        if affine:
+            ep.scale, ep.bias = scale, bias
+        claimed.update(m.id for m in ep.members)
+        groups[node.id] = ep
+    return groups
+
+
+def batch_norm_affine(node: Node) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """(scale, shift, data input index) of a BatchNormInference with constant parameters."""
+    if node.version == "opset1":
+        data_i, gi, bi, mi, vi = 2, 0, 1, 3, 4
+    else:
+        data_i, gi, bi, mi, vi = 0, 1, 2, 3, 4
+    vals = [const_of(node.inputs[i]) for i in (gi, bi, mi, vi)]
+    if any(v is None for v in vals):
+        return None
+    g, b, m, v = (np.asarray(x, dtype=np.float64).reshape(-1) for x in vals)  # type: ignore[arg-type]
+    eps = float(node.attrs.epsilon)  # type: ignore[attr-defined]
+    s = g / np.sqrt(v + eps)
+    return s, b - m * s, data_i

@@ -9,8 +9,8 @@ import sys
 import time
 import warnings
 from collections.abc import Iterator
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import opforge

@@ -19,7 +19,6 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
-from opforge.errors import PluginHookError
 from opforge.graph import Model
 
 from opforge_hetero.cost import CostModel, is_cheap, port_bytes
@@ -367,21 +366,4 @@ def _from_hook(name: str, ctx: CompileContext, devices: Sequence[str]) -> tuple[
     if not callable(getattr(policy, "assign", None)):
         raise PolicyLoadError(f"plugin {who}: {HOOK_NAME} returned {type(policy).__name__}, "
                               "which has no assign(model, supported_by_device, devices, ctx) method")
-    return policy, f"hook {HOOK_NAME} of plugin {who}"  # the core does not declare the hook (yet)
-    # Call the implementations one by one (newest first, as pluggy's firstresult would) so a
-    # raising plugin is named in the error, like every other opforge hook call.
-    for impl in reversed(caller.get_hookimpls()):
-        plugin_name = ctx.plugins.pm.get_name(impl.plugin) or "?"
-        rec = ctx.plugins.records.get(plugin_name)
-        args = {k: v for k, v in {"name": name, "devices": list(devices)}.items() if k in impl.argnames}
-        try:
-            policy = impl.function(**args)
-        except Exception as err:
-            who = str(rec.info) if rec is not None else plugin_name
-            raise PluginHookError(f"plugin {who} raised in hook {HOOK_NAME}: {type(err).__name__}: {err}") from err
-        if policy is not None:
-            if not callable(getattr(policy, "assign", None)):
-                raise PolicyLoadError(f"plugin {plugin_name}: {HOOK_NAME} returned {type(policy).__name__}, "
-                                      "which has no assign(model, supported_by_device, devices, ctx) method")
-            return policy, f"hook {HOOK_NAME} of plugin {rec.info if rec is not None else plugin_name}"
-    return None
+    return policy, f"hook {HOOK_NAME} of plugin {who}"

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import warnings
 
-import pytest
-
 import opforge
+import pytest
 
 
 def _devices() -> list[str]:

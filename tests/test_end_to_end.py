@@ -7,7 +7,6 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-
 import opforge
 from opforge.reference import evaluate_model
 from opforge.samples import SAMPLE_ONNX

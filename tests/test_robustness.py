@@ -7,9 +7,8 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-import pytest
-
 import opforge
+import pytest
 from opforge.errors import InferenceInputError, InputTypeError, ModelFormatError, OpforgeError
 from opforge.samples import SAMPLE_ONNX
 

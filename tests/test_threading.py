@@ -7,7 +7,6 @@ import threading
 import warnings
 
 import numpy as np
-
 import opforge
 from opforge.samples import SAMPLE_ONNX
 

@@ -13,9 +13,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import pytest
-
 import opforge
+import pytest
 from opforge.errors import UnsupportedOpError
 from opforge.graph import Model, Node
 from opforge.plugins import PluginInfo, PluginSystem

@@ -5,9 +5,8 @@ from __future__ import annotations
 import threading
 
 import numpy as np
-import pytest
-
 import opforge
+import pytest
 from opforge import Model
 from opforge.errors import (
     DeviceNotFoundError,
@@ -48,7 +47,7 @@ def test_malformed_device_names(core: opforge.Core, relu_add_model: Model) -> No
     for bad in ("", "HETERO:", "CPU,,GPU", "GPU.x"):
         with pytest.raises(DeviceNotFoundError):
             core.compile_model(relu_add_model, bad)
-    with pytest.raises(DeviceNotFoundError, match="TEMPLATE.3' does not exist"):
+    with pytest.raises(DeviceNotFoundError, match=r"TEMPLATE\.3' does not exist"):
         core.compile_model(relu_add_model, "TEMPLATE.3")
 
 
@@ -93,7 +92,7 @@ def test_properties_are_typed_and_unknown_keys_rejected(core: opforge.Core) -> N
     core.set_property("TEMPLATE", {"INFERENCE_NUM_THREADS": "2", "PERFORMANCE_HINT": "throughput"})
     assert core.get_property("TEMPLATE", "INFERENCE_NUM_THREADS") == 2
     assert core.get_property("TEMPLATE", "PERFORMANCE_HINT") == "THROUGHPUT"
-    with pytest.raises(PropertyError, match="device TEMPLATE has no property 'NUM_THREADZ'; supported: .*INFERENCE_NUM_THREADS"):
+    with pytest.raises(PropertyError, match=r"device TEMPLATE has no property 'NUM_THREADZ'; supported: .*INFERENCE_NUM_THREADS"):
         core.set_property("TEMPLATE", {"NUM_THREADZ": 1})
     with pytest.raises(PropertyError, match="expects int, got 'many'"):
         core.set_property("TEMPLATE", {"INFERENCE_NUM_THREADS": "many"})

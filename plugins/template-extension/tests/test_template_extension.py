@@ -6,9 +6,8 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-import pytest
-
 import opforge
+import pytest
 from opforge.errors import UnsupportedOpError
 from opforge.plugins import PluginSystem
 from opforge.reference import evaluate_model
@@ -55,7 +54,7 @@ def test_reading_without_the_plugin_names_the_missing_opset_and_distribution(tmp
 
 def test_scale_needs_a_float_input() -> None:
     x = opforge.op("Parameter", element_type="i32", shape=[2], name="xi")
-    with pytest.raises(opforge.errors.ShapeInferenceError, match="scale=3.0 needs a floating-point input"):
+    with pytest.raises(opforge.errors.ShapeInferenceError, match=r"scale=3\.0 needs a floating-point input"):
         opforge.Node.create(TemplateIdentity, [x], {"scale": 3.0})
 
 

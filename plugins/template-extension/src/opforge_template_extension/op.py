@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-
 from opforge import InferContext, Op, OpAttrs, TensorSpec
 
 #: the custom opset name written into IR files; reading such an IR finds this plugin by it

@@ -1,15 +1,35 @@
 """Pad: Pad-12. Pads are an attribute before opset 11, an input after ([begins..., ends...]);
-opset 18 adds an axes input that says which axes the pads are for."""
+opset 18 adds an axes input that says which axes the pads are for. Pad-12 has no ``wrap`` mode
+(opset 19): it is built from Gathers of wrapped-around indices (the input repeated around
+itself, as ``numpy.pad(mode="wrap")`` does)."""
 
 from __future__ import annotations
 
 import numpy as np
+from opforge.element_type import Type
 from opforge.frontend.extensions import ConversionResult
 from opforge.frontend.node_context import NodeContext
+from opforge.graph import Output
 
-from opforge_onnx.ops._helpers import i64, out, require_rank, to_i64, translator
+from opforge_onnx.ops._helpers import const_value, i64, out, require_rank, shape_of, to_i64, translator
 
-_MODES = {"constant": "constant", "reflect": "reflect", "edge": "edge"}
+_MODES = {"constant": "constant", "reflect": "reflect", "edge": "edge", "wrap": "wrap"}
+
+
+def _wrap(ctx: NodeContext, x: Output, begin: Output, end: Output, r: int) -> Output:
+    """Wrap padding as one Gather per axis of the indices ``(-begin .. dim + end) mod dim``:
+    any pad size (several periods, or negative to crop), pads known only at run time too."""
+    dims = shape_of(ctx, x)
+    y = x
+    for a in range(r):
+        b = out(ctx.op("Gather", begin, i64(ctx, a), i64(ctx, 0), batch_dims=0))
+        e = out(ctx.op("Gather", end, i64(ctx, a), i64(ctx, 0), batch_dims=0))
+        if const_value(b) is not None and const_value(e) is not None and not const_value(b) and not const_value(e):
+            continue
+        d = out(ctx.op("Gather", dims, i64(ctx, a), i64(ctx, 0), batch_dims=0))
+        idx = ctx.op("Range", ctx.op("Negative", b), ctx.op("Add", d, e), i64(ctx, 1), output_type=Type.i64)
+        y = out(ctx.op("Gather", y, ctx.op("FloorMod", idx, d), i64(ctx, a), batch_dims=0))
+    return y
 
 
 def convert(ctx: NodeContext) -> ConversionResult:
@@ -46,6 +66,8 @@ def convert(ctx: NodeContext) -> ConversionResult:
                 zeros = i64(ctx, np.zeros(r, np.int64))
                 pb = out(ctx.op("ScatterElementsUpdate", zeros, axes_port, pb, i64(ctx, 0), reduction="none"))
                 pe = out(ctx.op("ScatterElementsUpdate", zeros, axes_port, pe, i64(ctx, 0), reduction="none"))
+            if mode == "wrap":
+                return [_wrap(ctx, out(x), pb, pe, r)]
             if value is None:
                 value = ctx.const(np.zeros((), out(x).element_type.np))
             return [ctx.op("Pad", x, pb, pe, value, pad_mode=_MODES[mode])]
@@ -62,6 +84,8 @@ def convert(ctx: NodeContext) -> ConversionResult:
     if pads.size != 2 * r:
         raise ctx.error(f"pads has {pads.size} values, expected {2 * r} for a rank-{r} input")
     begin, end = i64(ctx, pads[:r]), i64(ctx, pads[r:])
+    if mode == "wrap":
+        return [_wrap(ctx, out(x), begin, end, r)]
     if value is None:
         value = ctx.const(np.zeros((), out(x).element_type.np))
     return [ctx.op("Pad", x, begin, end, value, pad_mode=_MODES[mode])]

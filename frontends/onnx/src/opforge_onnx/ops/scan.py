@@ -1,4 +1,8 @@
-"""Scan (opset 9+), unrolled over the static sequence length: opforge has no loop op yet."""
+"""Scan, unrolled over the static sequence length: opforge has no loop op yet.
+
+Scan-8 puts a batch axis first on every state and scan input (the body sees one batch element)
+and takes optional ``sequence_lens``: it is unrolled per batch element as well, and supported when
+every sequence has the full length (``sequence_lens`` absent or a constant equal to it)."""
 
 from __future__ import annotations
 
@@ -6,26 +10,22 @@ from opforge.frontend.extensions import ConversionResult
 from opforge.frontend.node_context import NodeContext
 from opforge.graph import Output
 
-from opforge_onnx.ops._helpers import i64, norm_axis, out, require_rank, translator
+from opforge_onnx.ops._helpers import const_value, i64, norm_axis, out, require_rank, translator
 
 MAX_UNROLL = 1024
 
 
-def convert(ctx: NodeContext) -> ConversionResult:
-    if (ctx.get_opset_version() or 9) < 9:
-        raise ctx.error("Scan-8 (with a batch axis and sequence_lens) is not supported; re-export with opset 9+")
+def _stack(ctx: NodeContext, parts: list[Output], axis: int) -> Output:
+    stacked = [out(ctx.op("Unsqueeze", p, i64(ctx, [axis]))) for p in parts]
+    return out(ctx.op("Concat", *stacked, axis=axis)) if len(stacked) > 1 else stacked[0]
+
+
+def _unroll(ctx: NodeContext, states: list[Output], xs: list[Output], axes: list[int], in_dirs: list[int],
+            out_axes: list[int], out_dirs: list[int], prefix: str) -> list[Output]:
     body = ctx.get_attribute("body")
     sub = ctx.extra["subgraph"]
-    m = int(ctx.get_attribute("num_scan_inputs"))
-    ins = [ctx.get_input(i) for i in range(ctx.get_input_size())]
-    n_state = len(ins) - m
-    states, xs = ins[:n_state], ins[n_state:]
-    in_axes = list(ctx.get_attribute("scan_input_axes", [0] * m))
-    in_dirs = list(ctx.get_attribute("scan_input_directions", [0] * m))
+    n_state = len(states)
     n_out = len(body.output) - n_state
-    out_axes = list(ctx.get_attribute("scan_output_axes", [0] * n_out))
-    out_dirs = list(ctx.get_attribute("scan_output_directions", [0] * n_out))
-    axes = [norm_axis(ctx, a, require_rank(ctx, x)) for a, x in zip(in_axes, xs)]
     lengths = {out(x).partial_shape[a] for x, a in zip(xs, axes)}
     if len(lengths) != 1 or None in lengths:
         raise ctx.error(f"scan inputs need one static sequence length to unroll, got {sorted(map(str, lengths))}")
@@ -38,7 +38,7 @@ def convert(ctx: NodeContext) -> ConversionResult:
         for x, a, d in zip(xs, axes, in_dirs):
             idx = seq - 1 - t if d else t
             slices.append(out(ctx.op("Gather", x, i64(ctx, idx), i64(ctx, a), batch_dims=0)))
-        outs = sub(body, [*states, *slices], f"{ctx.get_name()}/t{t}/")
+        outs = sub(body, [*states, *slices], f"{prefix}t{t}/")
         states = list(outs[:n_state])
         for k in range(n_out):
             collected[k].append(outs[n_state + k])
@@ -46,10 +46,50 @@ def convert(ctx: NodeContext) -> ConversionResult:
     for k in range(n_out):
         parts = collected[k][::-1] if out_dirs[k] else collected[k]
         r = require_rank(ctx, parts[0], "a scan output") + 1
-        axis = norm_axis(ctx, out_axes[k], r)
-        stacked = [out(ctx.op("Unsqueeze", p, i64(ctx, [axis]))) for p in parts]
-        results.append(out(ctx.op("Concat", *stacked, axis=axis)) if len(stacked) > 1 else stacked[0])
+        results.append(_stack(ctx, parts, norm_axis(ctx, out_axes[k], r)))
     return results
+
+
+def _convert_scan8(ctx: NodeContext) -> ConversionResult:
+    m = int(ctx.get_attribute("num_scan_inputs"))
+    ins = [ctx.get_input(i) if ctx.has_input(i) else None for i in range(ctx.get_input_size())]
+    lens, rest = ins[0], [i for i in ins[1:] if i is not None]
+    n_state = len(rest) - m
+    states, xs = rest[:n_state], rest[n_state:]
+    dirs = list(ctx.get_attribute("directions", [0] * m))
+    batch = {out(v).partial_shape[0] for v in rest}
+    if len(batch) != 1 or None in batch:
+        raise ctx.error(f"Scan-8 needs one static batch size to unroll, got {sorted(map(str, batch))}")
+    nb = int(batch.pop())  # type: ignore[arg-type]
+    if lens is not None:
+        lv = const_value(lens)
+        seqs = {out(x).partial_shape[1] for x in xs}
+        if lv is None or len(seqs) != 1 or any(int(v) != next(iter(seqs)) for v in lv.reshape(-1)):
+            raise ctx.error("Scan-8 with sequence_lens shorter than the inputs (or computed at run time) is not supported")
+    per_batch: list[list[Output]] = []
+    for b in range(nb):
+        sb = [out(ctx.op("Gather", s, i64(ctx, b), i64(ctx, 0), batch_dims=0)) for s in states]
+        xb = [out(ctx.op("Gather", x, i64(ctx, b), i64(ctx, 0), batch_dims=0)) for x in xs]
+        n_out = len(ctx.get_attribute("body").output) - n_state
+        per_batch.append(_unroll(ctx, sb, xb, [0] * m, dirs, [0] * n_out, [0] * n_out, f"{ctx.get_name()}/b{b}/"))
+    return [_stack(ctx, [pb[k] for pb in per_batch], 0) for k in range(len(per_batch[0]))]
+
+
+def convert(ctx: NodeContext) -> ConversionResult:
+    if (ctx.get_opset_version() or 9) < 9:
+        return _convert_scan8(ctx)
+    body = ctx.get_attribute("body")
+    m = int(ctx.get_attribute("num_scan_inputs"))
+    ins = [ctx.get_input(i) for i in range(ctx.get_input_size())]
+    n_state = len(ins) - m
+    states, xs = ins[:n_state], ins[n_state:]
+    in_axes = list(ctx.get_attribute("scan_input_axes", [0] * m))
+    in_dirs = list(ctx.get_attribute("scan_input_directions", [0] * m))
+    n_out = len(body.output) - n_state
+    out_axes = list(ctx.get_attribute("scan_output_axes", [0] * n_out))
+    out_dirs = list(ctx.get_attribute("scan_output_directions", [0] * n_out))
+    axes = [norm_axis(ctx, a, require_rank(ctx, x)) for a, x in zip(in_axes, xs)]
+    return _unroll(ctx, states, xs, axes, in_dirs, out_axes, out_dirs, f"{ctx.get_name()}/")
 
 
 EXTENSION = translator("Scan", convert)

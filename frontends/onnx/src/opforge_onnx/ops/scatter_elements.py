@@ -1,8 +1,8 @@
-"""ScatterElements (and the deprecated Scatter): ScatterElementsUpdate-12 with its reduction."""
+"""ScatterElements: ScatterElementsUpdate-12 with its reduction."""
 
 from __future__ import annotations
 
-from opforge.frontend.extensions import ConversionExtension, ConversionResult
+from opforge.frontend.extensions import ConversionResult
 from opforge.frontend.node_context import NodeContext
 
 from opforge_onnx.ops._helpers import i64, translator
@@ -19,4 +19,4 @@ def convert(ctx: NodeContext) -> ConversionResult:
                    reduction=_REDUCTIONS[reduction], use_init_val=True)]
 
 
-EXTENSIONS: list[ConversionExtension] = [translator("ScatterElements", convert), translator("Scatter", convert)]
+EXTENSION = translator("ScatterElements", convert)

@@ -1,4 +1,4 @@
-"""ScatterND: ScatterNDUpdate; reductions (opset 16) are not supported by the opset-4 op."""
+"""ScatterND: ScatterNDUpdate-15, whose reductions cover ONNX's (add, mul, min, max)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,15 @@ from opforge.frontend.node_context import NodeContext
 
 from opforge_onnx.ops._helpers import translator
 
+_REDUCTIONS = {"none": "none", "add": "sum", "mul": "prod", "min": "min", "max": "max"}
+
 
 def convert(ctx: NodeContext) -> ConversionResult:
     reduction = str(ctx.get_attribute("reduction", "none"))
-    if reduction != "none":
-        raise ctx.error(f"reduction '{reduction}' is not supported (ScatterNDUpdate-4 only replaces)")
-    return [ctx.op("ScatterNDUpdate", ctx.get_input(0), ctx.get_input(1), ctx.get_input(2))]
+    if reduction not in _REDUCTIONS:
+        raise ctx.error(f"reduction '{reduction}' is not supported ({', '.join(_REDUCTIONS)})")
+    return [ctx.op("ScatterNDUpdate", ctx.get_input(0), ctx.get_input(1), ctx.get_input(2),
+                   version="opset15", reduction=_REDUCTIONS[reduction])]
 
 
 EXTENSION = translator("ScatterND", convert)

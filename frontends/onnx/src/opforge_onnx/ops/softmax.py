@@ -1,32 +1,8 @@
-"""Softmax and LogSoftmax. Before opset 13 the input is coerced to 2-D at ``axis`` (default 1):
-the op normalises over all dims from ``axis`` on, so it is computed on a reshaped tensor."""
+"""Softmax: Softmax on the input, or on its 2-D coercion before opset 13 (see
+:mod:`opforge_onnx.ops._softmax`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from opforge_onnx.ops._softmax import make
 
-from opforge.frontend.extensions import ConversionExtension, ConversionResult
-from opforge.frontend.node_context import NodeContext
-
-from opforge_onnx.ops._helpers import i64, norm_axis, require_rank, shape_of, translator
-
-
-def _make(target: str) -> Callable[[NodeContext], ConversionResult]:
-    def convert(ctx: NodeContext) -> ConversionResult:
-        x = ctx.get_input(0)
-        if (ctx.get_opset_version() or 13) >= 13:
-            return [ctx.op(target, x, axis=int(ctx.get_attribute("axis", -1)))]
-        r = require_rank(ctx, x)
-        axis = norm_axis(ctx, int(ctx.get_attribute("axis", 1)), r) if r else 0
-        if axis == r - 1:
-            return [ctx.op(target, x, axis=axis)]
-        flat = ctx.op("Reshape", x, i64(ctx, [0] * axis + [-1]), special_zero=True)
-        y = ctx.op(target, flat, axis=axis)
-        return [ctx.op("Reshape", y, shape_of(ctx, x), special_zero=False)]
-    return convert
-
-
-EXTENSIONS: list[ConversionExtension] = [
-    translator("Softmax", _make("Softmax")),
-    translator("LogSoftmax", _make("LogSoftmax")),
-]
+EXTENSION = make("Softmax")

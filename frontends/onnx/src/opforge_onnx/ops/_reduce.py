@@ -1,19 +1,26 @@
-"""The Reduce* family. Axes are an attribute before opset 18 (13 for ReduceSum) and an input
-after; an empty axes list reduces everything unless noop_with_empty_axes. The composite ones
-(ReduceLogSum, ReduceLogSumExp, ReduceSumSquare) are decomposed.
+"""Shared conversion of the Reduce* family (each op has its own module). Axes are an attribute
+before opset 18 (13 for ReduceSum) and an input after; an empty axes list reduces everything
+unless noop_with_empty_axes. The composite ones (ReduceLogSum, ReduceLogSumExp, ReduceSumSquare)
+are decomposed.
+
+OpenVINO's ReduceMax/ReduceMin start from the lowest/highest finite value, so a reduction over
+only -inf/+inf values, or over no values at all, gives that finite value where ONNX wants the
+infinity; for floating-point inputs the translator puts the infinity back (see
+:func:`_restore_infinity`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
+import ml_dtypes
+import numpy as np
+from opforge.element_type import Type
 from opforge.frontend.extensions import ConversionExtension, ConversionResult
 from opforge.frontend.node_context import NodeContext
 from opforge.graph import Output
 
-from opforge_onnx.ops._helpers import i64, out, require_rank, translator
+from opforge_onnx.ops._helpers import etype, i64, out, require_rank, translator
 
-#: ONNX op -> (opforge reduction, opset where axes became an input, pre, post)
+#: ONNX reductions that are one opforge reduction
 _SIMPLE = {
     "ReduceMean": "ReduceMean", "ReduceMax": "ReduceMax", "ReduceMin": "ReduceMin",
     "ReduceProd": "ReduceProd", "ReduceSum": "ReduceSum", "ReduceL1": "ReduceL1", "ReduceL2": "ReduceL2",
@@ -34,7 +41,21 @@ def _axes(ctx: NodeContext, x: Output) -> Output | None:
     return i64(ctx, list(range(require_rank(ctx, x))))
 
 
-def _make(kind: str) -> Callable[[NodeContext], ConversionResult]:
+def _restore_infinity(ctx: NodeContext, kind: str, x: Output, axes: Output, keep: bool, y: Output) -> Output:
+    """``y`` with the finite start value replaced by the infinity when no element equals it."""
+    t = etype(x)
+    if not t.is_float:
+        return y
+    info = np.finfo(t.np) if t.np.kind == "f" else ml_dtypes.finfo(t.np)
+    bound = info.min if kind == "ReduceMax" else info.max
+    inf = -np.inf if kind == "ReduceMax" else np.inf
+    limit = ctx.const(np.asarray(bound, t.np))
+    reached = ctx.op("ReduceLogicalOr", ctx.op("Equal", x, limit), axes, keep_dims=keep)
+    missing = ctx.op("LogicalAnd", ctx.op("Equal", y, limit), ctx.op("LogicalNot", reached))
+    return out(ctx.op("Select", missing, ctx.const(np.asarray(inf, t.np)), y))
+
+
+def make(kind: str) -> ConversionExtension:
     def convert(ctx: NodeContext) -> ConversionResult:
         x = ctx.get_input(0)
         keep = bool(ctx.get_attribute("keepdims", 1))
@@ -51,6 +72,13 @@ def _make(kind: str) -> Callable[[NodeContext], ConversionResult]:
             if kind == "ReduceL2":
                 return [ctx.op("Sqrt", ctx.op("Multiply", x, x))]
             return [x]
+        if kind in ("ReduceMax", "ReduceMin") and etype(x) is Type.boolean:
+            # OpenVINO's ReduceMax/ReduceMin take no booleans: any / all are the same reductions
+            logical = "ReduceLogicalOr" if kind == "ReduceMax" else "ReduceLogicalAnd"
+            return [ctx.op(logical, x, axes, keep_dims=keep)]
+        if kind in ("ReduceMax", "ReduceMin"):
+            y = out(ctx.op(kind, x, axes, keep_dims=keep))
+            return [_restore_infinity(ctx, kind, x, axes, keep, y)]
         if kind in _SIMPLE:
             return [ctx.op(_SIMPLE[kind], x, axes, keep_dims=keep)]
         if kind == "ReduceSumSquare":
@@ -63,10 +91,4 @@ def _make(kind: str) -> Callable[[NodeContext], ConversionResult]:
         m2 = m if keep else ctx.op("ReduceMax", x, axes, keep_dims=False)
         return [ctx.op("Add", ctx.op("Log", s), m2)]
     convert.__qualname__ = f"convert_{kind}"
-    return convert
-
-
-EXTENSIONS: list[ConversionExtension] = [
-    translator(k, _make(k))
-    for k in [*_SIMPLE, "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp"]
-]
+    return translator(kind, convert)

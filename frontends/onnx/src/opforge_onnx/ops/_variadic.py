@@ -1,8 +1,7 @@
-"""Sum, Max, Min, Mean of any number of inputs (with broadcasting): pairwise folds."""
+"""Shared conversion of Sum, Max, Min and Mean of any number of inputs (with broadcasting):
+pairwise folds. Each op has its own module."""
 
 from __future__ import annotations
-
-from collections.abc import Callable
 
 from opforge.frontend.extensions import ConversionExtension, ConversionResult
 from opforge.frontend.node_context import NodeContext
@@ -12,7 +11,7 @@ from opforge_onnx.ops._helpers import fold_binary, scalar_like, translator
 _OPS = {"Sum": "Add", "Max": "Maximum", "Min": "Minimum", "Mean": "Add"}
 
 
-def _make(kind: str) -> Callable[[NodeContext], ConversionResult]:
+def make(kind: str) -> ConversionExtension:
     def convert(ctx: NodeContext) -> ConversionResult:
         ins = [i for i in ctx.get_inputs() if i is not None]
         if not ins:
@@ -22,7 +21,4 @@ def _make(kind: str) -> Callable[[NodeContext], ConversionResult]:
             return [ctx.op("Divide", acc, scalar_like(ctx, len(ins), acc), m_pythondiv=False)]
         return [acc]
     convert.__qualname__ = f"convert_{kind}"
-    return convert
-
-
-EXTENSIONS: list[ConversionExtension] = [translator(k, _make(k)) for k in _OPS]
+    return translator(kind, convert)

@@ -1,0 +1,14 @@
+"""DFT-7: the discrete Fourier transform of a complex tensor.
+Inputs: data, axes and optional signal_size (see :mod:`opforge.opset._fft`)."""
+
+from __future__ import annotations
+
+from opforge.opset._fft import FourierTransform
+
+
+class DFT(FourierTransform):
+    type_name = "DFT"
+    version = "opset7"
+    complex_input = True
+    complex_output = True
+    inverse = False

@@ -1,0 +1,7 @@
+"""Acosh: Acosh (element-wise)."""
+
+from __future__ import annotations
+
+from opforge_onnx.ops._elementwise import unary
+
+EXTENSION = unary("Acosh", "Acosh")

@@ -1,0 +1,7 @@
+"""HardSwish: HSwish (element-wise)."""
+
+from __future__ import annotations
+
+from opforge_onnx.ops._elementwise import unary
+
+EXTENSION = unary("HardSwish", "HSwish")

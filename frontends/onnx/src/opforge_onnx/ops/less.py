@@ -1,0 +1,7 @@
+"""Less: Less (element-wise, with NumPy broadcasting)."""
+
+from __future__ import annotations
+
+from opforge_onnx.ops._elementwise import binary
+
+EXTENSION = binary("Less", "Less")

@@ -1,0 +1,7 @@
+"""Mean: the Sum divided by the number of inputs (see :mod:`opforge_onnx.ops._variadic`)."""
+
+from __future__ import annotations
+
+from opforge_onnx.ops._variadic import make
+
+EXTENSION = make("Mean")

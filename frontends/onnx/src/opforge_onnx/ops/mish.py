@@ -1,0 +1,7 @@
+"""Mish: Mish (element-wise)."""
+
+from __future__ import annotations
+
+from opforge_onnx.ops._elementwise import unary
+
+EXTENSION = unary("Mish", "Mish")

@@ -1,0 +1,7 @@
+"""Not: LogicalNot (element-wise)."""
+
+from __future__ import annotations
+
+from opforge_onnx.ops._elementwise import unary
+
+EXTENSION = unary("Not", "LogicalNot")

@@ -1,0 +1,7 @@
+"""ReduceLogSumExp: log(sum(exp(x - max))) + max, stabilised by the maximum (see :mod:`opforge_onnx.ops._reduce`)."""
+
+from __future__ import annotations
+
+from opforge_onnx.ops._reduce import make
+
+EXTENSION = make("ReduceLogSumExp")

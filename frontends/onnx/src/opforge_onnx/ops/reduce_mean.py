@@ -1,0 +1,7 @@
+"""ReduceMean: ReduceMean (see :mod:`opforge_onnx.ops._reduce`)."""
+
+from __future__ import annotations
+
+from opforge_onnx.ops._reduce import make
+
+EXTENSION = make("ReduceMean")

@@ -1,0 +1,7 @@
+"""ReduceMin: ReduceMin, with ONNX's +inf for all +inf or empty reductions (see :mod:`opforge_onnx.ops._reduce`)."""
+
+from __future__ import annotations
+
+from opforge_onnx.ops._reduce import make
+
+EXTENSION = make("ReduceMin")

@@ -1,0 +1,7 @@
+"""ReduceSumSquare: ReduceSum of x * x (see :mod:`opforge_onnx.ops._reduce`)."""
+
+from __future__ import annotations
+
+from opforge_onnx.ops._reduce import make
+
+EXTENSION = make("ReduceSumSquare")

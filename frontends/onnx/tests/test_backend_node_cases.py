@@ -1,0 +1,149 @@
+"""ONNX's own backend node test cases (``onnx.backend.test.BackendTest``), the "core" subset
+(see :mod:`opforge_onnx.testing.node_cases`), run through :mod:`opforge_onnx.backend`.
+
+Devices: ``REFERENCE`` (conversion + the NumPy reference, always) and every opforge device that
+is available here *and* has a reviewed list of known failures in ``known_failures/<DEVICE>.txt``
+(a device without one is reported as skipped: its results have not been reviewed yet). Each
+line of a list is ``<regex> | <reason>``; the regex must match a whole case name (without the
+device suffix). Listed cases are strict expected failures: one that starts passing fails the
+run, so the list has to be updated when something is fixed; every pattern must match a core
+case, so stale entries are noticed too.
+
+Test names are ONNX's case names with the device appended: ``test_relu_reference``.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import unittest
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import onnx.backend.test
+import pytest
+from onnx.backend.test.loader import load_model_tests
+from opforge_onnx.backend import REFERENCE, OpforgeBackend
+from opforge_onnx.testing.node_cases import core_names
+
+LISTS = Path(__file__).parent / "known_failures"
+#: meta devices run other devices' plugins; they are not a target of their own here
+_META = {"HETERO", "AUTO", "MULTI", "BATCH"}
+
+
+def read_known_failures(device: str) -> list[tuple[re.Pattern[str], str]]:
+    path = LISTS / f"{device}.txt"
+    entries = []
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        text = line.strip()
+        if not text or text.startswith("#"):
+            continue
+        pattern, sep, reason = text.partition("|")
+        if not sep or not reason.strip():
+            raise ValueError(f"{path}:{n}: expected '<regex> | <reason>', got {text!r}")
+        entries.append((re.compile(pattern.strip()), reason.strip()))
+    return entries
+
+
+def _device_bases() -> list[str]:
+    import opforge
+
+    bases: list[str] = []
+    for d in opforge.Core().available_devices:
+        base = d.split(".")[0]
+        if base not in bases and base not in _META:
+            bases.append(base)
+    return bases
+
+
+DEVICES = [REFERENCE] + [d for d in _device_bases() if (LISTS / f"{d}.txt").exists()]
+UNREVIEWED = [d for d in _device_bases() if not (LISTS / f"{d}.txt").exists()]
+KNOWN = {d: read_known_failures(d) for d in DEVICES}
+CORE = core_names((t.name, t.model) for t in load_model_tests(kind="node") if t.model is not None)
+
+
+def _suffix(device: str) -> str:
+    return device.lower().replace(".", "_")
+
+
+def strict_xfail(func: Callable[..., Any], reason: str) -> Callable[..., Any]:
+    """Expect ``func`` to fail for ``reason``; passing is an error, so a fix is noticed."""
+    @functools.wraps(func)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        try:
+            func(*args, **kwargs)
+        except unittest.SkipTest:
+            raise
+        except Exception as err:  # noqa: BLE001 - any failure is the expected one
+            pytest.xfail(f"{reason} [{type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}]")
+        raise AssertionError(f"known failure now passes; remove it from known_failures/ ({reason})")
+    return wrapped
+
+
+class NodeSuite(onnx.backend.test.BackendTest):
+    """BackendTest restricted to node cases, on opforge's device names."""
+
+    def __init__(self, devices: list[str]) -> None:
+        self._devices = devices
+        super().__init__(OpforgeBackend, __name__)
+
+    def _add_test(self, category: str, test_name: str, test_func: Callable[..., Any], report_item: Any,
+                  devices: Any = (), **kwargs: Any) -> None:
+        if category != "NodeModel":
+            return  # real/simple/pytorch models need downloads and are not node cases
+        super()._add_test(category, test_name, test_func, report_item, devices=self._devices, **kwargs)
+
+    def mark_known_failures(self) -> None:
+        for device in self._devices:
+            end = f"_{_suffix(device)}"
+            for name, item in self._test_items["NodeModel"].items():
+                if not name.endswith(end):
+                    continue
+                case = name[: -len(end)]
+                for pattern, reason in KNOWN[device]:
+                    if pattern.fullmatch(case):
+                        item.func = strict_xfail(item.func, reason)
+                        break
+
+
+backend_test = NodeSuite(DEVICES)
+backend_test.include("^(" + "|".join(re.escape(n) for n in sorted(CORE)) + ")_("
+                     + "|".join(_suffix(d) for d in DEVICES) + ")$")
+backend_test.mark_known_failures()
+globals().update(backend_test.test_cases)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_known_failure_patterns_match_core_cases(device: str) -> None:
+    stale = [p.pattern for p, _ in KNOWN[device] if not any(p.fullmatch(n) for n in CORE)]
+    assert not stale, f"known_failures/{device}.txt lists patterns that match no core case: {stale}"
+
+
+@pytest.mark.parametrize("device", UNREVIEWED or ["none"])
+def test_available_devices_have_reviewed_lists(device: str) -> None:
+    if device == "none":
+        return
+    pytest.skip(f"device {device} is available but known_failures/{device}.txt does not exist, so its node "
+                "cases are not run; run them once, review the failures and write the list")
+
+
+def test_strict_xfail_fails_when_a_known_failure_passes() -> None:
+    with pytest.raises(AssertionError, match="known failure now passes"):
+        strict_xfail(lambda: None, "reason")()
+
+
+def test_strict_xfail_reports_the_failure_as_expected() -> None:
+    def broken() -> None:
+        raise ValueError("boom")
+
+    with pytest.raises(pytest.xfail.Exception, match=r"reason .*ValueError: boom"):
+        strict_xfail(broken, "reason")()
+
+
+def test_core_subset_is_the_harness_size() -> None:
+    # run_node_tests.py counts 1520 core cases of 1884 with onnx 1.23.2
+    import onnx
+
+    if onnx.__version__ == "1.23.2":
+        assert len(CORE) == 1520

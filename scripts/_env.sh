@@ -28,9 +28,23 @@ if [ "$(cat "$VENV/.opforge-stamp" 2>/dev/null || true)" != "$want" ]; then
   echo "[setup] installing packages into $VENV" >&2
   "$VENV/bin/python" -m pip install -q --upgrade pip >&2
   "$VENV/bin/python" -m pip install -q -r "$ROOT/requirements-dev.txt" >&2
-  args=()
-  for p in $(packages); do args+=(-e "$p"); done
-  "$VENV/bin/python" -m pip install -q "${args[@]}" >&2
+  # Packages whose *build* needs another package of this repository (the template extension
+  # compiles its CPU kernel against opforge-cpu's ABI header) cannot build in an isolated
+  # environment, where pip would look for opforge-cpu on PyPI: install everything else first,
+  # then those against the venv.
+  first=(); second=()
+  for p in $(packages); do
+    if sed -n '/^\[build-system\]/,/^\[/p' "$p/pyproject.toml" | grep -q '"opforge'; then
+      second+=(-e "$p")
+    else
+      first+=(-e "$p")
+    fi
+  done
+  "$VENV/bin/python" -m pip install -q "${first[@]}" >&2
+  if ((${#second[@]})); then
+    "$VENV/bin/python" -m pip install -q scikit-build-core pybind11 >&2
+    "$VENV/bin/python" -m pip install -q --no-build-isolation "${second[@]}" >&2
+  fi
   echo "$want" > "$VENV/.opforge-stamp"
 fi
 export PATH="$VENV/bin:$PATH"

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from opforge.frontend.extensions import OpExtension
 from opforge.hookspecs import Register, hookimpl
 
-from opforge_template_extension.op import TemplateIdentity
+from opforge_template_extension.op import OPSET, TemplateIdentity
 
 #: the ONNX domain models put this op in: a custom domain, so it never shadows ONNX's Identity
 ONNX_DOMAIN = "org.opforge.template"
@@ -28,6 +30,19 @@ def opforge_register_conversion_extensions(register: Register) -> None:
 
 @hookimpl
 def opforge_register_kernels(register: Register) -> None:
+    # CPU: a compiled C++ kernel (csrc/template_kernel.cpp) that the CPU executor calls directly,
+    # with no Python in the loop; resolved lazily so listing plugins loads no compiled code.
+    register("CPU", "Identity", _CompiledCpuKernel(), version=OPSET)
     # GPU: an OpenVINO-format custom kernel (XML + .cl) shipped as package resources; the GPU
     # plugin reads them from the installed package, so no loose files and no import of it here.
     register("GPU", TemplateIdentity, ("opforge_template_extension", "gpu/identity.xml"))
+
+
+class _CompiledCpuKernel:
+    """Hands the CPU plugin the kernel's ABI capsule on first use."""
+
+    @property
+    def opforge_cpu_kernel(self) -> Any:
+        from opforge_template_extension import _template_kernel  # type: ignore[attr-defined]
+
+        return _template_kernel.kernel()

@@ -1,0 +1,67 @@
+// oneDNN helpers: the engine, descriptors of plain tensors, fused post-ops, and a base class for
+// kernels that are one oneDNN primitive.
+#pragma once
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/kernel.hpp"
+
+namespace opforge_cpu {
+
+dnnl::engine& cpu_engine();
+dnnl::memory::data_type dnnl_type(DType t);
+bool dnnl_supports(DType t);
+// Row-major descriptor of a plain tensor (rank 0 becomes [1]).
+dnnl::memory::desc plain_md(DType t, const Shape& s);
+// The descriptor a tensor has: its blocked one or the plain one.
+dnnl::memory::desc md_of(const TensorInfo& t);
+dnnl::memory::dims to_dims(const Shape& s);
+
+// Post-ops encoded by the Python fusion pass as strings: "sum", "relu", "clip:lo:hi",
+// "gelu_erf", "gelu_tanh", "sigmoid", "tanh", "swish:beta", "hswish", "elu:alpha", "abs",
+// "exp", "linear:alpha:beta", "sqrt", "mish", "hsigmoid", "softplus".
+// Returns the index of the "sum" entry (-1 when none).
+int append_post_ops(dnnl::post_ops& ops, const std::vector<std::string>& encoded);
+// One eltwise algorithm by the same names (for stand-alone unary kernels).
+bool eltwise_alg(const std::string& name, dnnl::algorithm& alg, float& alpha, float& beta);
+
+// A kernel that runs one oneDNN primitive; subclasses build prim_ and declare its arguments.
+class DnnlKernel : public Kernel {
+ public:
+  void run(RunContext& ctx, const TensorView* in, TensorView* out, Bound* bound) override;
+  std::unique_ptr<Bound> bind(const TensorView* in, size_t n_in, const TensorView* out, size_t n_out,
+                              void* scratch) override;
+  size_t scratch_bytes() const override { return scratch_bytes_; }
+  std::string impl_name() const override { return impl_; }
+
+ protected:
+  // Finish construction from a primitive descriptor (scratchpad size, impl name).
+  void set_primitive(const dnnl::primitive& p, const dnnl::primitive_desc_base& pd);
+  void arg_input(int arg, int index, const dnnl::memory::desc& md) { args_.push_back({arg, 0, index, md}); }
+  void arg_output(int arg, int index, const dnnl::memory::desc& md) { args_.push_back({arg, 1, index, md}); }
+  void arg_const(int arg, dnnl::memory m) { consts_.emplace_back(arg, std::move(m)); }
+
+  struct Arg { int arg; int kind; int index; dnnl::memory::desc md; };
+  dnnl::primitive prim_;
+  std::vector<Arg> args_;
+  std::vector<std::pair<int, dnnl::memory>> consts_;
+  dnnl::memory::desc scratch_md_;
+  size_t scratch_bytes_ = 0;
+  std::string impl_;
+};
+
+// Copies a constant (plain layout) into a new memory of the layout a primitive chose.
+dnnl::memory pack_constant(const void* data, const dnnl::memory::desc& plain, const dnnl::memory::desc& want);
+
+// Primitive attributes every kernel uses: user scratchpad (so requests own their scratch memory).
+dnnl::primitive_attr default_attr();
+
+// blocked -> plain copy, inserted by the planner before kernels that need plain data.
+std::unique_ptr<Kernel> make_reorder_kernel(const TensorInfo& src, const TensorInfo& dst);
+
+}  // namespace opforge_cpu

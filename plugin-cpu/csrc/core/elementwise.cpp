@@ -1,0 +1,76 @@
+#include "core/elementwise.hpp"
+
+#include "core/dnnl_util.hpp"
+
+namespace opforge_cpu {
+
+BroadcastPlan::BroadcastPlan(const Shape& out, const Shape& a, const Shape& b) {
+  const size_t r = out.size();
+  // Strides of a and b against the output's dims (0 where broadcast).
+  std::vector<int64_t> d(out.begin(), out.end()), xa(r, 0), xb(r, 0);
+  int64_t ma = 1, mb = 1;
+  for (int i = static_cast<int>(r) - 1; i >= 0; --i) {
+    xa[i] = a[i] == 1 ? 0 : ma;
+    xb[i] = b[i] == 1 ? 0 : mb;
+    ma *= a[i];
+    mb *= b[i];
+  }
+  // Collapse neighbouring dims that iterate the same way in both inputs.
+  for (size_t i = 0; i < r; ++i) {
+    if (d[i] == 1) continue;
+    if (!dims.empty() && sa.back() == xa[i] * d[i] && sb.back() == xb[i] * d[i]) {
+      dims.back() *= d[i];
+      sa.back() = xa[i];
+      sb.back() = xb[i];
+    } else {
+      dims.push_back(d[i]);
+      sa.push_back(xa[i]);
+      sb.push_back(xb[i]);
+    }
+  }
+  if (dims.empty()) {
+    dims = {1};
+    sa = {0};
+    sb = {0};
+  }
+  inner = dims.back();
+  outer = 1;
+  for (size_t i = 0; i + 1 < dims.size(); ++i) outer *= dims[i];
+}
+
+Shape align_for_broadcast(const Shape& out, const Shape& in, const std::string& mode, int64_t axis, bool is_b) {
+  Shape s(out.size(), 1);
+  if (mode == "pdpd" && is_b && in.size() < out.size()) {
+    int64_t start = axis >= 0 ? axis : static_cast<int64_t>(out.size() - in.size());
+    for (size_t i = 0; i < in.size(); ++i) s[start + i] = in[i];
+    return s;
+  }
+  size_t off = out.size() - in.size();
+  for (size_t i = 0; i < in.size(); ++i) s[off + i] = in[i];
+  return s;
+}
+
+namespace {
+class DnnlEltwise : public DnnlKernel {
+ public:
+  DnnlEltwise(const NodeDesc& n, const std::string& name) {
+    dnnl::algorithm alg;
+    float alpha, beta;
+    if (!eltwise_alg(name, alg, alpha, beta)) throw CompileFailure("no oneDNN eltwise for " + name);
+    // Element-wise: any layout works, so keep the input's (blocked or plain).
+    auto md = md_of(n.in(0));
+    dnnl::eltwise_forward::primitive_desc pd(cpu_engine(), dnnl::prop_kind::forward_inference, alg, md, md,
+                                             alpha, beta, default_attr());
+    set_primitive(dnnl::eltwise_forward(pd), pd);
+    arg_input(DNNL_ARG_SRC, 0, md);
+    arg_output(DNNL_ARG_DST, 0, md);
+  }
+  int inplace_input(int out) const override { return out == 0 ? 0 : -1; }
+};
+}  // namespace
+
+std::unique_ptr<Kernel> make_dnnl_eltwise(const NodeDesc& n, const std::string& alg) {
+  return std::make_unique<DnnlEltwise>(n, alg);
+}
+
+}  // namespace opforge_cpu

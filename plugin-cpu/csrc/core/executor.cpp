@@ -1,0 +1,319 @@
+#include "core/executor.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+
+#include "core/dnnl_util.hpp"
+
+namespace opforge_cpu {
+
+namespace {
+constexpr size_t kAlign = 64;
+size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+}  // namespace
+
+size_t TensorInfo::bytes() const {
+  if (blocked) return md.get_size();
+  return static_cast<size_t>(numel(shape)) * dtype_size(dtype);
+}
+
+int Program::add_tensor(DType dtype, const Shape& shape, const void* const_data) {
+  ProgTensor t;
+  t.info.dtype = dtype;
+  t.info.shape = shape;
+  t.const_data = const_data;
+  tensors_.push_back(std::move(t));
+  return static_cast<int>(tensors_.size()) - 1;
+}
+
+void Program::add_node(NodeSpec spec) { specs_.push_back(std::move(spec)); }
+
+void Program::set_io(const std::vector<int>& inputs, const std::vector<int>& outputs) {
+  inputs_ = inputs;
+  outputs_ = outputs;
+  for (int t : inputs) tensors_.at(t).is_input = true;
+  for (int t : outputs) tensors_.at(t).is_output = true;
+}
+
+void Program::finalize(int num_threads, bool profiling) {
+  num_threads_ = std::max(1, num_threads);
+  profiling_ = profiling;
+  // oneDNN sizes its thread partitioning when primitives are created: create them with the
+  // thread count they will run with.
+  omp_set_num_threads(num_threads_);
+  build_kernels();
+  plan_memory();
+  finalized_ = true;
+}
+
+void Program::build_kernels() {
+  // Readers of each tensor, by kernel type, to decide where blocked layouts may flow.
+  std::vector<std::vector<int>> readers(tensors_.size());
+  for (size_t s = 0; s < specs_.size(); ++s)
+    for (int t : specs_[s].inputs)
+      if (t >= 0) readers[t].push_back(static_cast<int>(s));
+
+  auto flexible = [&](int spec_index) {
+    const auto& sp = specs_[spec_index];
+    if (sp.maker) return false;
+    if (sp.attrs.b("plain_layout", false)) return false;
+    const KernelEntry* e = find_kernel(sp.type);
+    return e && e->layout_flexible;
+  };
+
+  for (size_t s = 0; s < specs_.size(); ++s) {
+    NodeSpec& sp = specs_[s];
+    // Non-flexible readers get plain data: insert a reorder for each blocked input.
+    bool flex = flexible(static_cast<int>(s));
+    for (auto& t : sp.inputs) {
+      if (t < 0 || !tensors_[t].info.blocked || flex) continue;
+      TensorInfo plain = tensors_[t].info;
+      plain.blocked = false;
+      plain.md = dnnl::memory::desc();
+      int nt = add_tensor(plain.dtype, plain.shape, nullptr);
+      Step st;
+      st.name = sp.name + "/reorder_input";
+      st.type = "Reorder";
+      st.kernel = make_reorder_kernel(tensors_[t].info, plain);
+      st.ins = {t};
+      st.outs = {nt};
+      tensors_[nt].producer = static_cast<int>(steps_.size());
+      steps_.push_back(std::move(st));
+      t = nt;
+    }
+
+    NodeDesc d;
+    d.name = sp.name;
+    d.type = sp.type;
+    d.version = sp.version;
+    d.attrs = sp.attrs;
+    d.num_threads = num_threads_;
+    for (int t : sp.inputs) {
+      InputDesc in;
+      if (t >= 0) {
+        in.info = tensors_[t].info;
+        in.const_data = tensors_[t].const_data;
+      }
+      d.inputs.push_back(in);
+    }
+    for (int t : sp.outputs) {
+      d.outputs.push_back(tensors_[t].info);
+      bool allow = !tensors_[t].is_output && !readers[t].empty();
+      for (int r : readers[t]) allow = allow && flexible(r);
+      d.allow_blocked_output.push_back(allow);
+    }
+    std::unique_ptr<Kernel> k;
+    try {
+      if (sp.maker) {
+        k = sp.maker(d);
+      } else {
+        const KernelEntry* e = find_kernel(sp.type);
+        if (!e) throw CompileFailure("the CPU device has no kernel for " + sp.type);
+        if (e->check) {
+          std::string why = e->check(d);
+          if (!why.empty()) throw CompileFailure(why);
+        }
+        k = e->make(d);
+      }
+    } catch (const NodeCompileFailure&) {
+      throw;
+    } catch (const dnnl::error& err) {
+      throw NodeCompileFailure(sp.name, sp.type, std::string("oneDNN: ") + err.what());
+    } catch (const std::exception& err) {
+      throw NodeCompileFailure(sp.name, sp.type, err.what());
+    }
+    for (size_t i = 0; i < sp.outputs.size(); ++i) {
+      auto& info = tensors_[sp.outputs[i]].info;
+      info.blocked = d.outputs[i].blocked;
+      info.md = d.outputs[i].md;
+      tensors_[sp.outputs[i]].producer = static_cast<int>(steps_.size());
+    }
+    Step st;
+    st.name = sp.name;
+    st.type = sp.type;
+    st.fused_names = sp.fused_names;
+    st.kernel = std::move(k);
+    st.ins = sp.inputs;
+    st.outs = sp.outputs;
+    steps_.push_back(std::move(st));
+  }
+
+  // Model outputs must be plain: reorder blocked ones into new plain tensors.
+  for (auto& o : outputs_) {
+    if (!tensors_[o].info.blocked) continue;
+    TensorInfo plain = tensors_[o].info;
+    plain.blocked = false;
+    plain.md = dnnl::memory::desc();
+    int nt = add_tensor(plain.dtype, plain.shape, nullptr);
+    Step st;
+    st.name = "output_reorder";
+    st.type = "Reorder";
+    st.kernel = make_reorder_kernel(tensors_[o].info, plain);
+    st.ins = {o};
+    st.outs = {nt};
+    tensors_[nt].producer = static_cast<int>(steps_.size());
+    tensors_[o].is_output = false;
+    tensors_[nt].is_output = true;
+    steps_.push_back(std::move(st));
+    o = nt;
+  }
+  specs_.clear();
+}
+
+void Program::plan_memory() {
+  const int n_steps = static_cast<int>(steps_.size());
+  for (auto& t : tensors_) t.last_use = -1;
+  for (int s = 0; s < n_steps; ++s)
+    for (int t : steps_[s].ins)
+      if (t >= 0) tensors_[t].last_use = std::max(tensors_[t].last_use, s);
+
+  // Buffers: [first step, last step] lifetimes; a tensor written in place joins its input's buffer.
+  struct Buf { size_t size; int start; int end; };
+  std::vector<Buf> bufs;
+  auto new_buf = [&](int t, int start) {
+    tensors_[t].buffer = static_cast<int>(bufs.size());
+    bufs.push_back({tensors_[t].info.bytes(), start, start});
+  };
+  auto end_of = [&](int t) { return tensors_[t].is_output ? n_steps : std::max(tensors_[t].last_use, tensors_[t].producer); };
+
+  for (int t : inputs_) {
+    if (tensors_[t].buffer < 0) new_buf(t, -1);
+  }
+  for (int s = 0; s < n_steps; ++s) {
+    Step& st = steps_[s];
+    for (size_t o = 0; o < st.outs.size(); ++o) {
+      int t = st.outs[o];
+      int req = st.kernel->required_inplace_input(static_cast<int>(o));
+      int opt = st.kernel->inplace_input(static_cast<int>(o));
+      int cand = req >= 0 ? req : opt;
+      bool done = false;
+      if (cand >= 0 && cand < static_cast<int>(st.ins.size())) {
+        int src = st.ins[cand];
+        const ProgTensor& ts = tensors_[src];
+        // Legal when nobody reads the input later, it is not a constant or a model output, and
+        // no other output of this step already took that buffer.
+        bool taken = false;
+        for (size_t o2 = 0; o2 < o; ++o2) taken = taken || tensors_[st.outs[o2]].buffer == ts.buffer;
+        // A kernel that must write over an input (oneDNN sum) while reading the same tensor
+        // through another input (conv(x) + x) would read what it already overwrote.
+        if (req >= 0)
+          for (size_t j = 0; j < st.ins.size(); ++j)
+            taken = taken || (static_cast<int>(j) != cand && st.ins[j] >= 0 && tensors_[st.ins[j]].buffer == ts.buffer);
+        if (src >= 0 && !ts.const_data && ts.buffer >= 0 && ts.last_use == s && !ts.is_output && !taken &&
+            ts.info.bytes() == tensors_[t].info.bytes()) {
+          tensors_[t].buffer = ts.buffer;
+          done = true;
+        }
+      }
+      if (!done) {
+        new_buf(t, s);
+        if (req >= 0) st.precopy_from = st.ins[req];
+      }
+    }
+    // Extend lifetimes now that this step's outputs have buffers.
+    for (int t : st.ins)
+      if (t >= 0 && tensors_[t].buffer >= 0) bufs[tensors_[t].buffer].end = std::max(bufs[tensors_[t].buffer].end, s);
+    for (int t : st.outs) bufs[tensors_[t].buffer].end = std::max(bufs[tensors_[t].buffer].end, end_of(t));
+  }
+  for (int t : outputs_)
+    if (tensors_[t].buffer >= 0) bufs[tensors_[t].buffer].end = n_steps;
+  for (int t : inputs_) bufs[tensors_[t].buffer].end = std::max(bufs[tensors_[t].buffer].end, end_of(t));
+
+  // Greedy placement, largest first, at the lowest offset free during the buffer's lifetime.
+  std::vector<int> order(bufs.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  std::sort(order.begin(), order.end(), [&](int a, int b) {
+    return bufs[a].size != bufs[b].size ? bufs[a].size > bufs[b].size : a < b;
+  });
+  buffer_size_.assign(bufs.size(), 0);
+  buffer_offset_.assign(bufs.size(), 0);
+  std::vector<int> placed;
+  arena_bytes_ = 0;
+  for (int b : order) {
+    size_t size = align_up(std::max<size_t>(bufs[b].size, 1));
+    std::vector<std::pair<size_t, size_t>> busy;
+    for (int p : placed)
+      if (!(bufs[p].end < bufs[b].start || bufs[b].end < bufs[p].start))
+        busy.emplace_back(buffer_offset_[p], buffer_offset_[p] + buffer_size_[p]);
+    std::sort(busy.begin(), busy.end());
+    size_t off = 0;
+    for (auto& iv : busy) {
+      if (off + size <= iv.first) break;
+      off = std::max(off, iv.second);
+    }
+    buffer_offset_[b] = off;
+    buffer_size_[b] = size;
+    arena_bytes_ = std::max(arena_bytes_, off + size);
+    placed.push_back(b);
+  }
+  scratch_bytes_ = 0;
+  for (auto& st : steps_) scratch_bytes_ = std::max(scratch_bytes_, st.kernel->scratch_bytes());
+}
+
+State::State(const Program& p) : stream(cpu_engine()) {
+  arena = std::aligned_alloc(kAlign, align_up(std::max<size_t>(p.arena_bytes(), 1)));
+  scratch = std::aligned_alloc(kAlign, align_up(std::max<size_t>(p.scratch_bytes(), 1)));
+  if (!arena || !scratch) throw std::bad_alloc();
+  const auto& ts = p.tensors();
+  views.resize(ts.size());
+  for (size_t i = 0; i < ts.size(); ++i) {
+    views[i].dtype = ts[i].info.dtype;
+    views[i].shape = ts[i].info.shape;
+    if (ts[i].const_data) views[i].data = const_cast<void*>(ts[i].const_data);
+    else if (ts[i].buffer >= 0) views[i].data = static_cast<char*>(arena) + p.offsets()[ts[i].buffer];
+  }
+  const auto& steps = p.steps();
+  step_in.resize(steps.size());
+  step_out.resize(steps.size());
+  bound.resize(steps.size());
+  times_ms.assign(steps.size(), 0.0);
+  for (size_t s = 0; s < steps.size(); ++s) {
+    for (int t : steps[s].ins) step_in[s].push_back(t >= 0 ? views[t] : TensorView{});
+    for (int t : steps[s].outs) step_out[s].push_back(views[t]);
+    bound[s] = steps[s].kernel->bind(step_in[s].data(), step_in[s].size(), step_out[s].data(),
+                                     step_out[s].size(), scratch);
+  }
+}
+
+State::~State() {
+  bound.clear();
+  std::free(arena);
+  std::free(scratch);
+}
+
+std::unique_ptr<State> Program::create_state() const { return std::make_unique<State>(*this); }
+
+void Program::run(State& st, const std::vector<const void*>& inputs) const {
+  omp_set_num_threads(num_threads_);
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    TensorView& v = st.views[inputs_[i]];
+    if (v.data != inputs[i]) std::memcpy(v.data, inputs[i], v.bytes());
+  }
+  RunContext ctx;
+  ctx.stream = &st.stream;
+  ctx.num_threads = num_threads_;
+  ctx.scratch = st.scratch;
+  ctx.python_calls = &python_calls_;
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    const Step& step = steps_[s];
+    auto t0 = profiling_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
+    try {
+      if (step.precopy_from >= 0)
+        std::memcpy(st.step_out[s][0].data, st.views[step.precopy_from].data, st.step_out[s][0].bytes());
+      step.kernel->run(ctx, st.step_in[s].data(), st.step_out[s].data(), st.bound[s].get());
+    } catch (const NodeFailure&) {
+      throw;
+    } catch (const dnnl::error& err) {
+      throw NodeFailure(step.name, step.type, std::string("oneDNN: ") + err.what());
+    } catch (const std::exception& err) {
+      throw NodeFailure(step.name, step.type, err.what());
+    }
+    if (profiling_)
+      st.times_ms[s] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  }
+}
+
+}  // namespace opforge_cpu

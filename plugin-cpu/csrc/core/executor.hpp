@@ -1,0 +1,117 @@
+// The program a model compiles to: tensors with fixed shapes, kernel steps in execution order,
+// and a memory plan (one arena per request, buffers reused by liveness, in-place where legal).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/kernel.hpp"
+
+namespace opforge_cpu {
+
+// A failure while running one node; Python turns it into opforge.errors.KernelError.
+struct NodeFailure : std::runtime_error {
+  NodeFailure(const std::string& node, const std::string& type, const std::string& what)
+      : std::runtime_error("node '" + node + "' (" + type + ") on CPU: " + what), node(node), type(type) {}
+  std::string node, type;
+};
+
+// A failure while building a node's kernel; Python turns it into UnsupportedOpError.
+struct NodeCompileFailure : std::runtime_error {
+  NodeCompileFailure(const std::string& node, const std::string& type, const std::string& what)
+      : std::runtime_error("node '" + node + "' (" + type + "): " + what), node(node), type(type) {}
+  std::string node, type;
+};
+
+using KernelMaker = std::function<std::unique_ptr<Kernel>(NodeDesc&)>;
+
+struct NodeSpec {
+  std::string name, type, version;
+  Attrs attrs;
+  std::vector<int> inputs, outputs;
+  std::vector<std::string> fused_names;  // original graph nodes this step stands for
+  KernelMaker maker;                      // set for third-party kernels; else the built-in table
+};
+
+struct ProgTensor {
+  TensorInfo info;
+  const void* const_data = nullptr;
+  int producer = -1;   // step index; -1 for inputs and constants
+  int last_use = -1;   // last step reading it
+  int buffer = -1;     // arena buffer, -1 for constants
+  bool is_input = false;
+  bool is_output = false;
+};
+
+struct Step {
+  std::string name, type;
+  std::vector<std::string> fused_names;
+  std::unique_ptr<Kernel> kernel;
+  std::vector<int> ins, outs;
+  int precopy_from = -1;  // tensor copied into outs[0] first (oneDNN sum post-op without aliasing)
+};
+
+class Program;
+
+// Per-request memory: one arena, views of every tensor, and each kernel's bound data.
+class State {
+ public:
+  explicit State(const Program& p);
+  ~State();
+  State(const State&) = delete;
+  State& operator=(const State&) = delete;
+
+  std::vector<TensorView> views;                  // by tensor
+  std::vector<std::vector<TensorView>> step_in;   // by step
+  std::vector<std::vector<TensorView>> step_out;
+  std::vector<std::unique_ptr<Bound>> bound;
+  std::vector<double> times_ms;                   // last inference, by step (profiling)
+  dnnl::stream stream;
+  void* arena = nullptr;
+  void* scratch = nullptr;
+};
+
+class Program {
+ public:
+  int add_tensor(DType dtype, const Shape& shape, const void* const_data);
+  void add_node(NodeSpec spec);
+  void set_io(const std::vector<int>& inputs, const std::vector<int>& outputs);
+  void finalize(int num_threads, bool profiling);
+
+  std::unique_ptr<State> create_state() const;
+  // Runs every step for inputs already copied into the state (see input_view); no GIL needed.
+  void run(State& st, const std::vector<const void*>& inputs) const;
+
+  const std::vector<ProgTensor>& tensors() const { return tensors_; }
+  const std::vector<Step>& steps() const { return steps_; }
+  const std::vector<int>& inputs() const { return inputs_; }
+  const std::vector<int>& outputs() const { return outputs_; }
+  size_t arena_bytes() const { return arena_bytes_; }
+  size_t scratch_bytes() const { return scratch_bytes_; }
+  const std::vector<size_t>& offsets() const { return buffer_offset_; }
+  int num_threads() const { return num_threads_; }
+  bool profiling() const { return profiling_; }
+  int64_t python_calls() const { return python_calls_.load(); }
+  std::atomic<int64_t>& python_calls_counter() const { return python_calls_; }
+
+ private:
+  void build_kernels();
+  void plan_memory();
+
+  std::vector<ProgTensor> tensors_;
+  std::vector<NodeSpec> specs_;
+  std::vector<Step> steps_;
+  std::vector<int> inputs_, outputs_;
+  std::vector<size_t> buffer_size_, buffer_offset_;
+  size_t arena_bytes_ = 0, scratch_bytes_ = 0;
+  int num_threads_ = 1;
+  bool profiling_ = false;
+  bool finalized_ = false;
+  mutable std::atomic<int64_t> python_calls_{0};
+};
+
+}  // namespace opforge_cpu

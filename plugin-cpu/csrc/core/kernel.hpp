@@ -1,0 +1,106 @@
+// The kernel interface: what a kernel gets when it is built (a NodeDesc) and when it runs.
+#pragma once
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/attrs.hpp"
+#include "core/tensor.hpp"
+
+namespace opforge_cpu {
+
+// What the program knows of a tensor at build time.
+struct TensorInfo {
+  DType dtype = DType::f32;
+  Shape shape;
+  // A layout chosen by oneDNN (nChw16c...) instead of plain row-major; only oneDNN kernels that
+  // declared themselves layout-flexible ever see such a tensor (others get a reorder first).
+  bool blocked = false;
+  dnnl::memory::desc md;
+
+  size_t bytes() const;
+};
+
+struct InputDesc {
+  TensorInfo info;
+  // Non-null when the input is a constant: kernels read axes/shapes and pre-pack weights here.
+  const void* const_data = nullptr;
+};
+
+struct NodeDesc {
+  std::string name;
+  std::string type;
+  std::string version;
+  Attrs attrs;
+  std::vector<InputDesc> inputs;
+  std::vector<TensorInfo> outputs;
+  // Set by the planner: output i may be produced in a blocked layout (all its readers accept one).
+  std::vector<bool> allow_blocked_output;
+  int num_threads = 1;
+
+  const TensorInfo& in(int i) const { return inputs.at(i).info; }
+  bool is_const(int i) const { return i < static_cast<int>(inputs.size()) && inputs[i].const_data; }
+  // Values of a constant integer input (axes, shapes); throws CompileFailure when not constant.
+  std::vector<int64_t> const_ints(int i) const;
+  std::vector<double> const_floats(int i) const;
+  [[noreturn]] void fail(const std::string& why) const;
+};
+
+struct RunContext {
+  dnnl::stream* stream = nullptr;
+  int num_threads = 1;
+  void* scratch = nullptr;  // per-request, sized by the largest Kernel::scratch_bytes()
+  std::atomic<int64_t>* python_calls = nullptr;
+};
+
+// Per-request data a kernel prepares once per infer request (oneDNN memory objects bound to the
+// request's buffers), so that running allocates nothing.
+struct Bound {
+  virtual ~Bound() = default;
+};
+
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  // Run on views whose buffers were planned for this request.
+  virtual void run(RunContext& ctx, const TensorView* in, TensorView* out, Bound* bound) = 0;
+  virtual std::unique_ptr<Bound> bind(const TensorView* in, size_t n_in, const TensorView* out,
+                                      size_t n_out, void* scratch) {
+    return nullptr;
+  }
+  // Output `out` may be written over input `return value` (element-wise, same byte size), or -1.
+  virtual int inplace_input(int out) const { return -1; }
+  // Output `out` must be written over input `return value` (oneDNN sum post-op), or -1.
+  virtual int required_inplace_input(int out) const { return -1; }
+  virtual size_t scratch_bytes() const { return 0; }
+  // What ran, for the performance counters ("brgconv:avx512_core", "ref").
+  virtual std::string impl_name() const { return "ref"; }
+  // Runs Python (a NumPy kernel): the executor takes the GIL around it.
+  virtual bool needs_gil() const { return false; }
+};
+
+using KernelFactory = std::unique_ptr<Kernel> (*)(NodeDesc& node);
+// Returns "" when the node is supported, else why not (element type, attribute value).
+using KernelCheck = std::string (*)(const NodeDesc& node);
+
+struct KernelEntry {
+  const char* type;
+  KernelFactory make;
+  KernelCheck check;         // nullptr: every node of the type is supported
+  bool layout_flexible;      // accepts blocked (oneDNN-chosen) layouts on its data inputs
+};
+
+// The one table of built-in kernels (kernels/registry.cpp).
+const std::vector<KernelEntry>& kernel_table();
+const KernelEntry* find_kernel(const std::string& type);
+
+// Common checks.
+std::string check_float(const NodeDesc& n);     // input 0 is f32
+std::string check_numeric(const NodeDesc& n);   // input 0 is not boolean/f16/bf16
+std::string check_any(const NodeDesc& n);
+
+}  // namespace opforge_cpu

@@ -1,0 +1,405 @@
+#include "core/nn.hpp"
+
+#include <algorithm>
+
+namespace opforge_cpu {
+
+void window_pads(const NodeDesc& n, const Shape& in, const Shape& out, const std::vector<int64_t>& kernel,
+                 const std::vector<int64_t>& strides, const std::vector<int64_t>& dilations,
+                 std::vector<int64_t>& pb, std::vector<int64_t>& pe) {
+  const size_t sp = kernel.size();
+  std::string ap = n.attrs.s("auto_pad", "explicit");
+  pb = n.attrs.ints("pads_begin", std::vector<int64_t>(sp, 0));
+  pe = n.attrs.ints("pads_end", std::vector<int64_t>(sp, 0));
+  pb.resize(sp, 0);
+  pe.resize(sp, 0);
+  for (size_t i = 0; i < sp; ++i) {
+    int64_t ext = (kernel[i] - 1) * dilations[i] + 1;
+    int64_t in_sz = in[2 + i], out_sz = out[2 + i];
+    if (ap == "same_upper" || ap == "same_lower") {
+      int64_t total = std::max<int64_t>((out_sz - 1) * strides[i] + ext - in_sz, 0);
+      int64_t small = total / 2;
+      pb[i] = ap == "same_upper" ? small : total - small;
+      pe[i] = total - pb[i];
+    } else if (ap == "valid") {
+      pb[i] = pe[i] = 0;
+    }
+    // oneDNN wants the right padding that gives exactly the requested output size (ceil
+    // rounding of pooling, explicit pads that floor away a remainder).
+    pe[i] = (out_sz - 1) * strides[i] + ext - in_sz - pb[i];
+  }
+}
+
+std::string check_conv(const NodeDesc& n) {
+  if (n.inputs.size() < 2) return "needs data and weights";
+  if (n.in(0).dtype != DType::f32 || n.in(1).dtype != DType::f32) return "the CPU device runs convolutions in f32 only";
+  int r = static_cast<int>(n.in(0).shape.size());
+  if (r < 3 || r > 5) return "convolution of rank " + std::to_string(r) + " is not supported (1D to 3D)";
+  return "";
+}
+
+namespace {
+
+dnnl::memory::format_tag plain_tag(int rank) {
+  using t = dnnl::memory::format_tag;
+  switch (rank) {
+    case 1: return t::a;
+    case 2: return t::ab;
+    case 3: return t::abc;
+    case 4: return t::abcd;
+    case 5: return t::abcde;
+    case 6: return t::abcdef;
+    default: throw CompileFailure("rank " + std::to_string(rank) + " is not supported here");
+  }
+}
+
+struct ConvBound : Bound {
+  std::unordered_map<int, dnnl::memory> args;
+  std::unordered_map<int, dnnl::memory> reorder_args;
+};
+
+// A convolution-like primitive (conv, deconv, pooling) plus an optional reorder of a plain
+// source into the layout the primitive prefers, done in the kernel's scratch memory.
+class WindowKernel : public Kernel {
+ public:
+  void run(RunContext& ctx, const TensorView* in, TensorView* out, Bound* bound) override {
+    auto* b = static_cast<ConvBound*>(bound);
+    if (has_src_reorder_) src_reorder_.execute(*ctx.stream, b->reorder_args);
+    prim_.execute(*ctx.stream, b->args);
+  }
+  std::unique_ptr<Bound> bind(const TensorView* in, size_t, const TensorView* out, size_t, void* scratch) override {
+    auto b = std::make_unique<ConvBound>();
+    auto& eng = cpu_engine();
+    char* s = static_cast<char*>(scratch);
+    if (has_src_reorder_) {
+      dnnl::memory user(src_user_md_, eng, in[0].data);
+      dnnl::memory inner(src_md_, eng, s + prim_scratch_);
+      b->reorder_args = {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, inner}};
+      b->args.emplace(DNNL_ARG_SRC, inner);
+    } else {
+      b->args.emplace(DNNL_ARG_SRC, dnnl::memory(src_md_, eng, in[0].data));
+    }
+    b->args.emplace(DNNL_ARG_DST, dnnl::memory(dst_md_, eng, out[0].data));
+    if (weights_input_ >= 0)
+      b->args.emplace(DNNL_ARG_WEIGHTS, dnnl::memory(weights_md_, eng, in[weights_input_].data));
+    else if (weights_)
+      b->args.emplace(DNNL_ARG_WEIGHTS, weights_);
+    if (bias_input_ >= 0) b->args.emplace(DNNL_ARG_BIAS, dnnl::memory(bias_md_, eng, in[bias_input_].data));
+    if (prim_scratch_) b->args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(scratch_md_, eng, s));
+    if (workspace_bytes_) {
+      b->args.emplace(DNNL_ARG_WORKSPACE, dnnl::memory(workspace_md_, eng, s + prim_scratch_ + src_bytes_));
+    }
+    return b;
+  }
+  size_t scratch_bytes() const override { return prim_scratch_ + src_bytes_ + workspace_bytes_ + 64; }
+  int required_inplace_input(int out) const override { return out == 0 ? sum_input_ : -1; }
+  std::string impl_name() const override { return impl_; }
+
+  // Called by builders once the primitive descriptor exists.
+  void finish(const dnnl::primitive& p, const dnnl::primitive_desc_base& pd, const dnnl::memory::desc& user_src) {
+    prim_ = p;
+    scratch_md_ = pd.scratchpad_desc();
+    prim_scratch_ = (scratch_md_.get_size() + 63) / 64 * 64;
+    src_md_ = pd.query_md(dnnl::query::src_md);
+    dst_md_ = pd.query_md(dnnl::query::dst_md);
+    src_user_md_ = user_src;
+    if (src_md_ != user_src) {
+      has_src_reorder_ = true;
+      src_reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), user_src, cpu_engine(), src_md_));
+      src_bytes_ = (src_md_.get_size() + 63) / 64 * 64;
+    }
+    const char* info = pd.impl_info_str();
+    impl_ = info ? info : "onednn";
+  }
+
+  dnnl::primitive prim_;
+  dnnl::reorder src_reorder_;
+  bool has_src_reorder_ = false;
+  dnnl::memory::desc src_md_, src_user_md_, dst_md_, weights_md_, bias_md_, scratch_md_, workspace_md_;
+  dnnl::memory weights_;
+  int weights_input_ = -1, bias_input_ = -1, sum_input_ = -1;
+  size_t prim_scratch_ = 0, src_bytes_ = 0, workspace_bytes_ = 0;
+  std::string impl_;
+};
+
+dnnl::memory::desc any_md(DType t, const Shape& s) {
+  return dnnl::memory::desc(to_dims(s), dnnl_type(t), dnnl::memory::format_tag::any);
+}
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_dnnl_conv(NodeDesc& n, bool grouped) {
+  std::string why = check_conv(n);
+  if (!why.empty()) throw CompileFailure(why);
+  const Shape& xs = n.in(0).shape;
+  const Shape& ws = n.in(1).shape;
+  const Shape& ys = n.outputs[0].shape;
+  const int sp = static_cast<int>(xs.size()) - 2;
+  std::vector<int64_t> kernel(ws.end() - sp, ws.end());
+  auto strides = n.attrs.ints("strides", std::vector<int64_t>(sp, 1));
+  auto dil = n.attrs.ints("dilations", std::vector<int64_t>(sp, 1));
+  std::vector<int64_t> pb, pe;
+  window_pads(n, xs, ys, kernel, strides, dil, pb, pe);
+  dnnl::memory::dims ddil;
+  for (auto d : dil) ddil.push_back(d - 1);
+
+  auto k = std::make_unique<WindowKernel>();
+  bool has_bias = n.attrs.b("has_bias", false);
+  int sum_input = static_cast<int>(n.attrs.i("sum_input", -1));
+  auto post = n.attrs.is_none("post_ops") ? std::vector<std::string>{} : n.attrs.strings("post_ops");
+
+  auto user_src = md_of(n.in(0));
+  // oneDNN picks the source layout its fastest implementation wants; when that differs from
+  // the tensor's (plain input, or another kernel's blocked layout such as nChw16c feeding a
+  // depthwise kernel that wants nhwc) the kernel reorders it into scratch first, which is far
+  // cheaper than the reference implementation a forced layout would fall back to.
+  auto src_md = any_md(DType::f32, xs);
+  dnnl::memory::dims wdims = to_dims(ws);
+  auto w_any = dnnl::memory::desc(wdims, dnnl::memory::data_type::f32, dnnl::memory::format_tag::any);
+  auto w_plain = dnnl::memory::desc(wdims, dnnl::memory::data_type::f32, plain_tag(static_cast<int>(wdims.size())));
+  bool w_const = n.is_const(1);
+  dnnl::memory::desc bias_md;
+  if (has_bias) bias_md = dnnl::memory::desc({ys[1]}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::a);
+  auto dst_md = sum_input >= 0 ? md_of(n.in(sum_input)) : any_md(DType::f32, ys);
+
+  dnnl::primitive_attr attr = default_attr();
+  dnnl::post_ops ops;
+  append_post_ops(ops, post);
+  attr.set_post_ops(ops);
+  auto mk = [&](const dnnl::memory::desc& s) {
+    return has_bias
+               ? dnnl::convolution_forward::primitive_desc(cpu_engine(), dnnl::prop_kind::forward_inference,
+                                                           dnnl::algorithm::convolution_direct, s,
+                                                           w_const ? w_any : w_plain, bias_md, dst_md, to_dims(strides),
+                                                           ddil, to_dims(pb), to_dims(pe), attr)
+               : dnnl::convolution_forward::primitive_desc(cpu_engine(), dnnl::prop_kind::forward_inference,
+                                                           dnnl::algorithm::convolution_direct, s,
+                                                           w_const ? w_any : w_plain, dst_md, to_dims(strides), ddil,
+                                                           to_dims(pb), to_dims(pe), attr);
+  };
+  dnnl::convolution_forward::primitive_desc pd;
+  try {
+    pd = mk(src_md);
+  } catch (const dnnl::error&) {
+    pd = mk(user_src);  // no implementation for "any": use the tensor's own layout
+  }
+  (void)grouped;
+  k->finish(dnnl::convolution_forward(pd), pd, user_src);
+  k->weights_md_ = pd.weights_desc();
+  if (w_const) k->weights_ = pack_constant(n.inputs[1].const_data, w_plain, pd.weights_desc());
+  else k->weights_input_ = 1;
+  if (has_bias) {
+    k->bias_md_ = bias_md;
+    k->bias_input_ = 2;
+  }
+  k->sum_input_ = sum_input;
+  n.outputs[0].md = pd.dst_desc();
+  n.outputs[0].blocked = pd.dst_desc() != plain_md(DType::f32, ys);
+  return k;
+}
+
+std::unique_ptr<Kernel> make_dnnl_deconv(NodeDesc& n, bool grouped) {
+  std::string why = check_conv(n);
+  if (!why.empty()) throw CompileFailure(why);
+  const Shape& xs = n.in(0).shape;
+  Shape ws = n.in(1).shape;
+  const Shape& ys = n.outputs[0].shape;
+  const int sp = static_cast<int>(xs.size()) - 2;
+  std::vector<int64_t> kernel(ws.end() - sp, ws.end());
+  auto strides = n.attrs.ints("strides", std::vector<int64_t>(sp, 1));
+  auto dil = n.attrs.ints("dilations", std::vector<int64_t>(sp, 1));
+  std::string ap = n.attrs.s("auto_pad", "explicit");
+  auto pb = n.attrs.ints("pads_begin", std::vector<int64_t>(sp, 0));
+  pb.resize(sp, 0);
+  std::vector<int64_t> pe(sp, 0);
+  for (int i = 0; i < sp; ++i) {
+    int64_t ext = (kernel[i] - 1) * dil[i] + 1;
+    // out = (in-1)*s + ext - pb - pe  =>  pe from the known output size
+    int64_t total = (xs[2 + i] - 1) * strides[i] + ext - ys[2 + i];
+    if (ap == "same_upper" || ap == "same_lower") {
+      int64_t small = total / 2;
+      pb[i] = ap == "same_upper" ? small : total - small;
+    } else if (ap == "valid") {
+      pb[i] = 0;
+    }
+    pe[i] = total - pb[i];
+  }
+  dnnl::memory::dims ddil;
+  for (auto d : dil) ddil.push_back(d - 1);
+  // OpenVINO weights are [C_in, C_out, k...] ([G, C_in/G, C_out/G, k...]); oneDNN's deconvolution
+  // weights are [C_out, C_in, k...]: describe the same bytes with swapped strides.
+  dnnl::memory::dims wdims = to_dims(ws);
+  int o0 = grouped ? 1 : 0;
+  std::swap(wdims[o0], wdims[o0 + 1]);
+  Shape plain_strides = strides_of(ws);
+  std::swap(plain_strides[o0], plain_strides[o0 + 1]);
+  auto w_user = dnnl::memory::desc(wdims, dnnl::memory::data_type::f32, dnnl::memory::dims(plain_strides.begin(), plain_strides.end()));
+  auto w_any = dnnl::memory::desc(wdims, dnnl::memory::data_type::f32, dnnl::memory::format_tag::any);
+  bool w_const = n.is_const(1);
+  auto user_src = md_of(n.in(0));
+  auto dst_md = any_md(DType::f32, ys);
+  dnnl::primitive_attr attr = default_attr();
+  dnnl::post_ops ops;
+  append_post_ops(ops, n.attrs.is_none("post_ops") ? std::vector<std::string>{} : n.attrs.strings("post_ops"));
+  attr.set_post_ops(ops);
+  bool has_bias = n.attrs.b("has_bias", false);
+  dnnl::memory::desc bias_md;
+  if (has_bias) bias_md = dnnl::memory::desc({ys[1]}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::a);
+  auto mk = [&](const dnnl::memory::desc& s) {
+    return has_bias ? dnnl::deconvolution_forward::primitive_desc(
+                          cpu_engine(), dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct, s,
+                          w_const ? w_any : w_user, bias_md, dst_md, to_dims(strides), ddil, to_dims(pb), to_dims(pe), attr)
+                    : dnnl::deconvolution_forward::primitive_desc(
+                          cpu_engine(), dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct, s,
+                          w_const ? w_any : w_user, dst_md, to_dims(strides), ddil, to_dims(pb), to_dims(pe), attr);
+  };
+  dnnl::deconvolution_forward::primitive_desc pd;
+  try {
+    pd = mk(n.in(0).blocked ? user_src : any_md(DType::f32, xs));
+  } catch (const dnnl::error&) {
+    pd = mk(user_src);
+  }
+  auto k = std::make_unique<WindowKernel>();
+  k->finish(dnnl::deconvolution_forward(pd), pd, user_src);
+  k->weights_md_ = pd.weights_desc();
+  if (w_const) k->weights_ = pack_constant(n.inputs[1].const_data, w_user, pd.weights_desc());
+  else {
+    k->weights_md_ = w_user;
+    k->weights_input_ = 1;
+    if (pd.weights_desc() != w_user) throw CompileFailure("non-constant deconvolution weights in this layout are not supported");
+  }
+  if (has_bias) {
+    k->bias_md_ = bias_md;
+    k->bias_input_ = 2;
+  }
+  n.outputs[0].md = pd.dst_desc();
+  n.outputs[0].blocked = pd.dst_desc() != plain_md(DType::f32, ys);
+  return k;
+}
+
+std::unique_ptr<Kernel> make_dnnl_pool(NodeDesc& n, bool max_pool) {
+  if (n.in(0).dtype != DType::f32) throw CompileFailure("the CPU device pools f32 tensors only");
+  const Shape& xs = n.in(0).shape;
+  const Shape& ys = n.outputs[0].shape;
+  const int sp = static_cast<int>(xs.size()) - 2;
+  if (sp < 1 || sp > 3) throw CompileFailure("pooling of rank " + std::to_string(xs.size()) + " is not supported");
+  auto kernel = n.attrs.ints("kernel");
+  auto strides = n.attrs.ints("strides", std::vector<int64_t>(sp, 1));
+  auto dil = n.attrs.ints("dilations", std::vector<int64_t>(sp, 1));
+  std::vector<int64_t> pb, pe;
+  window_pads(n, xs, ys, kernel, strides, dil, pb, pe);
+  dnnl::algorithm alg = dnnl::algorithm::pooling_max;
+  if (!max_pool) {
+    bool exclude = n.attrs.b("exclude-pad", n.attrs.b("exclude_pad", false));
+    alg = exclude ? dnnl::algorithm::pooling_avg_exclude_padding : dnnl::algorithm::pooling_avg_include_padding;
+    // OpenVINO never counts the extra cells that ceil rounding adds past the explicit padding
+    // as part of the window; oneDNN would with include_padding. Keep exactness over speed.
+    if (!exclude) {
+      auto pe0 = n.attrs.ints("pads_end", std::vector<int64_t>(sp, 0));
+      std::string ap = n.attrs.s("auto_pad", "explicit");
+      for (int i = 0; i < sp; ++i)
+        if ((ap == "explicit" || ap == "notset") && pe[i] > (pe0.size() > static_cast<size_t>(i) ? pe0[i] : 0))
+          throw CompileFailure("AvgPool with exclude-pad=false and ceil rounding past the padding is not supported");
+    }
+  }
+  dnnl::memory::dims ddil;
+  for (auto d : dil) ddil.push_back(d - 1);
+  auto src = md_of(n.in(0));
+  auto dst = any_md(DType::f32, ys);
+  dnnl::pooling_forward::primitive_desc pd(cpu_engine(), dnnl::prop_kind::forward_inference, alg, src, dst,
+                                           to_dims(strides), to_dims(kernel), ddil, to_dims(pb), to_dims(pe),
+                                           default_attr());
+  auto k = std::make_unique<WindowKernel>();
+  k->finish(dnnl::pooling_forward(pd), pd, src);
+  n.outputs[0].md = pd.dst_desc();
+  n.outputs[0].blocked = pd.dst_desc() != plain_md(DType::f32, ys);
+  return k;
+}
+
+}  // namespace opforge_cpu
+
+namespace opforge_cpu {
+
+namespace {
+class MatMulKernel : public DnnlKernel {
+ public:
+  int sum_input = -1;
+  int required_inplace_input(int out) const override { return out == 0 ? sum_input : -1; }
+  void setup(const dnnl::primitive& p, const dnnl::primitive_desc_base& pd) { set_primitive(p, pd); }
+  void in(int arg, int idx, const dnnl::memory::desc& md) { arg_input(arg, idx, md); }
+  void out(int arg, int idx, const dnnl::memory::desc& md) { arg_output(arg, idx, md); }
+  void cst(int arg, dnnl::memory m) { arg_const(arg, std::move(m)); }
+};
+
+// Plain descriptor of `s` padded to `rank` with leading 1s, optionally with the last two
+// dimensions swapped (a transposed operand read in place).
+dnnl::memory::desc matrix_md(const Shape& s, int rank, bool transpose) {
+  Shape dims(rank - s.size(), 1);
+  dims.insert(dims.end(), s.begin(), s.end());
+  Shape st = strides_of(dims);
+  if (transpose) {
+    std::swap(dims[rank - 1], dims[rank - 2]);
+    Shape mem = dims;
+    std::swap(mem[rank - 1], mem[rank - 2]);
+    Shape ms = strides_of(mem);
+    st = ms;
+    std::swap(st[rank - 1], st[rank - 2]);
+  }
+  return dnnl::memory::desc(dnnl::memory::dims(dims.begin(), dims.end()), dnnl::memory::data_type::f32,
+                            dnnl::memory::dims(st.begin(), st.end()));
+}
+}  // namespace
+
+std::string check_matmul(const NodeDesc& n) {
+  if (n.in(0).dtype != DType::f32 || n.in(1).dtype != DType::f32) return "the CPU device runs MatMul in f32 only";
+  if (n.in(0).shape.size() > 12 || n.in(1).shape.size() > 12) return "MatMul of rank above 12 is not supported";
+  return "";
+}
+
+std::unique_ptr<Kernel> make_dnnl_matmul(NodeDesc& n) {
+  std::string why = check_matmul(n);
+  if (!why.empty()) throw CompileFailure(why);
+  Shape a = n.in(0).shape, b = n.in(1).shape;
+  bool ta = n.attrs.b("transpose_a", false), tb = n.attrs.b("transpose_b", false);
+  // 1-D operands: a -> [1, K], b -> [K, 1]; transposing a vector changes nothing.
+  if (a.size() == 1) { a = {1, a[0]}; ta = false; }
+  if (b.size() == 1) { b = {b[0], 1}; tb = false; }
+  int rank = static_cast<int>(std::max(a.size(), b.size()));
+  // Stored shapes (before transposition) pad to rank; logical dims come from the descriptors.
+  auto amd = matrix_md(a, rank, ta);
+  auto bmd_user = matrix_md(b, rank, tb);
+  auto ad = amd.get_dims(), bd = bmd_user.get_dims();
+  dnnl::memory::dims cd(rank);
+  for (int i = 0; i < rank - 2; ++i) cd[i] = std::max(ad[i], bd[i]);
+  cd[rank - 2] = ad[rank - 2];
+  cd[rank - 1] = bd[rank - 1];
+  auto cmd = plain_md(DType::f32, Shape(cd.begin(), cd.end()));
+  bool has_bias = n.attrs.b("has_bias", false);
+  int sum_input = static_cast<int>(n.attrs.i("sum_input", -1));
+  dnnl::memory::desc bias_md;
+  if (has_bias) {
+    Shape bs = n.in(2).shape;
+    Shape dims(rank - std::min<size_t>(rank, bs.size()), 1);
+    dims.insert(dims.end(), bs.end() - std::min<size_t>(rank, bs.size()), bs.end());
+    bias_md = plain_md(DType::f32, dims);
+  }
+  dnnl::primitive_attr attr = default_attr();
+  dnnl::post_ops ops;
+  append_post_ops(ops, n.attrs.is_none("post_ops") ? std::vector<std::string>{} : n.attrs.strings("post_ops"));
+  attr.set_post_ops(ops);
+  bool w_const = n.is_const(1);
+  auto bmd = w_const ? dnnl::memory::desc(bd, dnnl::memory::data_type::f32, dnnl::memory::format_tag::any) : bmd_user;
+  auto pd = has_bias ? dnnl::matmul::primitive_desc(cpu_engine(), amd, bmd, bias_md, cmd, attr)
+                     : dnnl::matmul::primitive_desc(cpu_engine(), amd, bmd, cmd, attr);
+  auto k = std::make_unique<MatMulKernel>();
+  k->setup(dnnl::matmul(pd), pd);
+  k->in(DNNL_ARG_SRC, 0, amd);
+  if (w_const) k->cst(DNNL_ARG_WEIGHTS, pack_constant(n.inputs[1].const_data, bmd_user, pd.weights_desc()));
+  else k->in(DNNL_ARG_WEIGHTS, 1, bmd_user);
+  if (has_bias) k->in(DNNL_ARG_BIAS, 2, bias_md);
+  k->out(DNNL_ARG_DST, 0, cmd);
+  k->sum_input = sum_input;
+  return k;
+}
+
+}  // namespace opforge_cpu

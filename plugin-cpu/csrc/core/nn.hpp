@@ -1,0 +1,28 @@
+// oneDNN-backed building blocks shared by several kernels (convolutions, pooling, matmul).
+#pragma once
+
+#include "core/dnnl_util.hpp"
+
+namespace opforge_cpu {
+
+// Convolution / GroupConvolution, with fused bias, sum and eltwise post-ops (attributes
+// "has_bias", "sum_input", "post_ops" set by the Python fusion pass).
+std::unique_ptr<Kernel> make_dnnl_conv(NodeDesc& n, bool grouped);
+// ConvolutionBackpropData / GroupConvolutionBackpropData.
+std::unique_ptr<Kernel> make_dnnl_deconv(NodeDesc& n, bool grouped);
+// MaxPool / AvgPool.
+std::unique_ptr<Kernel> make_dnnl_pool(NodeDesc& n, bool max_pool);
+// Begin/end paddings of a sliding window, resolving auto_pad against the known output size.
+void window_pads(const NodeDesc& n, const Shape& in, const Shape& out, const std::vector<int64_t>& kernel,
+                 const std::vector<int64_t>& strides, const std::vector<int64_t>& dilations,
+                 std::vector<int64_t>& pb, std::vector<int64_t>& pe);
+
+std::string check_conv(const NodeDesc& n);
+
+}  // namespace opforge_cpu
+
+namespace opforge_cpu {
+// MatMul with transposes read in place, constant weights pre-packed, fused bias/sum/eltwise.
+std::unique_ptr<Kernel> make_dnnl_matmul(NodeDesc& n);
+std::string check_matmul(const NodeDesc& n);
+}  // namespace opforge_cpu

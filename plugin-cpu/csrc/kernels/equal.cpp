@@ -1,0 +1,10 @@
+// Equal: element-wise with NumPy/PDPD broadcasting (boolean output).
+#include "kernels/common.hpp"
+
+namespace opforge_cpu {
+
+std::unique_ptr<Kernel> make_equal(NodeDesc& n) { return make_compare(n, [](auto a, auto b) { return uint8_t(a == b); }); }
+
+std::string check_equal(const NodeDesc& n) { return check_compare(n); }
+
+}  // namespace opforge_cpu

@@ -1,0 +1,8 @@
+// GroupConvolution: one oneDNN primitive (weights pre-packed at compile time, fused post-ops), see core/nn.cpp.
+#include "core/nn.hpp"
+
+namespace opforge_cpu {
+
+std::unique_ptr<Kernel> make_group_convolution(NodeDesc& n) { return make_dnnl_conv(n, true); }
+
+}  // namespace opforge_cpu

@@ -1,0 +1,8 @@
+// GroupConvolutionBackpropData: one oneDNN primitive (weights pre-packed at compile time, fused post-ops), see core/nn.cpp.
+#include "core/nn.hpp"
+
+namespace opforge_cpu {
+
+std::unique_ptr<Kernel> make_group_convolution_backprop_data(NodeDesc& n) { return make_dnnl_deconv(n, true); }
+
+}  // namespace opforge_cpu

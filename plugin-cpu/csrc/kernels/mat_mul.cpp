@@ -1,0 +1,8 @@
+// MatMul: one oneDNN primitive (weights pre-packed at compile time, fused post-ops), see core/nn.cpp.
+#include "core/nn.hpp"
+
+namespace opforge_cpu {
+
+std::unique_ptr<Kernel> make_mat_mul(NodeDesc& n) { return make_dnnl_matmul(n); }
+
+}  // namespace opforge_cpu

@@ -1,0 +1,88 @@
+// MaxPool-8: values by oneDNN; when the indices output is read, a direct loop that also writes
+// the flat index of each maximum (oneDNN's workspace is not in OpenVINO's index format).
+#include "core/nn.hpp"
+#include "core/elementwise.hpp"
+
+#include <limits>
+
+namespace opforge_cpu {
+
+namespace {
+class MaxPoolIndices : public Kernel {
+ public:
+  explicit MaxPoolIndices(const NodeDesc& n) : xs_(n.in(0).shape), ys_(n.outputs[0].shape) {
+    const int sp = static_cast<int>(xs_.size()) - 2;
+    kernel_ = n.attrs.ints("kernel");
+    strides_ = n.attrs.ints("strides", std::vector<int64_t>(sp, 1));
+    dil_ = n.attrs.ints("dilations", std::vector<int64_t>(sp, 1));
+    std::vector<int64_t> pe;
+    window_pads(n, xs_, ys_, kernel_, strides_, dil_, pb_, pe);
+    axis_ = n.attrs.i("axis", 0);
+    if (axis_ < 0) axis_ += static_cast<int64_t>(xs_.size());
+    idx64_ = n.outputs.size() > 1 && n.outputs[1].dtype == DType::i64;
+  }
+  void run(RunContext& ctx, const TensorView* in, TensorView* out, Bound*) override {
+    const int sp = static_cast<int>(xs_.size()) - 2;
+    const float* x = in[0].ptr<float>();
+    float* y = out[0].ptr<float>();
+    const int64_t N = xs_[0], C = xs_[1];
+    int64_t in_sp = 1, out_sp = 1;
+    for (int i = 0; i < sp; ++i) {
+      in_sp *= xs_[2 + i];
+      out_sp *= ys_[2 + i];
+    }
+    // Indices are flat over the dims from `axis` on (OpenVINO's MaxPool-8 semantics).
+    int64_t idx_stride_c = axis_ <= 1 ? in_sp : 0;
+    int64_t idx_stride_n = axis_ == 0 ? C * in_sp : 0;
+    parallel_range(N * C, ctx.num_threads, [&](int64_t b, int64_t e) {
+      std::vector<int64_t> o(sp), w(sp);
+      for (int64_t nc = b; nc < e; ++nc) {
+        const float* xp = x + nc * in_sp;
+        int64_t base = (nc / C) * idx_stride_n + (nc % C) * idx_stride_c;
+        for (int64_t oi = 0; oi < out_sp; ++oi) {
+          int64_t r = oi;
+          for (int d = sp - 1; d >= 0; --d) { o[d] = r % ys_[2 + d]; r /= ys_[2 + d]; }
+          float best = -std::numeric_limits<float>::infinity();
+          int64_t best_i = -1;
+          int64_t total = 1;
+          for (int d = 0; d < sp; ++d) total *= kernel_[d];
+          for (int64_t ki = 0; ki < total; ++ki) {
+            int64_t rr = ki, off = 0;
+            bool inside = true;
+            for (int d = sp - 1; d >= 0; --d) {
+              int64_t k = rr % kernel_[d];
+              rr /= kernel_[d];
+              int64_t pos = o[d] * strides_[d] - pb_[d] + k * dil_[d];
+              if (pos < 0 || pos >= xs_[2 + d]) { inside = false; break; }
+              w[d] = pos;
+            }
+            if (!inside) continue;
+            for (int d = 0; d < sp; ++d) off = off * xs_[2 + d] + w[d];
+            if (best_i < 0 || xp[off] > best) { best = xp[off]; best_i = off; }
+          }
+          y[nc * out_sp + oi] = best;
+          int64_t flat = best_i < 0 ? 0 : base + best_i;
+          if (idx64_) out[1].ptr<int64_t>()[nc * out_sp + oi] = flat;
+          else out[1].ptr<int32_t>()[nc * out_sp + oi] = static_cast<int32_t>(flat);
+        }
+      }
+    }, 1);
+  }
+
+ private:
+  Shape xs_, ys_;
+  std::vector<int64_t> kernel_, strides_, dil_, pb_;
+  int64_t axis_ = 0;
+  bool idx64_ = true;
+};
+}  // namespace
+
+std::unique_ptr<Kernel> make_max_pool(NodeDesc& n) {
+  if (n.attrs.b("need_indices", true) && n.outputs.size() > 1) {
+    if (n.in(0).dtype != DType::f32) throw CompileFailure("the CPU device pools f32 tensors only");
+    return std::make_unique<MaxPoolIndices>(n);
+  }
+  return make_dnnl_pool(n, true);
+}
+
+}  // namespace opforge_cpu

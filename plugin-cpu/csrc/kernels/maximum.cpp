@@ -1,0 +1,10 @@
+// Maximum: element-wise with NumPy/PDPD broadcasting (numeric types).
+#include "kernels/common.hpp"
+
+namespace opforge_cpu {
+
+std::unique_ptr<Kernel> make_maximum(NodeDesc& n) { return make_binary<Types::Numeric>(n, [](auto a, auto b) { return a > b ? a : b; }); }
+
+std::string check_maximum(const NodeDesc& n) { return check_binary(n); }
+
+}  // namespace opforge_cpu

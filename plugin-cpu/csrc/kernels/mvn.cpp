@@ -1,0 +1,103 @@
+// MVN-6: (x - mean) / sqrt(var + eps) over constant axes. When the fusion pass found the
+// LayerNorm pattern (MVN * gamma + beta) it passes gamma and beta as inputs 2 and 3
+// ("has_scale"/"has_shift"), applied in the same pass over the row.
+#include "kernels/common.hpp"
+
+namespace opforge_cpu {
+
+namespace {
+template <class T> class MvnKernel : public Kernel {
+ public:
+  explicit MvnKernel(const NodeDesc& n) {
+    const Shape& s = n.in(0).shape;
+    const int64_t r = static_cast<int64_t>(s.size());
+    std::vector<bool> red(r, false);
+    for (auto a : n.const_ints(1)) red[normalize_axis(a, r)] = true;
+    // Rows are the kept (leading) dims; the reduced axes must be the trailing ones, which is
+    // what every MVN/LayerNorm in practice uses; others are handled as a permuted view below.
+    int64_t first = r;
+    for (int64_t i = r - 1; i >= 0 && red[i]; --i) first = i;
+    for (int64_t i = 0; i < first; ++i)
+      if (red[i]) throw CompileFailure("MVN over non-trailing axes is not supported by the CPU device");
+    rows_ = 1;
+    for (int64_t i = 0; i < first; ++i) rows_ *= s[i];
+    cols_ = 1;
+    for (int64_t i = first; i < r; ++i) cols_ *= s[i];
+    norm_var_ = n.attrs.b("normalize_variance", true);
+    eps_ = n.attrs.f("eps", 1e-9);
+    inside_ = n.attrs.s("eps_mode", "inside_sqrt") == "inside_sqrt";
+    has_scale_ = n.attrs.b("has_scale", false);
+    has_shift_ = n.attrs.b("has_shift", false);
+    if (has_scale_) scale_ = n.inputs[2].info.shape.empty() ? 1 : numel(n.inputs[2].info.shape);
+    if (has_shift_) shift_ = n.inputs[3].info.shape.empty() ? 1 : numel(n.inputs[3].info.shape);
+    if ((has_scale_ && scale_ != 1 && scale_ != cols_) || (has_shift_ && shift_ != 1 && shift_ != cols_))
+      throw CompileFailure("fused LayerNorm scale/shift must cover the normalised axes");
+  }
+  int inplace_input(int out) const override { return out == 0 ? 0 : -1; }
+  std::string impl_name() const override { return has_scale_ || has_shift_ ? "layer_norm" : "mvn"; }
+  void run(RunContext& ctx, const TensorView* in, TensorView* out, Bound*) override {
+    const T* x = in[0].ptr<T>();
+    T* y = out[0].ptr<T>();
+    const T* g = has_scale_ ? in[2].ptr<T>() : nullptr;
+    const T* b = has_shift_ ? in[3].ptr<T>() : nullptr;
+    const int64_t cols = cols_;
+    parallel_range(rows_, ctx.num_threads, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const T* xp = x + r * cols;
+        T* yp = y + r * cols;
+        double sum = 0;
+        for (int64_t i = 0; i < cols; ++i) sum += xp[i];
+        const double mean = sum / cols;
+        double inv = 1.0;
+        if (norm_var_) {
+          double sq = 0;
+          for (int64_t i = 0; i < cols; ++i) {
+            double d = xp[i] - mean;
+            sq += d * d;
+          }
+          double var = sq / cols;
+          inv = inside_ ? 1.0 / std::sqrt(var + eps_) : 1.0 / (std::sqrt(var) + eps_);
+        }
+        const T m = static_cast<T>(mean), s = static_cast<T>(inv);
+        for (int64_t i = 0; i < cols; ++i) {
+          T v = (xp[i] - m) * s;
+          if (g) v *= g[scale_ == 1 ? 0 : i];
+          if (b) v += b[shift_ == 1 ? 0 : i];
+          yp[i] = v;
+        }
+      }
+    }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, cols_)));
+  }
+
+ private:
+  int64_t rows_ = 1, cols_ = 1, scale_ = 0, shift_ = 0;
+  bool norm_var_ = true, inside_ = true, has_scale_ = false, has_shift_ = false;
+  double eps_ = 1e-9;
+};
+}  // namespace
+
+std::unique_ptr<Kernel> make_mvn(NodeDesc& n) {
+  std::unique_ptr<Kernel> k;
+  dispatch_float(n.in(0).dtype, [&](auto tag) { k = std::make_unique<MvnKernel<OPF_TYPE_OF(tag)>>(n); });
+  return k;
+}
+
+std::string check_mvn(const NodeDesc& n) {
+  if (!n.is_const(1)) return "MVN needs constant axes on the CPU device";
+  if (n.in(0).dtype != DType::f32 && n.in(0).dtype != DType::f64) return "MVN runs in f32/f64 only";
+  const int64_t r = static_cast<int64_t>(n.in(0).shape.size());
+  std::vector<bool> red(r, false);
+  for (auto a : n.const_ints(1)) {
+    int64_t x = a < 0 ? a + r : a;
+    if (x < 0 || x >= r) return "MVN axis out of range";
+    red[x] = true;
+  }
+  bool seen = false;
+  for (int64_t i = 0; i < r; ++i) {
+    if (red[i]) seen = true;
+    else if (seen) return "MVN over non-trailing axes is not supported by the CPU device";
+  }
+  return "";
+}
+
+}  // namespace opforge_cpu

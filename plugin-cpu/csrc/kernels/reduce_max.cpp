@@ -1,0 +1,10 @@
+// ReduceMax: see core/reduce_common.hpp.
+#include "core/reduce_common.hpp"
+
+namespace opforge_cpu {
+
+std::unique_ptr<Kernel> make_reduce_max(NodeDesc& n) { return make_reduce(n, Reduce::Max); }
+
+std::string check_reduce_max(const NodeDesc& n) { return check_reduce(n); }
+
+}  // namespace opforge_cpu

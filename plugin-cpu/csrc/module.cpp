@@ -1,0 +1,466 @@
+// The Python boundary: building programs from the lowered graph, running them with the GIL
+// released, and adapting third-party kernels (NumPy callables, C ABI capsules).
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <omp.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/executor.hpp"
+#include "opforge_cpu/kernel_abi.h"
+
+namespace py = pybind11;
+using namespace opforge_cpu;
+
+namespace {
+
+// ------------------------------------------------------------------ conversions
+py::dtype np_dtype(DType t) {
+  static py::object* cache[13] = {};
+  int i = static_cast<int>(t);
+  if (!cache[i]) {
+    py::object d;
+    if (t == DType::bf16) {
+      d = py::module_::import("numpy").attr("dtype")(py::module_::import("ml_dtypes").attr("bfloat16"));
+    } else {
+      static const char* names[] = {"bool", "float16", "", "float32", "float64", "int8", "int16",
+                                    "int32", "int64", "uint8", "uint16", "uint32", "uint64"};
+      d = py::module_::import("numpy").attr("dtype")(names[i]);
+    }
+    cache[i] = new py::object(d);  // intentionally immortal: freed never, like numpy's own dtypes
+  }
+  return py::reinterpret_borrow<py::dtype>(*cache[i]);
+}
+
+AttrValue to_attr(py::handle v) {
+  if (v.is_none()) return std::monostate{};
+  if (py::isinstance<py::bool_>(v)) return v.cast<bool>();
+  if (py::isinstance<py::int_>(v)) return v.cast<int64_t>();
+  if (py::isinstance<py::float_>(v)) return v.cast<double>();
+  if (py::isinstance<py::str>(v)) return v.cast<std::string>();
+  if (py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v)) {
+    auto seq = py::reinterpret_borrow<py::sequence>(v);
+    bool any_float = false, all_str = seq.size() > 0;
+    for (auto x : seq) {
+      any_float = any_float || py::isinstance<py::float_>(x);
+      all_str = all_str && py::isinstance<py::str>(x);
+    }
+    if (all_str) return seq.cast<std::vector<std::string>>();
+    if (any_float) {
+      std::vector<double> out;
+      for (auto x : seq) out.push_back(x.cast<double>());
+      return out;
+    }
+    std::vector<int64_t> out;
+    for (auto x : seq) out.push_back(x.cast<int64_t>());
+    return out;
+  }
+  throw CompileFailure("attribute value of Python type " + std::string(py::str(v.get_type().attr("__name__"))) +
+                       " cannot be passed to a kernel");
+}
+
+Attrs to_attrs(const py::dict& d) {
+  Attrs a;
+  for (auto kv : d) a.set(kv.first.cast<std::string>(), to_attr(kv.second));
+  return a;
+}
+
+// ------------------------------------------------------------------ NumPy callable kernels
+// The documented slow path: the executor takes the GIL for this node only, hands the callable
+// copies of its inputs, and checks what comes back against the inferred outputs.
+class PythonKernel : public Kernel {
+ public:
+  PythonKernel(py::object fn, py::object attrs, const NodeDesc& n) : fn_(std::move(fn)), attrs_(std::move(attrs)) {
+    for (const auto& o : n.outputs) out_.push_back(o);
+  }
+  ~PythonKernel() override {
+    py::gil_scoped_acquire gil;
+    fn_ = py::object();
+    attrs_ = py::object();
+  }
+  bool needs_gil() const override { return true; }
+  std::string impl_name() const override { return "python"; }
+
+  void run(RunContext& ctx, const TensorView* in, TensorView* out, Bound*) override {
+    py::gil_scoped_acquire gil;
+    if (ctx.python_calls) ctx.python_calls->fetch_add(1);
+    std::string failure;
+    try {
+      py::list args;
+      // Inputs: copies, so a kernel that writes into them cannot corrupt the request's memory.
+      size_t n_inputs = in_count_;
+      for (size_t i = 0; i < n_inputs; ++i) {
+        const TensorView& v = in[i];
+        std::vector<py::ssize_t> shape(v.shape.begin(), v.shape.end());
+        args.append(py::array(np_dtype(v.dtype), shape, v.data));
+      }
+      py::object res = fn_(attrs_, args);
+      py::list outs;
+      if (py::isinstance<py::list>(res) || py::isinstance<py::tuple>(res)) {
+        for (auto r : res) outs.append(r);
+      } else {
+        failure = "returned " + std::string(py::str(res.get_type().attr("__name__"))) +
+                  ", expected a list of arrays";
+      }
+      if (failure.empty() && outs.size() != out_.size()) {
+        failure = "returned " + std::to_string(outs.size()) + " outputs, expected " + std::to_string(out_.size());
+      }
+      for (size_t i = 0; failure.empty() && i < out_.size(); ++i) {
+        py::array arr = py::array::ensure(outs[i], py::array::c_style);
+        if (!arr) {
+          failure = "output " + std::to_string(i) + " is not an array";
+          break;
+        }
+        if (!arr.dtype().is(np_dtype(out_[i].dtype)) && !arr.dtype().equal(np_dtype(out_[i].dtype))) {
+          failure = "output " + std::to_string(i) + " has element type " + std::string(py::str(arr.dtype())) +
+                    ", inferred " + std::string(py::str(np_dtype(out_[i].dtype)));
+          break;
+        }
+        Shape got(arr.shape(), arr.shape() + arr.ndim());
+        if (got != out_[i].shape) {
+          failure = "output " + std::to_string(i) + " has shape " + shape_str(got) + ", inferred " +
+                    shape_str(out_[i].shape);
+          break;
+        }
+        std::memcpy(out[i].data, arr.data(), out[i].bytes());
+      }
+    } catch (py::error_already_set& err) {
+      failure = "Python kernel raised " + std::string(err.what());
+    }
+    if (!failure.empty()) throw KernelFailure(failure);
+  }
+
+  size_t in_count_ = 0;
+
+ private:
+  py::object fn_, attrs_;
+  std::vector<TensorInfo> out_;
+};
+
+// ------------------------------------------------------------------ C ABI kernels
+struct AbiBound : Bound {
+  std::vector<opforge_tensor> in, out;
+};
+
+class AbiKernel : public Kernel {
+ public:
+  AbiKernel(const opforge_cpu_kernel* desc, py::object capsule, const NodeDesc& n)
+      : desc_(desc), capsule_(std::move(capsule)) {
+    // Attributes and shapes in C form, alive while create() runs.
+    std::vector<std::string> keys;
+    std::vector<std::vector<int64_t>> ints;
+    std::vector<std::vector<double>> floats;
+    std::vector<std::string> strs;
+    const auto& all = n.attrs.all();
+    keys.reserve(all.size());
+    ints.reserve(all.size());
+    floats.reserve(all.size());
+    strs.reserve(all.size());
+    std::vector<opforge_attr> attrs;
+    for (const auto& kv : all) {
+      keys.push_back(kv.first);
+      ints.emplace_back();
+      floats.emplace_back();
+      strs.emplace_back();
+      opforge_attr a{keys.back().c_str(), OPFORGE_ATTR_NONE, 0, nullptr, nullptr, nullptr};
+      const auto& v = kv.second;
+      if (auto p = std::get_if<bool>(&v)) { ints.back() = {*p ? 1 : 0}; a.kind = OPFORGE_ATTR_BOOL; }
+      else if (auto p = std::get_if<int64_t>(&v)) { ints.back() = {*p}; a.kind = OPFORGE_ATTR_INT; }
+      else if (auto p = std::get_if<double>(&v)) { floats.back() = {*p}; a.kind = OPFORGE_ATTR_FLOAT; }
+      else if (auto p = std::get_if<std::string>(&v)) { strs.back() = *p; a.kind = OPFORGE_ATTR_STRING; }
+      else if (auto p = std::get_if<std::vector<int64_t>>(&v)) { ints.back() = *p; a.kind = OPFORGE_ATTR_INTS; }
+      else if (auto p = std::get_if<std::vector<double>>(&v)) { floats.back() = *p; a.kind = OPFORGE_ATTR_FLOATS; }
+      a.count = a.kind == OPFORGE_ATTR_FLOATS || a.kind == OPFORGE_ATTR_FLOAT ? static_cast<int64_t>(floats.back().size())
+                                                                              : static_cast<int64_t>(ints.back().size());
+      a.ints = ints.back().data();
+      a.floats = floats.back().data();
+      a.string = a.kind == OPFORGE_ATTR_STRING ? strs.back().c_str() : nullptr;
+      attrs.push_back(a);
+    }
+    for (const auto& i : n.inputs) in_shapes_.push_back(i.info.shape);
+    for (const auto& o : n.outputs) out_shapes_.push_back(o.shape);
+    std::vector<opforge_tensor> ins, outs;
+    for (size_t i = 0; i < n.inputs.size(); ++i)
+      ins.push_back({static_cast<int32_t>(n.inputs[i].info.dtype), static_cast<int32_t>(in_shapes_[i].size()),
+                     in_shapes_[i].data(), nullptr});
+    for (size_t i = 0; i < n.outputs.size(); ++i)
+      outs.push_back({static_cast<int32_t>(n.outputs[i].dtype), static_cast<int32_t>(out_shapes_[i].size()),
+                      out_shapes_[i].data(), nullptr});
+    in_template_ = ins;
+    out_template_ = outs;
+    opforge_node_info info{n.name.c_str(), attrs.data(), static_cast<int64_t>(attrs.size()), ins.data(),
+                           static_cast<int64_t>(ins.size()), outs.data(), static_cast<int64_t>(outs.size())};
+    char err[1024] = {0};
+    instance_ = desc_->create(&info, err, sizeof(err));
+    if (!instance_) throw CompileFailure(std::string(desc_->name ? desc_->name : "kernel") + ": " + err);
+  }
+  ~AbiKernel() override {
+    if (instance_ && desc_->destroy) desc_->destroy(instance_);
+    py::gil_scoped_acquire gil;
+    capsule_ = py::object();
+  }
+  std::string impl_name() const override { return std::string("abi:") + (desc_->name ? desc_->name : "?"); }
+
+  std::unique_ptr<Bound> bind(const TensorView* in, size_t n_in, const TensorView* out, size_t n_out,
+                              void*) override {
+    auto b = std::make_unique<AbiBound>();
+    b->in = in_template_;
+    b->out = out_template_;
+    for (size_t i = 0; i < n_in; ++i) b->in[i].data = in[i].data;
+    for (size_t i = 0; i < n_out; ++i) b->out[i].data = out[i].data;
+    return b;
+  }
+
+  void run(RunContext&, const TensorView*, TensorView*, Bound* bound) override {
+    auto* b = static_cast<AbiBound*>(bound);
+    char err[1024] = {0};
+    int rc = desc_->compute(instance_, b->in.data(), static_cast<int64_t>(b->in.size()), b->out.data(),
+                            static_cast<int64_t>(b->out.size()), err, sizeof(err));
+    if (rc != 0) throw KernelFailure(std::string(desc_->name ? desc_->name : "kernel") + " failed: " + err);
+  }
+
+ private:
+  const opforge_cpu_kernel* desc_;
+  py::object capsule_;
+  void* instance_ = nullptr;
+  std::vector<Shape> in_shapes_, out_shapes_;
+  std::vector<opforge_tensor> in_template_, out_template_;
+};
+
+// ------------------------------------------------------------------ Python-facing objects
+struct PyState {
+  std::unique_ptr<State> state;
+};
+
+class PyProgram {
+ public:
+  int add_tensor(const std::string& dtype, const std::vector<int64_t>& shape, py::object value) {
+    const void* data = nullptr;
+    if (!value.is_none()) {
+      py::array arr = py::array::ensure(value, py::array::c_style);
+      if (!arr) throw CompileFailure("constant is not a contiguous array");
+      data = arr.data();
+      keep_.push_back(arr);
+    }
+    return prog_.add_tensor(dtype_from_name(dtype), shape, data);
+  }
+
+  void add_node(const std::string& name, const std::string& type, const std::string& version, py::dict attrs,
+                std::vector<int> inputs, std::vector<int> outputs, std::vector<std::string> fused,
+                py::object python_kernel, py::object attrs_object, py::object capsule) {
+    NodeSpec s;
+    s.name = name;
+    s.type = type;
+    s.version = version;
+    s.attrs = to_attrs(attrs);
+    s.inputs = std::move(inputs);
+    s.outputs = std::move(outputs);
+    s.fused_names = std::move(fused);
+    if (!capsule.is_none()) {
+      auto* desc = static_cast<const opforge_cpu_kernel*>(
+          PyCapsule_GetPointer(capsule.ptr(), OPFORGE_CPU_KERNEL_CAPSULE_NAME));
+      if (!desc) {
+        PyErr_Clear();
+        throw CompileFailure("the kernel capsule is not named '" OPFORGE_CPU_KERNEL_CAPSULE_NAME "'");
+      }
+      s.maker = [desc, capsule](NodeDesc& n) -> std::unique_ptr<Kernel> {
+        return std::make_unique<AbiKernel>(desc, capsule, n);
+      };
+    } else if (!python_kernel.is_none()) {
+      s.maker = [python_kernel, attrs_object](NodeDesc& n) -> std::unique_ptr<Kernel> {
+        auto k = std::make_unique<PythonKernel>(python_kernel, attrs_object, n);
+        k->in_count_ = n.inputs.size();
+        return k;
+      };
+    }
+    prog_.add_node(std::move(s));
+  }
+
+  void set_io(const std::vector<int>& ins, const std::vector<int>& outs) { prog_.set_io(ins, outs); }
+
+  void finalize(int num_threads, bool profiling) {
+    // Building may run oneDNN's JIT and weight reorders: no Python objects are touched.
+    py::gil_scoped_release nogil;
+    prog_.finalize(num_threads, profiling);
+  }
+
+  PyState create_state() {
+    py::gil_scoped_release nogil;
+    return PyState{prog_.create_state()};
+  }
+
+  py::list run(PyState& st, const std::vector<py::array>& inputs) {
+    if (inputs.size() != prog_.inputs().size())
+      throw std::invalid_argument("expected " + std::to_string(prog_.inputs().size()) + " inputs");
+    std::vector<const void*> ptrs;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const auto& t = prog_.tensors()[prog_.inputs()[i]];
+      const py::array& a = inputs[i];
+      if (!(a.flags() & py::array::c_style)) throw std::invalid_argument("input " + std::to_string(i) + " is not C-contiguous");
+      if (static_cast<size_t>(a.nbytes()) != t.info.bytes())
+        throw std::invalid_argument("input " + std::to_string(i) + " has " + std::to_string(a.nbytes()) +
+                                    " bytes, the program expects " + std::to_string(t.info.bytes()));
+      ptrs.push_back(a.data());
+    }
+    {
+      py::gil_scoped_release nogil;
+      prog_.run(*st.state, ptrs);
+    }
+    py::list outs;
+    for (int t : prog_.outputs()) {
+      const TensorView& v = st.state->views[t];
+      std::vector<py::ssize_t> shape(v.shape.begin(), v.shape.end());
+      py::array arr(np_dtype(v.dtype), shape);
+      if (v.bytes()) std::memcpy(arr.mutable_data(), v.data, v.bytes());
+      outs.append(arr);
+    }
+    return outs;
+  }
+
+  py::list profile(const PyState& st) const {
+    py::list rows;
+    const auto& steps = prog_.steps();
+    for (size_t s = 0; s < steps.size(); ++s) {
+      py::dict d;
+      d["node_name"] = steps[s].name;
+      d["node_type"] = steps[s].type;
+      d["exec_type"] = steps[s].kernel->impl_name();
+      d["real_time_ms"] = st.state->times_ms[s];
+      d["fused_names"] = steps[s].fused_names;
+      d["status"] = "EXECUTED";
+      rows.append(d);
+    }
+    return rows;
+  }
+
+  py::list steps() const {
+    py::list rows;
+    for (const auto& s : prog_.steps()) {
+      py::dict d;
+      d["name"] = s.name;
+      d["type"] = s.type;
+      d["impl"] = s.kernel->impl_name();
+      d["fused_names"] = s.fused_names;
+      d["inputs"] = s.ins;
+      d["outputs"] = s.outs;
+      rows.append(d);
+    }
+    return rows;
+  }
+
+  py::dict memory_plan() const {
+    py::dict d;
+    d["arena_bytes"] = prog_.arena_bytes();
+    d["scratch_bytes"] = prog_.scratch_bytes();
+    py::list bufs;
+    for (const auto& t : prog_.tensors()) bufs.append(t.buffer);
+    d["tensor_buffers"] = bufs;
+    size_t total = 0;
+    for (const auto& t : prog_.tensors())
+      if (t.buffer >= 0) total += t.info.bytes();
+    d["unplanned_bytes"] = total;
+    return d;
+  }
+
+  int64_t python_calls() const { return prog_.python_calls(); }
+
+ private:
+  Program prog_;
+  std::vector<py::array> keep_;
+};
+
+std::string check_node(const std::string& type, const std::string& version, py::dict attrs,
+                       const std::vector<std::pair<std::string, std::vector<int64_t>>>& inputs,
+                       const std::vector<py::object>& values,
+                       const std::vector<std::pair<std::string, std::vector<int64_t>>>& outputs) {
+  const KernelEntry* e = find_kernel(type);
+  if (!e) return "the CPU device has no kernel for " + type;
+  NodeDesc n;
+  n.type = type;
+  n.version = version;
+  std::vector<py::array> keep;
+  try {
+    n.attrs = to_attrs(attrs);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      InputDesc d;
+      d.info.dtype = dtype_from_name(inputs[i].first);
+      d.info.shape = inputs[i].second;
+      if (i < values.size() && !values[i].is_none()) {
+        py::array arr = py::array::ensure(values[i], py::array::c_style);
+        keep.push_back(arr);
+        d.const_data = arr.data();
+      }
+      n.inputs.push_back(d);
+    }
+    for (const auto& o : outputs) {
+      TensorInfo t;
+      t.dtype = dtype_from_name(o.first);
+      t.shape = o.second;
+      n.outputs.push_back(t);
+    }
+    return e->check ? e->check(n) : std::string();
+  } catch (const std::exception& err) {
+    return err.what();
+  }
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "opforge CPU executor (C++, oneDNN)";
+  static py::exception<NodeFailure> node_failure(m, "NodeFailure", PyExc_RuntimeError);
+  static py::exception<NodeCompileFailure> compile_failure(m, "NodeCompileFailure", PyExc_RuntimeError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const NodeFailure& e) {
+      py::set_error(node_failure, e.what());
+    } catch (const NodeCompileFailure& e) {
+      py::set_error(compile_failure, e.what());
+    } catch (const CompileFailure& e) {
+      py::set_error(compile_failure, e.what());
+    }
+  });
+
+  py::class_<PyState>(m, "State");
+  py::class_<PyProgram>(m, "Program")
+      .def(py::init<>())
+      .def("add_tensor", &PyProgram::add_tensor, py::arg("dtype"), py::arg("shape"), py::arg("value") = py::none())
+      .def("add_node", &PyProgram::add_node, py::arg("name"), py::arg("type"), py::arg("version"), py::arg("attrs"),
+           py::arg("inputs"), py::arg("outputs"), py::arg("fused_names"), py::arg("python_kernel") = py::none(),
+           py::arg("attrs_object") = py::none(), py::arg("capsule") = py::none())
+      .def("set_io", &PyProgram::set_io)
+      .def("finalize", &PyProgram::finalize)
+      .def("create_state", &PyProgram::create_state)
+      .def("run", &PyProgram::run)
+      .def("profile", &PyProgram::profile)
+      .def("steps", &PyProgram::steps)
+      .def("memory_plan", &PyProgram::memory_plan)
+      .def_property_readonly("python_calls", &PyProgram::python_calls);
+
+  m.def("check_node", &check_node);
+  m.def("kernel_types", []() {
+    std::vector<std::string> out;
+    for (const auto& e : kernel_table()) out.push_back(e.type);
+    return out;
+  });
+  m.def("abi_version", []() { return OPFORGE_CPU_KERNEL_ABI_VERSION; });
+  m.def("capsule_abi_version", [](py::object capsule) -> int64_t {
+    void* p = PyCapsule_GetPointer(capsule.ptr(), OPFORGE_CPU_KERNEL_CAPSULE_NAME);
+    if (!p) {
+      PyErr_Clear();
+      return -1;
+    }
+    return static_cast<const opforge_cpu_kernel*>(p)->abi_version;
+  });
+  m.def("max_threads", []() { return omp_get_num_procs(); });
+  m.def("onednn_version", []() {
+    const dnnl_version_t* v = dnnl_version();
+    return std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
+  });
+}

@@ -1,0 +1,177 @@
+"""The CPU device: compiles models into C++ programs and runs them without the GIL."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from opforge.errors import KernelError, UnsupportedOpError
+from opforge.graph import Model
+from opforge.runtime.device import Availability, CompileContext, Device, Executable
+from opforge.runtime.properties import COMMON_PROPERTIES
+
+from opforge_cpu._loader import load_core
+from opforge_cpu.lowering import Emitter, specialize, supported_nodes
+
+
+def cpu_count() -> int:
+    """Cores this process may run on (the affinity mask, not the machine's total)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+class CpuDevice(Device):
+    """``"CPU"``: every standard op in C++ (oneDNN for the heavy ones), plus plugin kernels."""
+
+    property_specs = COMMON_PROPERTIES
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self._core = load_core()
+
+    def availability(self) -> Availability:
+        return Availability(True)
+
+    def full_name(self, device_name: str) -> str:
+        model = ""
+        try:
+            with open("/proc/cpuinfo", encoding="utf-8") as f:
+                for line in f:
+                    if line.startswith("model name"):
+                        model = line.split(":", 1)[1].strip()
+                        break
+        except OSError:
+            pass
+        return f"{model or 'CPU'} (opforge-cpu, oneDNN {self._core.onednn_version()})"
+
+    def query_model(self, model: Model, ctx: CompileContext) -> dict[str, str]:
+        reasons = supported_nodes(self._core, model, ctx.kernels())
+        return {name: self.name for name, why in reasons.items() if not why}
+
+    def compile_model(self, model: Model, ctx: CompileContext) -> Executable:
+        kernels = ctx.kernels()
+        plugins: dict[tuple[str, str | None], str] = {}
+        for key in kernels:
+            reg = ctx.plugins.kernels.registration(("CPU", *key))
+            if reg is not None:
+                plugins[key] = str(reg.plugin)
+        reasons = supported_nodes(self._core, model, kernels)
+        missing = sorted({f"'{n}' ({why})" for n, why in reasons.items() if why})
+        if missing:
+            raise UnsupportedOpError(
+                f"device CPU cannot run model '{model.name}': no kernel for node(s) {', '.join(missing[:20])}"
+                + (f" and {len(missing) - 20} more" if len(missing) > 20 else "")
+                + ". A plugin can add kernels through the opforge_register_kernels hook."
+            )
+        return CpuExecutable(self._core, model, kernels, plugins, ctx.config)
+
+
+class _Compiled:
+    """One program for one set of input shapes."""
+
+    def __init__(self, program: Any, model: Model, emitter: Emitter) -> None:
+        self.program = program
+        self.model = model
+        self.python_nodes = list(emitter.python_nodes)
+        self.abi_nodes = list(emitter.abi_nodes)
+
+
+class CpuState:
+    """Per-request memory: one C++ state (arena, bound kernels) per input shape seen."""
+
+    def __init__(self) -> None:
+        self.states: dict[tuple[tuple[int, ...], ...], Any] = {}
+        self.last: tuple[tuple[int, ...], ...] | None = None
+
+
+class CpuExecutable(Executable):
+    def __init__(self, core: Any, model: Model, kernels: dict[tuple[str, str | None], Any],
+                 plugins: dict[tuple[str, str | None], str], config: dict[str, Any]) -> None:
+        self._core = core
+        self._kernels = kernels
+        self._plugins = plugins
+        self._model = model
+        cores = cpu_count()
+        hint = str(config.get("PERFORMANCE_HINT", "LATENCY")).upper()
+        streams = int(config.get("NUM_STREAMS", 1) or 1)
+        if hint == "THROUGHPUT" and streams <= 1:
+            streams = cores
+        self.streams = max(1, streams)
+        threads = int(config.get("INFERENCE_NUM_THREADS", 0) or 0)
+        self.threads = threads if threads > 0 else max(1, cores // self.streams)
+        self.profiling = bool(config.get("ENABLE_PROFILING", False))
+        # At most NUM_STREAMS inferences run at once; more requests wait instead of
+        # oversubscribing the cores.
+        self._streams_sem = threading.BoundedSemaphore(self.streams)
+        self._lock = threading.Lock()
+        self._programs: dict[tuple[tuple[int, ...], ...], _Compiled] = {}
+        self._static = all(p.output(0).partial_shape.is_static for p in model.parameters)
+        if self._static:
+            key = tuple(tuple(p.output(0).shape) for p in model.parameters)
+            self._programs[key] = self._build(specialize(model, None))
+
+    # --- compilation -----------------------------------------------------------------------
+    def _build(self, model: Model) -> _Compiled:
+        emitter = Emitter(self._core, model, self._kernels, self._plugins)
+        try:
+            program = emitter.build(self.threads, self.profiling)
+        except self._core.NodeCompileFailure as err:
+            raise UnsupportedOpError(f"device CPU: {err}") from None
+        return _Compiled(program, model, emitter)
+
+    def _program(self, key: tuple[tuple[int, ...], ...]) -> _Compiled:
+        compiled = self._programs.get(key)
+        if compiled is not None:
+            return compiled
+        with self._lock:
+            compiled = self._programs.get(key)
+            if compiled is None:
+                # A new input shape: specialise the graph and plan again (cached by shape).
+                compiled = self._build(specialize(self._model, dict(enumerate(key))))
+                self._programs[key] = compiled
+        return compiled
+
+    # --- Executable ------------------------------------------------------------------------
+    def create_state(self) -> CpuState:
+        return CpuState()
+
+    def infer(self, inputs: Sequence[np.ndarray], state: Any) -> list[np.ndarray]:
+        st: CpuState = state if isinstance(state, CpuState) else CpuState()
+        key = tuple(tuple(int(d) for d in a.shape) for a in inputs)
+        compiled = self._program(key)
+        native = st.states.get(key)
+        if native is None:
+            native = st.states[key] = compiled.program.create_state()
+        arrays = [np.ascontiguousarray(a) for a in inputs]
+        with self._streams_sem:
+            try:
+                outs = compiled.program.run(native, arrays)
+            except self._core.NodeFailure as err:
+                raise KernelError(str(err)) from None
+        st.last = key
+        return list(outs)
+
+    def performance_counters(self, state: Any) -> list[dict[str, Any]]:
+        st: CpuState = state
+        if not self.profiling or st.last is None or st.last not in st.states:
+            return []
+        return list(self._programs[st.last].program.profile(st.states[st.last]))
+
+    def properties(self) -> dict[str, Any]:
+        return {
+            "EXECUTION_DEVICES": ["CPU"],
+            "INFERENCE_NUM_THREADS": self.threads,
+            "NUM_STREAMS": self.streams,
+        }
+
+    # --- introspection (tests, benchmarks) -------------------------------------------------
+    def programs(self) -> dict[tuple[tuple[int, ...], ...], _Compiled]:
+        return dict(self._programs)
+
+    def python_kernel_calls(self) -> int:
+        return sum(int(c.program.python_calls) for c in self._programs.values())

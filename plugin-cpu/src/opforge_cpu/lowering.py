@@ -1,0 +1,558 @@
+"""From a graph to a C++ program: specialisation to static shapes, graph rewrites (BatchNorm
+folding, GELU and LayerNorm patterns), fusion of element-wise tails into oneDNN post-ops, and
+the emission of tensors and kernel steps.
+
+Everything here runs once per compiled model (once per input shape for dynamic models); none of
+it runs during inference.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import math
+import types
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+from opforge.element_type import Type
+from opforge.errors import PluginValidationError, UnsupportedOpError
+from opforge.graph import Model, Node, Output
+from opforge.shape import PartialShape
+from opforge.transformations.constant_folding import ConstantFolding
+from opforge.transformations.dead_code import DeadCodeElimination
+
+#: nodes that are not kernels: model boundaries and constants
+STRUCTURAL = {"Parameter", "Constant", "Result"}
+
+#: element-wise ops that oneDNN applies as a post-op of the op before them: name -> encoding
+_POST_OPS: dict[str, Callable[[Node], str | None]] = {
+    "Relu": lambda n: "relu",
+    "Clamp": lambda n: f"clip:{n.attrs.min!r}:{n.attrs.max!r}",  # type: ignore[attr-defined]
+    "Sigmoid": lambda n: "sigmoid",
+    "Tanh": lambda n: "tanh",
+    "Gelu": lambda n: "gelu_tanh" if str(n.attrs.approximation_mode).upper() == "TANH" else "gelu_erf",  # type: ignore[attr-defined]
+    "HSwish": lambda n: "hswish",
+    "HSigmoid": lambda n: "hsigmoid",
+    "Mish": lambda n: "mish",
+    "Elu": lambda n: f"elu:{n.attrs.alpha!r}",  # type: ignore[attr-defined]
+    "Abs": lambda n: "abs",
+    "Exp": lambda n: "exp",
+    "Sqrt": lambda n: "sqrt",
+}
+
+#: data-movement ops lowered to one IndexMap kernel when their parameters are constants
+INDEX_MAP_OPS = {
+    "Slice", "StridedSlice", "Tile", "Broadcast", "Reverse", "Roll", "DepthToSpace", "SpaceToDepth",
+    "Pad", "ReverseSequence", "Squeeze", "Unsqueeze",
+}
+#: ops that never need an index map even when they are in the set above (pure reshapes)
+_RESHAPES = {"Squeeze", "Unsqueeze", "Reshape"}
+
+
+def is_standard(node: Node) -> bool:
+    """Built-in kernels are for the standard opset only; a plugin's op of the same name
+    (``Identity`` of ``template_extension``) is a different op."""
+    return str(node.version).startswith("opset")
+
+
+def find_plugin_kernel(kernels: Mapping[tuple[str, str | None], Any], node: Node) -> Any:
+    return kernels.get((node.type_name, node.version)) or kernels.get((node.type_name, None))
+
+
+# ---------------------------------------------------------------------------------- rewrites
+def specialize(model: Model, shapes: Mapping[int, tuple[int, ...]] | None) -> Model:
+    """Static-shape copy of ``model`` (inputs set to ``shapes`` by index), constant folded, with
+    shape computations resolved and the graph rewrites applied."""
+    m = model.clone() if shapes else model
+    if shapes:
+        m.reshape({i: list(s) for i, s in shapes.items()})
+    _fold(m)
+    _fold_shape_of(m)
+    _fold_batch_norm(m)
+    _rewrite_gelu(m)
+    _fold(m)
+    return m
+
+
+def _fold(m: Model) -> None:
+    ConstantFolding().apply(m)
+    DeadCodeElimination().apply(m)
+
+
+def _const(m: Model, node: Node, value: np.ndarray) -> Node:
+    c = Node.create("Constant", [], {"value": np.ascontiguousarray(value)}, name=f"{node.name}/folded")
+    return c
+
+
+def _fold_shape_of(m: Model) -> None:
+    """With static shapes ShapeOf is a constant; folding it lets Reshape/Slice chains on shapes
+    fold away entirely (the flatten of a CNN, the head split of an attention)."""
+    changed = True
+    while changed:
+        changed = False
+        for n in m.get_ordered_ops():
+            if n.type_name != "ShapeOf" or not n.inputs[0].partial_shape.is_static:
+                continue
+            dt = n.output(0).element_type.np
+            c = _const(m, n, np.array(n.inputs[0].shape, dtype=dt))
+            c.output(0).set_names(n.output(0).names)
+            m.replace_output(n.output(0), c.output(0))
+            changed = True
+        if changed:
+            _fold(m)
+
+
+def _single_user(uses: dict[Output, list[tuple[Node, int]]], out: Output) -> Node | None:
+    u = uses.get(out, [])
+    return u[0][0] if len(u) == 1 else None
+
+
+def _fold_batch_norm(m: Model) -> None:
+    """Convolution -> BatchNormInference becomes Convolution (scaled weights) + Add (shift),
+    which the fusion then turns into the convolution's bias: no run-time cost left."""
+    uses = m.consumers()
+    for bn in m.get_ordered_ops():
+        if bn.type_name != "BatchNormInference" or bn.inputs[0].element_type is not Type.f32:
+            continue
+        conv = bn.inputs[0].node
+        if conv.type_name not in ("Convolution", "GroupConvolution") or _single_user(uses, conv.output(0)) is not bn:
+            continue
+        w_node = conv.inputs[1].node
+        params = [bn.inputs[i].node.constant_value() for i in range(1, 5)]
+        w = w_node.constant_value()
+        if w is None or any(p is None for p in params):
+            continue
+        gamma, beta, mean, var = (np.asarray(p, np.float64) for p in params)  # type: ignore[arg-type]
+        scale = gamma / np.sqrt(var + float(bn.attrs.epsilon))  # type: ignore[attr-defined]
+        shift = beta - mean * scale
+        if conv.type_name == "Convolution":
+            ws = scale.reshape((-1,) + (1,) * (w.ndim - 1))
+        else:
+            ws = scale.reshape(w.shape[0], w.shape[1], *((1,) * (w.ndim - 2)))
+        new_w = Node.create("Constant", [], {"value": (w.astype(np.float64) * ws).astype(np.float32)},
+                            name=f"{w_node.name}/bn_folded")
+        new_conv = Node(conv.op, [conv.inputs[0], new_w.output(0)], conv.attrs, conv.name)
+        rank = len(conv.output(0).shape)
+        bias = Node.create("Constant", [], {"value": shift.astype(np.float32).reshape((1, -1) + (1,) * (rank - 2))},
+                           name=f"{bn.name}/shift")
+        add = Node.create("Add", [new_conv.output(0), bias.output(0)], name=bn.name)
+        m.replace_output(bn.output(0), add.output(0))
+        uses = m.consumers()
+
+
+def _const_scalar(out: Output) -> float | None:
+    v = out.node.constant_value()
+    if v is None or v.size != 1:
+        return None
+    return float(np.asarray(v).reshape(-1)[0])
+
+
+def _rewrite_gelu(m: Model) -> None:
+    """x * 0.5 * (1 + erf(x / sqrt(2))) in any of the orders exporters write it -> Gelu(ERF)."""
+    uses = m.consumers()
+    for erf in m.get_ordered_ops():
+        if erf.type_name != "Erf":
+            continue
+        pre = erf.inputs[0].node
+        x: Output | None = None
+        if pre.type_name in ("Divide", "Multiply"):
+            for a, b in ((0, 1), (1, 0)):
+                c = _const_scalar(pre.inputs[b])
+                if c is None or (pre.type_name == "Divide" and b == 0):
+                    continue
+                want = math.sqrt(2.0) if pre.type_name == "Divide" else 1 / math.sqrt(2.0)
+                if abs(c - want) < 1e-3:
+                    x = pre.inputs[a]
+        if x is None:
+            continue
+        add = _single_user(uses, erf.output(0))
+        if add is None or add.type_name != "Add":
+            continue
+        other = add.inputs[1] if add.inputs[0].node is erf else add.inputs[0]
+        if _const_scalar(other) != 1.0:
+            continue
+        mul1 = _single_user(uses, add.output(0))
+        if mul1 is None or mul1.type_name != "Multiply":
+            continue
+        o1 = mul1.inputs[1] if mul1.inputs[0].node is add else mul1.inputs[0]
+        # Either (1 + erf) * x then * 0.5, or (1 + erf) * (x * 0.5), or (1 + erf) * 0.5 then * x.
+        end: Node | None = None
+        if o1 == x:
+            mul2 = _single_user(uses, mul1.output(0))
+            if mul2 is not None and mul2.type_name == "Multiply":
+                o2 = mul2.inputs[1] if mul2.inputs[0].node is mul1 else mul2.inputs[0]
+                if _const_scalar(o2) == 0.5:
+                    end = mul2
+        elif _const_scalar(o1) == 0.5:
+            mul2 = _single_user(uses, mul1.output(0))
+            if mul2 is not None and mul2.type_name == "Multiply":
+                o2 = mul2.inputs[1] if mul2.inputs[0].node is mul1 else mul2.inputs[0]
+                if o2 == x:
+                    end = mul2
+        elif o1.node.type_name == "Multiply":
+            h = o1.node
+            hs = [i for i in h.inputs if i != x]
+            if len(hs) == 1 and x in h.inputs and _const_scalar(hs[0]) == 0.5:
+                end = mul1
+        if end is None or x.element_type is not Type.f32:
+            continue
+        gelu = Node.create("Gelu", [x], {"approximation_mode": "ERF"}, name=f"{end.name}/gelu")
+        m.replace_output(end.output(0), gelu.output(0))
+        uses = m.consumers()
+
+
+# ---------------------------------------------------------------------------------- emission
+class KernelKind(enum.Enum):
+    BUILTIN = "builtin"
+    PYTHON = "python"
+    ABI = "abi"
+
+
+@dataclasses.dataclass
+class Emitted:
+    """What was emitted for the program (for tests and properties)."""
+
+    steps: list[dict[str, Any]]
+    python_nodes: list[str]
+    abi_nodes: list[str]
+
+
+def attrs_dict(node: Node) -> dict[str, Any]:
+    """The node's attributes as plain Python values a kernel can read."""
+    out: dict[str, Any] = {}
+    for k in type(node.attrs).model_fields:
+        out[k] = _plain(getattr(node.attrs, k))
+    return out
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, Type):
+        return v.ir
+    if isinstance(v, PartialShape):
+        return [(-1 if d is None else int(d)) for d in v.dims] if v.rank is not None else None
+    if isinstance(v, enum.Enum):
+        return v.value
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    if isinstance(v, (np.integer,)):
+        return int(v)
+    if isinstance(v, (np.floating,)):
+        return float(v)
+    if isinstance(v, np.ndarray):
+        return v.tolist()
+    return v
+
+
+def capsule_of(kernel: Any) -> Any:
+    """The PyCapsule of a compiled kernel (the capsule itself, or an object exposing one as
+    ``opforge_cpu_kernel``), else None."""
+    cap = getattr(kernel, "opforge_cpu_kernel", kernel)
+    if callable(cap) and not _is_capsule(cap):
+        try:
+            cap = cap()
+        except TypeError:
+            return None
+    return cap if _is_capsule(cap) else None
+
+
+def _is_capsule(obj: Any) -> bool:
+    return type(obj).__name__ == "PyCapsule"
+
+
+class Emitter:
+    """Builds one ``_core.Program`` from a static, rewritten model."""
+
+    def __init__(self, core: types.ModuleType, model: Model, kernels: Mapping[tuple[str, str | None], Any],
+                 kernel_plugins: Mapping[tuple[str, str | None], str]) -> None:
+        self.core = core
+        self.model = model
+        self.kernels = kernels
+        self.kernel_plugins = kernel_plugins
+        self.prog = core.Program()
+        self.tid: dict[Output, int] = {}
+        self.uses = model.consumers()
+        self.absorbed: set[int] = set()
+        self.done: set[int] = set()
+        self.python_nodes: list[str] = []
+        self.abi_nodes: list[str] = []
+
+    # --- tensors ---------------------------------------------------------------------------
+    def tensor(self, out: Output) -> int:
+        if out in self.tid:
+            return self.tid[out]
+        spec = out.spec
+        if not spec.shape.is_static:
+            raise UnsupportedOpError(
+                f"node '{out.node.name}' ({out.node.type_name}): output shape {spec.shape} is not known at "
+                "compile time; the CPU device needs shapes that follow from the input shapes"
+            )
+        value = out.node.constant_value()
+        arr = None if value is None else np.ascontiguousarray(value)
+        t = self.prog.add_tensor(spec.type.ir, list(spec.shape.to_tuple()), arr)
+        self.tid[out] = t
+        return t
+
+    def const_tensor(self, value: np.ndarray) -> int:
+        arr = np.ascontiguousarray(value)
+        return int(self.prog.add_tensor(Type.from_numpy(arr.dtype).ir, list(arr.shape), arr))
+
+    def new_tensor(self, out: Output) -> int:
+        return self.tensor(out)
+
+    # --- program ---------------------------------------------------------------------------
+    def build(self, num_threads: int, profiling: bool) -> Any:
+        m = self.model
+        inputs = [self.tensor(p.output(0)) for p in m.parameters]
+        for node in m.get_ordered_ops():
+            if node.type_name in STRUCTURAL or node.id in self.absorbed:
+                continue
+            self.emit(node)
+            self.done.add(node.id)
+            self.done.update(self.absorbed)
+        outputs = [self.tensor(r.inputs[0]) for r in m.results]
+        self.prog.set_io(inputs, outputs)
+        self.prog.finalize(num_threads, profiling)
+        return self.prog
+
+    def add(self, node: Node, type_name: str, attrs: dict[str, Any], inputs: list[int], outputs: list[Output],
+            fused: list[str], **extra: Any) -> None:
+        self.prog.add_node(node.name, type_name, node.version, attrs, inputs,
+                           [self.tensor(o) for o in outputs], fused, **extra)
+
+    def emit(self, node: Node) -> None:
+        plugin_kernel = find_plugin_kernel(self.kernels, node)
+        if plugin_kernel is not None:
+            self.emit_plugin(node, plugin_kernel)
+            return
+        if not is_standard(node):
+            raise UnsupportedOpError(
+                f"node '{node.name}' ({node.type_name}-{node.version}): the CPU device has no kernel for this "
+                "op; its plugin can add one through opforge_register_kernels(register) with "
+                f"register('CPU', '{node.type_name}', kernel, version='{node.version}')"
+            )
+        t = node.type_name
+        if t in ("Convolution", "GroupConvolution", "MatMul") and node.inputs[0].element_type is Type.f32:
+            self.emit_fused(node)
+            return
+        if t == "MaxPool":
+            need = len(node.output_specs) > 1 and bool(self.uses.get(node.output(1)))
+            attrs = attrs_dict(node) | {"need_indices": need, "plain_layout": need}
+            self.add(node, t, attrs, [self.tensor(i) for i in node.inputs], node.outputs(), [node.name])
+            return
+        if t == "MVN":
+            self.emit_mvn(node)
+            return
+        if t in INDEX_MAP_OPS and t not in _RESHAPES and self.emit_index_map(node):
+            return
+        ins = [self.tensor(i) for i in node.inputs]
+        self.add(node, t if t not in _RESHAPES else "Reshape", attrs_dict(node), ins, node.outputs(), [node.name])
+
+    def emit_plugin(self, node: Node, kernel: Any) -> None:
+        plugin = self.kernel_plugins.get((node.type_name, node.version)) or self.kernel_plugins.get(
+            (node.type_name, None), "?")
+        ins = [self.tensor(i) for i in node.inputs]
+        cap = capsule_of(kernel)
+        if cap is not None:
+            got = int(self.core.capsule_abi_version(cap))
+            want = int(self.core.abi_version())
+            if got != want:
+                from opforge_cpu import __version__
+
+                raise PluginValidationError(
+                    f"plugin {plugin}: its compiled CPU kernel for {node.type_name}-{node.version} was built "
+                    f"against opforge-cpu kernel ABI {got}, but opforge-cpu {__version__} speaks ABI {want}. "
+                    "Rebuild the plugin against this opforge-cpu (pip install --force-reinstall --no-binary :all: "
+                    "<plugin>)."
+                )
+            self.abi_nodes.append(node.name)
+            self.add(node, node.type_name, attrs_dict(node), ins, node.outputs(), [node.name], capsule=cap)
+            return
+        if not callable(kernel):
+            raise PluginValidationError(
+                f"plugin {plugin}: the CPU kernel registered for {node.type_name}-{node.version} is a "
+                f"{type(kernel).__name__}, neither a callable kernel(attrs, inputs) nor a kernel capsule"
+            )
+        self.python_nodes.append(node.name)
+        self.add(node, node.type_name, attrs_dict(node), ins, node.outputs(), [node.name],
+                 python_kernel=kernel, attrs_object=node.attrs)
+
+    def emit_fused(self, node: Node) -> None:
+        """Conv/GroupConv/MatMul plus what follows it: a bias Add, a residual Add (oneDNN sum)
+        and element-wise activations, as long as each intermediate has one reader."""
+        is_mm = node.type_name == "MatMul"
+        cur = node.output(0)
+        out_shape = cur.shape
+        fused = [node.name]
+        extra: list[int] = []
+        post: list[str] = []
+        has_bias = False
+        sum_input = -1
+        base = len(node.inputs)
+        while True:
+            user = _single_user(self.uses, cur)
+            if user is None or user.id in self.absorbed or user.output_specs[0].type is not Type.f32:
+                break
+            if user.type_name == "Add" and getattr(user.attrs, "auto_broadcast", "numpy") == "numpy":
+                other = user.inputs[1] if user.inputs[0] == cur else user.inputs[0]
+                if user.inputs[0] == user.inputs[1]:
+                    break
+                bias = self._bias_value(other, out_shape, is_mm)
+                if bias is not None and not has_bias and sum_input < 0 and not post:
+                    has_bias = True
+                    extra.insert(0, self.const_tensor(bias))
+                elif (other.node.constant_value() is None and tuple(other.shape) == tuple(out_shape)
+                      and sum_input < 0 and not post and self._computed(other)):
+                    post.append("sum")
+                    extra.append(self.tensor(other))
+                    sum_input = -2  # resolved below once the bias position is known
+                else:
+                    break
+            elif user.type_name in _POST_OPS and is_standard(user):
+                enc = _POST_OPS[user.type_name](user)
+                if enc is None:
+                    break
+                post.append(enc)
+            else:
+                break
+            self.absorbed.add(user.id)
+            fused.append(user.name)
+            cur = user.output(0)
+        ins = [self.tensor(i) for i in node.inputs] + extra
+        if sum_input == -2:
+            sum_input = base + (1 if has_bias else 0)
+        attrs = attrs_dict(node) | {"has_bias": has_bias, "sum_input": sum_input, "post_ops": post}
+        self.prog.add_node(fused[-1] if len(fused) > 1 else node.name, node.type_name, node.version, attrs, ins,
+                           [self.tensor(cur)], fused)
+
+    def _computed(self, out: Output) -> bool:
+        # The fused step runs where its first node is; an operand produced later in the order
+        # (the shortcut branch of a residual block) cannot be read there. That branch's own
+        # convolution will take the Add instead, when its turn comes.
+        return out.node.type_name in STRUCTURAL or out.node.id in self.done
+
+    @staticmethod
+    def _bias_value(other: Output, out_shape: tuple[int, ...], is_mm: bool) -> np.ndarray | None:
+        v = other.node.constant_value()
+        if v is None or v.dtype != np.float32:
+            return None
+        rank = len(out_shape)
+        s = (1,) * (rank - v.ndim) + tuple(v.shape)
+        if len(s) != rank:
+            return None
+        if is_mm:
+            # per-output-column bias: [..., 1, N]
+            if all(d == 1 for d in s[:-1]) and s[-1] in (out_shape[-1],):
+                return np.ascontiguousarray(v.reshape(-1).astype(np.float32))
+            return None
+        if rank >= 3 and s[0] == 1 and s[1] == out_shape[1] and all(d == 1 for d in s[2:]):
+            return np.ascontiguousarray(v.reshape(-1).astype(np.float32))
+        return None
+
+    def emit_mvn(self, node: Node) -> None:
+        """MVN, and the LayerNorm tail MVN * gamma + beta when gamma/beta are constants over the
+        normalised (last) axis."""
+        cur = node.output(0)
+        fused = [node.name]
+        extra: list[int] = []
+        has_scale = has_shift = False
+        for op_name in ("Multiply", "Add"):
+            user = _single_user(self.uses, cur)
+            if user is None or user.type_name != op_name or not is_standard(user):
+                break
+            other = user.inputs[1] if user.inputs[0] == cur else user.inputs[0]
+            v = other.node.constant_value()
+            if v is None or v.dtype != cur.element_type.np or v.size not in (1, cur.shape[-1]):
+                break
+            if v.size != 1 and tuple(v.shape)[-1:] != tuple(cur.shape)[-1:]:
+                break
+            if user.output_specs[0].shape != cur.partial_shape:
+                break
+            if op_name == "Multiply":
+                has_scale = True
+                extra.append(self.const_tensor(v.reshape(-1)))
+            else:
+                has_shift = True
+                if not has_scale:
+                    extra.append(self.const_tensor(np.ones(1, v.dtype)))
+                extra.append(self.const_tensor(v.reshape(-1)))
+            self.absorbed.add(user.id)
+            fused.append(user.name)
+            cur = user.output(0)
+        ins = [self.tensor(i) for i in node.inputs] + extra
+        attrs = attrs_dict(node) | {"has_scale": has_scale or has_shift, "has_shift": has_shift}
+        self.prog.add_node(fused[-1] if len(fused) > 1 else node.name, "MVN", node.version, attrs, ins,
+                           [self.tensor(cur)], fused)
+
+    def emit_index_map(self, node: Node) -> bool:
+        """Lower a constant-parameter data-movement op to IndexMap: evaluate the op itself on
+        the flat indices of its input (plus one, so that 0 marks padding)."""
+        params = [i.node.constant_value() for i in node.inputs[1:]]
+        t = node.type_name
+        fill: int | None = None
+        if t == "Pad":
+            if len(params) > 2:
+                fill = self.tensor(node.inputs[3])
+            params = params[:2]
+        if any(p is None for p in params):
+            return False
+        data = node.inputs[0]
+        n = int(np.prod(data.shape, dtype=np.int64))
+        idx = (np.arange(n, dtype=np.int64) + 1).reshape(data.shape)
+        args: list[np.ndarray] = [idx, *params]  # type: ignore[list-item]
+        if t == "Pad" and node.attrs.pad_mode == "constant":  # type: ignore[attr-defined]
+            args.append(np.zeros((), np.int64))
+        try:
+            mapped = node.op.evaluate(node.attrs, args)[0]
+        except Exception:  # noqa: BLE001 - the op refused int64 data: run its own kernel instead
+            return False
+        if tuple(mapped.shape) != tuple(node.output(0).shape):
+            return False
+        flat = np.asarray(mapped, np.int64).reshape(-1) - 1
+        dt = np.int32 if n < 2**31 - 1 else np.int64
+        ins = [self.tensor(data), self.const_tensor(flat.astype(dt))]
+        if fill is not None:
+            ins.append(fill)
+        self.add(node, "IndexMap", {}, ins, node.outputs(), [node.name])
+        return True
+
+
+def supported_nodes(core: types.ModuleType, model: Model, kernels: Mapping[tuple[str, str | None], Any]
+                    ) -> dict[str, str]:
+    """``{node name: reason}`` for every node without a kernel (empty reason means supported)."""
+    builtin = set(core.kernel_types())
+    out: dict[str, str] = {}
+    for n in model.get_ordered_ops():
+        if n.type_name in STRUCTURAL:
+            out[n.name] = ""
+            continue
+        if find_plugin_kernel(kernels, n) is not None:
+            out[n.name] = ""
+            continue
+        if not is_standard(n):
+            out[n.name] = f"no kernel for {n.type_name}-{n.version}"
+            continue
+        t = n.type_name
+        lowered = t in INDEX_MAP_OPS and t not in _RESHAPES
+        if t not in builtin and not lowered:
+            out[n.name] = f"no kernel for {t}"
+            continue
+        if not all(o.partial_shape.rank is not None for o in n.outputs()) and t in ("NonZero", "Unique"):
+            out[n.name] = f"{t} has a data-dependent output shape"
+            continue
+        if lowered:
+            params_const = all(i.node.constant_value() is not None for i in n.inputs[1:3 if t == "Pad" else None])
+            out[n.name] = "" if params_const else f"{t} needs constant parameters on the CPU device"
+            continue
+        ins = [(i.element_type.ir, list(i.partial_shape.dims) if i.partial_shape.is_static else [])
+               for i in n.inputs]
+        vals = [i.node.constant_value() for i in n.inputs]
+        outs = [(o.element_type.ir, list(o.partial_shape.dims) if o.partial_shape.is_static else [])
+                for o in n.outputs()]
+        if any(not i.partial_shape.is_static for i in n.inputs):
+            # Shapes decided per inference: judge by element types only.
+            ins = [(ty, [1] * (i.partial_shape.rank or 0)) for (ty, _), i in zip(ins, n.inputs)]
+            outs = [(ty, [1] * (o.partial_shape.rank or 0)) for (ty, _), o in zip(outs, n.outputs())]
+        out[n.name] = str(core.check_node(t, n.version, attrs_dict(n), ins, vals, outs))
+    return out

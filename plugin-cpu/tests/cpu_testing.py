@@ -1,0 +1,81 @@
+"""Helpers of the CPU device tests: a Core with only the CPU plugin (no autoload, so other
+installed plugins cannot change the results), and helpers comparing against the reference."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import opforge
+from opforge.graph import Model, Node
+from opforge.plugins import PluginInfo, PluginSystem
+from opforge.reference import evaluate_model
+
+
+def make_plugins(*extra: tuple[Any, str]) -> PluginSystem:
+    import opforge_cpu.plugin
+
+    ps = PluginSystem(autoload=False)
+    ps.register_module(opforge_cpu.plugin, PluginInfo("cpu", "opforge-cpu", "0.1.0"))
+    for module, name in extra:
+        ps.register_module(module, PluginInfo(name, f"test-{name}", "0.0"))
+    return ps
+
+
+def param(name: str, shape: Sequence[int | None], dtype: str = "f32") -> Node:
+    p = opforge.op("Parameter", element_type=dtype, shape=list(shape), name=name)
+    p.output(0).set_names([name])
+    return p
+
+
+def const(value: Any, dtype: Any = np.float32, name: str | None = None) -> Node:
+    return opforge.op("Constant", value=np.asarray(value, dtype=dtype), name=name)
+
+
+def rand(shape: Sequence[int], dtype: Any = np.float32, seed: int = 0, low: float = -2, high: float = 2) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    dt = np.dtype(dtype)
+    if dt == np.bool_:
+        return rng.random(shape) > 0.5
+    if dt.kind in "iu":
+        lo = 0 if dt.kind == "u" else int(low) * 3
+        return rng.integers(lo, int(high) * 3 + 1, size=shape).astype(dt)
+    return rng.uniform(low, high, size=shape).astype(dt)
+
+
+def check(core: opforge.Core, model: Model, inputs: list[np.ndarray], rtol: float = 1e-5, atol: float = 1e-5,
+          config: dict[str, Any] | None = None) -> list[np.ndarray]:
+    """Run ``model`` on CPU and on the reference; outputs must match in type, shape and value."""
+    want = evaluate_model(model, inputs)
+    compiled = core.compile_model(model, "CPU", config)
+    got = compiled(inputs).to_tuple()
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype, (g.dtype, w.dtype)
+        assert g.shape == w.shape, (g.shape, w.shape)
+        if w.dtype.kind in "fc":
+            np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, equal_nan=True)
+        else:
+            np.testing.assert_array_equal(g, w)
+    return list(got)
+
+
+def single(op_type: str, inputs: list[np.ndarray], const_inputs: dict[int, Any] | None = None,
+           **attrs: Any) -> tuple[Model, list[np.ndarray]]:
+    """A model of one node: non-constant inputs become parameters."""
+    const_inputs = const_inputs or {}
+    args: list[Node] = []
+    params: list[Node] = []
+    feeds: list[np.ndarray] = []
+    for i, a in enumerate(inputs):
+        if i in const_inputs:
+            args.append(opforge.op("Constant", value=np.asarray(const_inputs[i])))
+        else:
+            p = param(f"in{i}", a.shape, opforge.Type.from_numpy(a.dtype).ir)
+            args.append(p)
+            params.append(p)
+            feeds.append(a)
+    node = opforge.op(op_type, *args, name="node", **attrs)
+    outs = node.outputs()
+    return Model(outs, params, name=op_type), feeds

@@ -1,0 +1,166 @@
+"""Third-party kernels: NumPy callables (the slow path) and compiled kernels through the C ABI."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import subprocess
+import sys
+import sysconfig
+import types
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import opforge
+import opforge_cpu
+import pytest
+from cpu_testing import make_plugins, param, rand
+from opforge.errors import KernelError, PluginValidationError, UnsupportedOpError
+from opforge.graph import Model
+
+pytest.importorskip("opforge_template_extension")
+from opforge_template_extension.op import OPSET, TemplateIdentity
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "template_kernel" / "template_kernel.cpp"
+
+
+def plugin(kernel: Any) -> types.SimpleNamespace:
+    class P:
+        @opforge.hookimpl
+        def opforge_register_ops(self, register: Any) -> None:
+            register(TemplateIdentity)
+
+        @opforge.hookimpl
+        def opforge_register_kernels(self, register: Any) -> None:
+            register("CPU", "Identity", kernel, version=OPSET)
+
+    return P()  # type: ignore[return-value]
+
+
+def identity_model(scale: float = 2.0) -> Model:
+    x = param("x", [2, 8])
+    y = opforge.Node.create(TemplateIdentity, [x], {"scale": scale}, name="ident")
+    z = opforge.op("Relu", opforge.op("Add", y, x, name="add"), name="relu")
+    return Model([z], [x], name="custom")
+
+
+@pytest.fixture(scope="module")
+def compiled_kernel(tmp_path_factory: pytest.TempPathFactory) -> types.ModuleType:
+    if shutil.which("c++") is None:
+        pytest.skip("no C++ compiler")
+    import pybind11
+
+    out = tmp_path_factory.mktemp("kernel") / f"_template_kernel{sysconfig.get_config_var('EXT_SUFFIX')}"
+    cmd = ["c++", "-O2", "-shared", "-fPIC", "-std=c++17", f"-I{pybind11.get_include()}",
+           f"-I{sysconfig.get_paths()['include']}", f"-I{opforge_cpu.get_include()}", str(EXAMPLE), "-o", str(out)]
+    subprocess.run(cmd, check=True, capture_output=True)
+    spec = importlib.util.spec_from_file_location("_template_kernel", out)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_python_kernel_slow_path() -> None:
+    calls = []
+
+    def kernel(attrs: Any, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        calls.append(1)
+        return [inputs[0] * np.float32(attrs.scale)]
+
+    core = opforge.Core(make_plugins((plugin(kernel), "ext")))
+    model = identity_model(3.0)
+    compiled = core.compile_model(model, "CPU")
+    x = rand((2, 8))
+    np.testing.assert_allclose(compiled([x])[0], np.maximum(x * 3 + x, 0), rtol=1e-6)
+    assert len(calls) == 1
+    assert compiled._executable.python_kernel_calls() == 1
+    assert core.query_model(model, "CPU").keys() == {n.name for n in model.get_ordered_ops()}
+
+
+def test_python_kernel_that_raises_names_node() -> None:
+    def kernel(attrs: Any, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        raise ValueError("boom")
+
+    core = opforge.Core(make_plugins((plugin(kernel), "ext")))
+    compiled = core.compile_model(identity_model(), "CPU")
+    with pytest.raises(KernelError, match="node 'ident' \\(Identity\\).*boom"):
+        compiled([rand((2, 8))])
+
+
+def test_python_kernel_wrong_output_shape() -> None:
+    core = opforge.Core(make_plugins((plugin(lambda a, x: [x[0][:1]]), "ext")))
+    compiled = core.compile_model(identity_model(), "CPU")
+    with pytest.raises(KernelError, match="shape \\(1, 8\\), inferred \\(2, 8\\)"):
+        compiled([rand((2, 8))])
+
+
+def test_compiled_kernel_runs_inside_the_cpp_loop(compiled_kernel: types.ModuleType) -> None:
+    core = opforge.Core(make_plugins((plugin(compiled_kernel.kernel()), "ext")))
+    model = identity_model(2.0)
+    compiled = core.compile_model(model, "CPU")
+    compiled_kernel.reset_calls()
+    x = rand((2, 8))
+    audit: list[str] = []
+
+    def profiler(frame: Any, event: str, arg: Any) -> None:
+        if event in ("call", "c_call"):
+            audit.append(getattr(arg, "__name__", frame.f_code.co_name))
+
+    req = compiled.create_infer_request()
+    for _ in range(5):
+        out = req.infer([x])[0]
+    np.testing.assert_allclose(out, np.maximum(2 * x + x, 0), rtol=1e-6)
+    assert compiled_kernel.calls() == 5
+    assert compiled._executable.python_kernel_calls() == 0
+    # While the executor runs, no Python function of the plugin is entered.
+    sys.setprofile(profiler)
+    try:
+        req.infer([x])
+    finally:
+        sys.setprofile(None)
+    assert compiled_kernel.calls() == 6
+    assert "kernel" not in audit and "calls" not in audit
+
+
+def test_compiled_kernel_create_error_is_reported(compiled_kernel: types.ModuleType) -> None:
+    core = opforge.Core(make_plugins((plugin(compiled_kernel.kernel()), "ext")))
+    x = param("x", [3], "i32")
+    y = opforge.Node.create(TemplateIdentity, [x], {"scale": 1.0}, name="ident")
+    out = core.compile_model(Model([y], [x]), "CPU")([np.arange(3, dtype=np.int32)])[0]
+    np.testing.assert_array_equal(out, np.arange(3))
+
+
+def test_abi_mismatch_is_refused(compiled_kernel: types.ModuleType, tmp_path: Path) -> None:
+    # A descriptor whose first field (the ABI version) says 999: built from a patched copy.
+    src = EXAMPLE.read_text().replace("OPFORGE_CPU_KERNEL_ABI_VERSION, sizeof", "999u, sizeof")
+    src = src.replace("PYBIND11_MODULE(_template_kernel", "PYBIND11_MODULE(_bad_kernel")
+    path = tmp_path / "bad.cpp"
+    path.write_text(src)
+    import pybind11
+
+    out = tmp_path / f"_bad_kernel{sysconfig.get_config_var('EXT_SUFFIX')}"
+    subprocess.run(["c++", "-O1", "-shared", "-fPIC", "-std=c++17", f"-I{pybind11.get_include()}",
+                    f"-I{sysconfig.get_paths()['include']}", f"-I{opforge_cpu.get_include()}", str(path), "-o",
+                    str(out)], check=True, capture_output=True)
+    spec = importlib.util.spec_from_file_location("_bad_kernel", out)
+    assert spec is not None and spec.loader is not None
+    bad = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bad)
+    core = opforge.Core(make_plugins((plugin(bad.kernel()), "ext")))
+    with pytest.raises(PluginValidationError, match="test-ext 0.0.*ABI 999.*ABI 1"):
+        core.compile_model(identity_model(), "CPU")
+
+
+def test_op_without_kernel_is_not_supported() -> None:
+    class OpsOnly:
+        @opforge.hookimpl
+        def opforge_register_ops(self, register: Any) -> None:
+            register(TemplateIdentity)
+
+    core = opforge.Core(make_plugins((OpsOnly(), "ext")))
+    model = identity_model()
+    assert "ident" not in core.query_model(model, "CPU")
+    with pytest.raises(UnsupportedOpError, match="ident"):
+        core.compile_model(model, "CPU")

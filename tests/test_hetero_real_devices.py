@@ -7,9 +7,8 @@ import warnings
 from typing import Any
 
 import numpy as np
-import pytest
-
 import opforge
+import pytest
 from opforge import InferContext, Op, OpAttrs, TensorSpec
 from opforge.plugins import PluginInfo, PluginSystem, default_plugins
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from onnx import TensorProto as T
 from onnx import helper as h
-from opforge.errors import ExtensionError, UnsupportedOpError
+from opforge.errors import ConversionError, ExtensionError, UnsupportedOpError
 from opforge.frontend import (
     ConversionExtension,
     FrontExtractorOp,
@@ -107,6 +107,86 @@ def test_op_extension_with_named_ports_for_paddle_style_frameworks() -> None:
     assert ext.key == ("paddle", "", "relu") and ext.inputs == ["X"]
     with pytest.raises(ExtensionError, match="named input"):
         OpExtension("Relu", "relu", framework="paddle", inputs=["X", "Y"], outputs=["Out"])
+
+
+# ---------------------------------------------------------------------------- named outputs (core API)
+def _named_ctx(**kw: Any) -> NodeContext:
+    """A NodeContext of a framework with named ports, as the Paddle frontend builds them."""
+    from opforge.frontend.node_context import GraphBuilder
+
+    builder = GraphBuilder(default_plugins().ops)
+    x = builder.op("Parameter", [], {"element_type": "f32", "shape": [2, 6]}, "x").output(0)
+    return NodeContext(framework="paddle", op_type=kw.pop("op_type", "split"), domain="", name="n",
+                       inputs=[x], attributes=kw.pop("attributes", {"num": 3}), builder=builder,
+                       named_inputs={"X": [x]}, named_outputs=kw.pop("named_outputs", {"Out": ["a", "b", "c"]}),
+                       source="m.pdmodel", **kw)
+
+
+def _handler(ext: Any) -> Any:
+    from opforge.frontend.extensions import Handler
+
+    return Handler(ext, "test")
+
+
+def test_node_context_named_outputs() -> None:
+    ctx = _named_ctx(named_outputs={"Out": ["a", "b"], "XShape": [], "Mask": [""]})
+    assert ctx.has_named_outputs and ctx.get_output_names() == ["Out", "XShape", "Mask"]
+    assert ctx.get_output_size() == 3 and ctx.get_output_size("Out") == 2 and ctx.get_output_size("Nope") == 0
+    assert ctx.has_output("Out") and not ctx.has_output("XShape") and not ctx.has_output("Mask")
+    assert ctx.has_output(0) and not ctx.has_output(1) and not ctx.has_output(5)
+    assert ctx.get_output_value_names("Out") == ["a", "b"]
+    # no "domain ''" for frameworks without op domains
+    assert ctx.label == "node 'n' (paddle split) in m.pdmodel"
+
+
+def test_node_context_positional_outputs_keep_their_meaning() -> None:
+    from opforge.frontend.node_context import GraphBuilder
+
+    ctx = NodeContext(framework="onnx", op_type="Dropout", domain="", name="d", inputs=[], attributes={},
+                      builder=GraphBuilder(default_plugins().ops), output_names=["y", ""])
+    assert not ctx.has_named_outputs and ctx.get_output_size() == 2
+    assert ctx.has_output(0) and not ctx.has_output(1) and ctx.has_output("y") and ctx.get_output_size("y") == 1
+    assert ctx.label == "node 'd' (onnx Dropout, domain 'ai.onnx')"
+
+
+def test_normalize_outputs_accepts_list_valued_named_outputs() -> None:
+    from opforge.frontend.extensions import normalize_outputs
+
+    ctx = _named_ctx(named_outputs={"Out": ["a", "b", "c"], "XShape": ["xs"]})
+    parts = ctx.op("Split", ctx.get_input("X"), ctx.const(np.int64(1)), num_splits=3).outputs()
+    h = _handler(ConversionExtension("split", lambda c: [], framework="paddle"))
+    assert normalize_outputs({"Out": parts}, ctx, h) == [*parts, None]
+    assert normalize_outputs({"Out": parts[:2]}, ctx, h) == [*parts[:2], None, None]  # c not produced
+    assert normalize_outputs([parts, parts[0]], ctx, h) == [*parts, parts[0]]  # one entry per port
+    with pytest.raises(ConversionError, match=r"returned output 'Y'.*output ports Out, XShape"):
+        normalize_outputs({"Y": parts[0]}, ctx, h)
+    with pytest.raises(ConversionError, match=r"4 values for output 'Out'.*binds to 3"):
+        normalize_outputs({"Out": [*parts, parts[0]]}, ctx, h)
+    single = _named_ctx()
+    assert normalize_outputs(parts, single, h) == parts  # one port: a flat list is its values
+
+
+def test_op_extension_deals_op_outputs_to_a_list_valued_named_output() -> None:
+    from opforge.frontend.extensions import normalize_outputs
+
+    ctx = _named_ctx(op_type="my_split")
+    axis = ctx.const(np.int64(1))
+    ctx = NodeContext(framework="paddle", op_type="my_split", domain="", name="n", inputs=[ctx.get_input("X"), axis],
+                      attributes={"num": 3}, builder=ctx.builder,
+                      named_inputs={"X": [ctx.get_input("X")], "Axis": [axis]},
+                      named_outputs={"Out": ["a", "b", "c"]})
+    ext = OpExtension("Split", "my_split", {"num_splits": "num"}, framework="paddle", inputs=["X", "Axis"],
+                      outputs=["Out"])
+    result = ext.convert(ctx)
+    assert isinstance(result, dict) and list(result) == ["Out"] and len(result["Out"]) == 3
+    outs = normalize_outputs(result, ctx, _handler(ext))
+    assert [o.partial_shape.to_tuple() for o in outs if o is not None] == [(2, 2)] * 3
+    too_many = NodeContext(framework="paddle", op_type="my_split", domain="", name="n",
+                           inputs=ctx.get_inputs(), attributes={"num": 2}, builder=ctx.builder,
+                           named_inputs={"X": [ctx.get_input("X")], "Axis": [axis]},
+                           named_outputs={"Out": ["a", "b", "c"]})
+    with pytest.raises(ExtensionError, match="binds 3 value\\(s\\) to output 'Out' but 'Split' has only 2"):
+        ext.convert(too_many)
 
 
 # ---------------------------------------------------------------------------- ConversionExtension

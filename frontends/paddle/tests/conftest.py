@@ -18,6 +18,19 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from paddle_test_utils import as_list, save_both
 
+_HERE = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The full-size vision networks (``slow``) run only when asked for (``-m slow``), so the
+    default run of these tests stays short."""
+    if config.getoption("markexpr", ""):
+        return
+    skip = pytest.mark.skip(reason="slow: run with -m slow")
+    for item in items:
+        if "slow" in item.keywords and _HERE in Path(str(item.fspath)).parents:
+            item.add_marker(skip)
+
 
 @pytest.fixture(scope="session")
 def paddle() -> Any:

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from opforge.errors import ExternalDataError, ModelFormatError
+from opforge.errors import ExternalDataError, ModelFormatError, UnsupportedOpError
 from opforge.frontend.convert import convert_model
 from paddle_test_utils import SEED, legacy_model
 
@@ -142,3 +142,18 @@ def test_weights_given_explicitly(small: Path, tmp_path: Path) -> None:
     assert model.rt_info["paddle_format"] == "legacy"
     model = convert_model(small.read_bytes(), weights=moved.read_bytes())
     assert len(model.outputs) == 1
+
+
+def test_control_flow_is_reported_as_unsupported(paddle: Any, tmp_path: Path) -> None:
+    """A data-dependent branch becomes pd_op.if in PIR: the unsupported-op error names it."""
+    class Branchy(paddle.nn.Layer):
+        def forward(self, x: Any) -> Any:
+            if x.sum() > 0:
+                y = x * 2
+            else:
+                y = x - 1
+            return y
+
+    paddle.jit.save(Branchy(), str(tmp_path / "cf"), input_spec=[paddle.static.InputSpec([2, 3], "float32", "x")])
+    with pytest.raises(UnsupportedOpError, match=r"pd_op\.if: 1 node"):
+        convert_model(tmp_path / "cf.json")

@@ -146,3 +146,29 @@ def test_pir_custom_op(paddle: Any, tmp_path: Path) -> None:
     model = convert_model(path, extension=ConversionExtension(
         "my_relu", lambda ctx: {"out0": ctx.op("Relu", ctx.get_input(0))}, framework="paddle"))
     assert_close(evaluate_model(model, [X]), ref, "PIR custom op (ConversionExtension)")
+
+
+def test_op_extension_maps_a_list_valued_output(paddle: Any, tmp_path: Path) -> None:
+    """OpExtension(outputs=["Out"]) on a split: Split's outputs are dealt to Out's variables."""
+
+    def body(b: Any, d: dict[str, Any]) -> list[Any]:
+        axis = b.op("fill_constant", {}, {"shape": [], "dtype": 3, "value": 1.0}, dtype="int64")
+        return list(b.op("split", {"X": d["x"], "AxisTensor": axis}, {"num": 3, "axis": 0}, n_out={"Out": 3}))
+
+    path, inputs, ref = legacy_model(paddle, tmp_path / "split3", {"x": X}, body)
+    rename_legacy_op(path, "split", "my_split")
+    model = convert_model(path, extension=OpExtension(
+        "Split", "my_split", {"num_splits": "num"}, framework="paddle", inputs=["X", "AxisTensor"], outputs=["Out"]))
+    assert_close(evaluate_model(model, inputs), ref, "OpExtension with a list-valued output")
+    assert [n.type_name for n in model.get_ordered_ops()].count("Split") == 1
+
+
+def test_errors_name_paddle_nodes_without_a_domain(paddle: Any, tmp_path: Path) -> None:
+    path, _, _ = _legacy(paddle, tmp_path)
+
+    def broken(ctx: Any) -> Any:
+        raise ctx.error("no way")
+
+    with pytest.raises(ConversionError) as info:
+        convert_model(path, extension=ConversionExtension("relu", broken, framework="paddle"))
+    assert "(paddle relu)" in str(info.value) and "domain" not in str(info.value)

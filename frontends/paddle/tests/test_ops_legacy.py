@@ -125,3 +125,63 @@ def test_embedding_padding_idx(paddle: Any, tmp_path: Path, padding_idx: int) ->
 
     path, inputs, ref = legacy_model(paddle, tmp_path / f"emb{padding_idx}", {"ids": ids}, body)
     check_model(path, inputs, ref)
+
+
+def test_more_legacy_ops(paddle: Any, tmp_path: Path) -> None:
+    """The legacy forms of the ops added after the vision networks: transposed convolution,
+    *_interp_v2, pad3d, prelu, arg_max/top_k_v2, where, cumsum, expand_v2/expand_as_v2/tile,
+    gather_nd, fill_any_like, range, one_hot_v2, instance_norm/group_norm, p_norm, flip, roll,
+    index_select, comparisons, where_index, unstack, strided_slice, meshgrid."""
+
+    def body(b: Any, d: dict[str, Any]) -> list[Any]:
+        x = d["x"]
+        conv_t = b.op("conv2d_transpose", {"Input": x, "Filter": b.param("wt", f32(4, 3, 3, 3))},
+                      {"strides": [2, 2], "paddings": [1, 1], "output_padding": [1, 0], "dilations": [1, 1], "groups": 1,
+                       "padding_algorithm": "EXPLICIT", "data_format": "NCHW", "output_size": []}, outputs=("Output",))
+        dw_t = b.op("depthwise_conv2d_transpose", {"Input": x, "Filter": b.param("wdt", f32(4, 1, 2, 2))},
+                    {"strides": [2, 2], "paddings": [0, 0], "dilations": [1, 1], "groups": 4, "output_size": [],
+                     "padding_algorithm": "EXPLICIT", "data_format": "NCHW"}, outputs=("Output",))
+        interp = {"data_layout": "NCHW", "out_d": -1, "align_corners": False, "align_mode": 0}
+        bil = b.op("bilinear_interp_v2", {"X": x}, {**interp, "interp_method": "bilinear", "out_h": 7, "out_w": 9,
+                                                   "scale": []})
+        near = b.op("nearest_interp_v2", {"X": x}, {**interp, "interp_method": "nearest", "out_h": -1, "out_w": -1,
+                                                   "scale": [2.0, 2.0]})
+        pad = b.op("pad3d", {"X": b.op("unsqueeze2", {"X": x}, {"axes": [2]}, outputs=("Out", "XShape"))},
+                   {"paddings": [1, 2, 0, 1, 0, 0], "mode": "reflect", "value": 0.0, "data_format": "NCDHW"})
+        prelu = b.op("prelu", {"X": x, "Alpha": b.param("alpha", np.full([4], 0.2, np.float32))},
+                     {"mode": "channel", "data_format": "NCHW"})
+        am = b.op("arg_max", {"X": x}, {"axis": 1, "keepdims": False, "flatten": False, "dtype": 3}, dtype="int64")
+        top_v = b.op("top_k_v2", {"X": x}, {"k": 2, "axis": -1, "largest": True, "sorted": True},
+                     outputs=("Out", "Indices"))
+        gt = b.op("greater_than", {"X": x, "Y": b.param("zero", np.zeros([1], np.float32))}, {"axis": -1}, dtype="bool")
+        wh = b.op("where", {"Condition": gt, "X": x, "Y": b.op("scale", {"X": x}, {"scale": 2.0, "bias": 0.0,
+                                                                                  "bias_after_scale": True})})
+        cs = b.op("cumsum", {"X": x}, {"axis": 2, "flatten": False, "exclusive": True, "reverse": True})
+        ex = b.op("expand_v2", {"X": b.op("reduce_mean", {"X": x}, {"dim": [1], "keep_dim": True, "reduce_all": False})},
+                  {"shape": [-1, 3, -1, -1]})
+        exa = b.op("expand_as_v2", {"X": b.param("row", f32(1, 6))}, {"target_shape": [2, 4, 5, 6]})
+        tile = b.op("tile", {"X": x}, {"repeat_times": [1, 1, 2]})
+        idx = b.op("assign_value", {}, {"shape": [2, 2], "dtype": 3, "values": [0, 1, 1, 3]}, dtype="int64")
+        gnd = b.op("gather_nd", {"X": x, "Index": idx})
+        like = b.op("fill_any_like", {"X": x}, {"value": 1.5, "dtype": -1})
+        start, end, step = (b.op("fill_constant", {}, {"shape": [1], "dtype": 5, "value": v}) for v in (1.0, 4.0, 0.5))
+        rng = b.op("range", {"Start": start, "End": end, "Step": step})
+        oh = b.op("one_hot_v2", {"X": am}, {"depth": 4, "dtype": 5, "allow_out_of_range": False})
+        inorm = b.op("instance_norm", {"X": x, "Scale": b.param("is", 1 + f32(4) * 0.1), "Bias": b.param("ib", f32(4))},
+                     {"epsilon": 1e-5}, outputs=("Y", "SavedMean", "SavedVariance"))
+        gnorm = b.op("group_norm", {"X": x, "Scale": b.param("gs", 1 + f32(4) * 0.1), "Bias": b.param("gb", f32(4))},
+                     {"epsilon": 1e-5, "groups": 2, "data_layout": "NCHW"}, outputs=("Y", "Mean", "Variance"))
+        pn = b.op("p_norm", {"X": x}, {"porder": 2.0, "axis": 1, "epsilon": 1e-12, "keepdim": False, "asvector": False})
+        flip = b.op("flip", {"X": x}, {"axis": [1, 3]})
+        roll = b.op("roll", {"X": x}, {"shifts": [2, -1], "axis": [2, 3]})
+        sel = b.op("index_select", {"X": x, "Index": b.op("assign_value", {}, {"shape": [2], "dtype": 3, "values": [3, 1]},
+                                                          dtype="int64")}, {"dim": 1})
+        nz = b.op("where_index", {"Condition": gt}, dtype="int64")
+        parts = b.op("unstack", {"X": x}, {"axis": 1, "num": 4}, outputs=("Y",), n_out={"Y": 4})
+        ss = b.op("strided_slice", {"Input": x}, {"axes": [2, 3], "starts": [0, 1], "ends": [5, 6], "strides": [2, 2],
+                                                  "infer_flags": [1, 1], "decrease_axis": []})
+        return [conv_t, dw_t, bil, near, pad, prelu, am, top_v, wh, cs, ex, exa, tile, gnd, like, rng, oh, inorm,
+                gnorm, pn, flip, roll, sel, nz, parts[1], ss]
+
+    path, inputs, ref = legacy_model(paddle, tmp_path / "more", {"x": f32(2, 4, 5, 6)}, body)
+    check_model(path, inputs, ref, cpu=False)  # the CPU device has no kernels for most of these yet

@@ -57,8 +57,9 @@ if TYPE_CHECKING:
 STANDARD_PRIORITY = -1000
 
 #: What a conversion function returns: outputs in framework order (None for an output that is
-#: not produced), or outputs by name for frameworks with named outputs (PaddlePaddle).
-ConversionResult = Sequence[Output | Node | None] | Mapping[str, Sequence[Output | Node] | Output | Node]
+#: not produced), or outputs by name -- a list for a port bound to several values (PaddlePaddle).
+ConversionResult = (Sequence[Output | Node | Sequence[Output | Node | None] | None]
+                    | Mapping[str, Sequence[Output | Node | None] | Output | Node | None])
 
 
 def normalize_domain(framework: str, domain: str | None) -> str:
@@ -184,7 +185,9 @@ class OpExtension(FrontendExtension):
     Values are copied as they are (no expressions); a value whose type does not fit the target
     attribute is an :class:`~opforge.errors.ExtensionError`. For frameworks with named inputs
     and outputs (PaddlePaddle) give ``inputs=[...]`` and ``outputs=[...]``: the framework names
-    in the target's port order.
+    in the target's port order. A named port bound to several values takes as many consecutive
+    ports of the op: ``inputs=["X"]`` on Paddle ``concat`` feeds every ``X`` value to Concat,
+    ``outputs=["Out"]`` on ``split`` with three parts takes Split's three outputs.
     """
 
     def __init__(
@@ -328,9 +331,23 @@ class OpExtension(FrontendExtension):
                 f"{self._where()}: the attributes of {ctx.label} do not fit '{op_cls.type_name}': {err}"
             ) from None
         outs = node.outputs()
-        if self.outputs is not None:
-            return {name: outs[i] for i, name in enumerate(self.outputs) if i < len(outs)}
-        return outs
+        if self.outputs is None:
+            return outs
+        # The op's outputs are dealt to the named outputs in order; a list-valued framework port
+        # (Paddle split's Out, bound to one variable per part) takes as many as it is bound to.
+        named: dict[str, list[Output]] = {}
+        k = 0
+        for name in self.outputs:
+            n = max(ctx.get_output_size(name), 1) if ctx.has_named_outputs else 1
+            if k + n > len(outs):
+                raise ExtensionError(
+                    f"{self._where()}: {ctx.label} binds {n} value(s) to output '{name}' but "
+                    f"'{op_cls.type_name}' has only {len(outs) - k} output(s) left for it "
+                    f"({len(outs)} in all)"
+                )
+            named[name] = outs[k:k + n]
+            k += n
+        return named
 
     def describe(self) -> str:
         return self._where()
@@ -537,25 +554,67 @@ class ExtensionSet:
 
 
 def normalize_outputs(result: ConversionResult, ctx: NodeContext, handler: Handler) -> list[Output | None]:
-    """A conversion function's return value as a list of ports in framework output order."""
+    """A conversion function's return value as a list of ports in framework output order.
+
+    * a list: one entry per output (for named outputs: per output port, in port order; an entry
+      for a list-valued port may itself be a list). An op with a single named output port may
+      return that port's values as a flat list (``split``: ``node.outputs()``). Extra entries
+      are ignored, missing ones are outputs the function does not produce;
+    * a mapping ``{name: port or [ports]}`` keyed by :meth:`NodeContext.get_output_names`;
+    * a single node or port: the first output.
+
+    For named outputs the list returned holds each port's values in turn
+    (``ctx.get_output_size(name)`` of them), None where one is not produced.
+    """
     if isinstance(result, Node):
         result = result.outputs()
     if isinstance(result, Output):
         result = [result]
+    names = ctx.get_output_names()
     if isinstance(result, Mapping):
+        unknown = [k for k in result if k not in names]
+        if unknown:
+            what = "output ports" if ctx.has_named_outputs else "outputs"
+            raise ConversionError(
+                f"{handler.extension.describe()} returned output '{unknown[0]}' for {ctx.label}, which has "
+                f"{what} {', '.join(names) or 'none'}"
+            )
+        per_name = [result.get(name) for name in names]
+    elif isinstance(result, (list, tuple)):
+        if ctx.has_named_outputs and len(names) == 1 and not any(isinstance(v, (list, tuple)) for v in result):
+            per_name = [list(result)]
+        else:
+            per_name = list(result[:len(names)]) if names else list(result)
+    else:
+        raise ConversionError(
+            f"{handler.extension.describe()} returned {type(result).__name__} for {ctx.label}; a "
+            "conversion function returns a list of outputs (or, by name, a mapping)"
+        )
+    if not ctx.has_named_outputs:
         outs: list[Output | None] = []
-        for name in ctx.output_names:
-            v = result.get(name)
+        for k, v in enumerate(per_name):
             if isinstance(v, (list, tuple)):
+                if len(v) > 1:
+                    raise ConversionError(
+                        f"{handler.extension.describe()} returned {len(v)} values for output "
+                        f"{names[k] if k < len(names) else k!r} of {ctx.label}, which takes one"
+                    )
                 v = v[0] if v else None
             outs.append(_as_port(v, ctx, handler))
         return outs
-    if not isinstance(result, (list, tuple)):
-        raise ConversionError(
-            f"{handler.extension.describe()} returned {type(result).__name__} for {ctx.label}; a "
-            "conversion function returns a list of outputs"
-        )
-    return [_as_port(v, ctx, handler) for v in result]
+    flat: list[Output | None] = []
+    for k, name in enumerate(names):
+        n = ctx.get_output_size(name)
+        v = per_name[k] if k < len(per_name) else None
+        vals = list(v) if isinstance(v, (list, tuple)) else ([] if v is None else [v])
+        if n and len(vals) > n:
+            raise ConversionError(
+                f"{handler.extension.describe()} returned {len(vals)} values for output '{name}' of "
+                f"{ctx.label}, which the model binds to {n} value(s)"
+            )
+        ports = [_as_port(x, ctx, handler) for x in vals[:n]]
+        flat.extend(ports + [None] * (n - len(ports)))
+    return flat
 
 
 def _as_port(v: Any, ctx: NodeContext, handler: Handler) -> Output | None:

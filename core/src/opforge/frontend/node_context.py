@@ -111,8 +111,15 @@ class NodeContext:
 
     ``get_input(i)`` and ``get_attribute(name, default, dtype)`` are what most conversion
     functions need; ``op(type, *inputs, **attrs)`` creates opforge nodes and ``const(value)``
-    constants. Frameworks with named inputs (PaddlePaddle) also give ``get_input(name)`` and
-    ``get_input(name, i)``.
+    constants.
+
+    Frameworks with named ports (PaddlePaddle: ``X``, ``Y`` -> ``Out``, ``XShape``) give
+    ``named_inputs`` and ``named_outputs``: each port bound to a list of framework values
+    (Paddle ``concat``'s ``X`` and ``split``'s ``Out`` hold several). Conversion functions then
+    read ``get_input(name)`` / ``get_input(name, i)`` / ``get_input_size(name)``, size named
+    outputs with ``get_output_size(name)`` / ``has_output(name)``, and return
+    ``{name: port or [ports]}``. Positional frameworks (ONNX) number inputs and outputs; their
+    output names are the output values' names.
     """
 
     def __init__(
@@ -127,6 +134,7 @@ class NodeContext:
         builder: GraphBuilder,
         named_inputs: Mapping[str, Sequence[Output | None]] | None = None,
         output_names: Sequence[str] = (),
+        named_outputs: Mapping[str, Sequence[str]] | None = None,
         opset_version: int | None = None,
         type_decoder: Callable[[Any], Type] | None = None,
         source: str = "",
@@ -140,7 +148,13 @@ class NodeContext:
         self._named = {k: list(v) for k, v in (named_inputs or {}).items()}
         self._attrs = dict(attributes)
         self.builder = builder
-        self.output_names = list(output_names)
+        #: output port -> the framework values bound to it ("" for an unbound slot); None for
+        #: frameworks with positional outputs
+        self._named_outputs = ({k: list(v) for k, v in named_outputs.items()}
+                               if named_outputs is not None else None)
+        #: the names outputs are returned under: the named output ports, else the output values'
+        #: names in order (ONNX tensor names, "" for an omitted optional output)
+        self.output_names = list(output_names) if output_names or named_outputs is None else list(named_outputs)
         self.opset_version = opset_version
         self._type_decoder = type_decoder
         #: the model file, for messages
@@ -164,11 +178,14 @@ class NodeContext:
 
     @property
     def label(self) -> str:
-        """How messages name this node: ``node 'conv1' (onnx Conv, domain 'ai.onnx', opset 13)``."""
+        """How messages name this node: ``node 'conv1' (onnx Conv, domain 'ai.onnx', opset 13)``;
+        frameworks without op domains (PaddlePaddle) leave the domain out: ``(paddle conv2d)``."""
         dom = self.domain or ("ai.onnx" if self.framework == "onnx" else "")
-        ver = f", opset {self.opset_version}" if self.opset_version is not None else ""
+        details = f", domain '{dom}'" if dom else ""
+        if self.opset_version is not None:
+            details += f", opset {self.opset_version}"
         where = f" in {self.source}" if self.source else ""
-        return f"node '{self.name}' ({self.framework} {self.op_type}, domain '{dom}'{ver}){where}"
+        return f"node '{self.name}' ({self.framework} {self.op_type}{details}){where}"
 
     def error(self, message: str) -> ConversionError:
         """A :class:`ConversionError` naming this node, to ``raise``."""
@@ -236,8 +253,44 @@ class NodeContext:
         return value
 
     # --- outputs -------------------------------------------------------------------------------
-    def get_output_size(self) -> int:
-        return len(self.output_names)
+    @property
+    def has_named_outputs(self) -> bool:
+        """Whether outputs are named ports that may hold several values (PaddlePaddle)."""
+        return self._named_outputs is not None
+
+    def get_output_names(self) -> list[str]:
+        """The names a conversion function may return outputs under, in order: the named output
+        ports (Paddle ``["Out", "XShape"]``), else the output values' names (ONNX)."""
+        return list(self.output_names)
+
+    def get_output_size(self, name: str | None = None) -> int:
+        """Number of outputs (named ports, for frameworks with named outputs); or the number of
+        values the model binds to output ``name`` (Paddle ``split``'s ``Out``: one per part; 0 for
+        a port the model leaves unbound)."""
+        if name is None:
+            return len(self.output_names)
+        if self._named_outputs is not None:
+            return len(self._named_outputs.get(name, []))
+        return 1 if name and name in self.output_names else 0
+
+    def has_output(self, index_or_name: int | str) -> bool:
+        """Whether the model uses the output: a named port bound to at least one value, or an
+        output index that is not an omitted optional output."""
+        if isinstance(index_or_name, str):
+            if self._named_outputs is not None:
+                return any(self._named_outputs.get(index_or_name, []))
+            return bool(index_or_name) and index_or_name in self.output_names
+        if not 0 <= index_or_name < len(self.output_names):
+            return False
+        if self._named_outputs is not None:
+            return self.has_output(self.output_names[index_or_name])
+        return bool(self.output_names[index_or_name])
+
+    def get_output_value_names(self, name: str) -> list[str]:
+        """The framework values (Paddle variable names) bound to named output ``name``."""
+        if self._named_outputs is not None:
+            return list(self._named_outputs.get(name, []))
+        return [name] if name in self.output_names else []
 
     # --- attributes ----------------------------------------------------------------------------
     def has_attribute(self, name: str) -> bool:

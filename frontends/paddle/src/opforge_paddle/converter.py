@@ -9,22 +9,22 @@ STANDARD_PRIORITY.
 from __future__ import annotations
 
 import collections
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from opforge.errors import ConversionError, ModelValidationError, OpforgeError, UnsupportedOpError
 from opforge.frontend.base import ConversionOptions
-from opforge.frontend.extensions import ExtensionSet, Handler
+from opforge.frontend.extensions import ExtensionSet, Handler, normalize_outputs
 from opforge.frontend.framework_node import FrameworkNode
-from opforge.frontend.node_context import GraphBuilder
+from opforge.frontend.node_context import GraphBuilder, NodeContext
 from opforge.graph import Model, Node, Output
 from opforge.plugins.manager import PluginSystem
 from opforge.shape import PartialShape
 
-from opforge_paddle.context import FRAMEWORK, PaddleNodeContext
 from opforge_paddle.program import PaddleOp, PaddleProgram
+
+FRAMEWORK = "paddle"
 
 
 class PaddleConverter:
@@ -128,21 +128,31 @@ class PaddleConverter:
             f"{self.label}: {who} reads variable '{var}', which no earlier op, feed or parameter produces"
         )
 
-    def convert_op(self, op: PaddleOp) -> None:
+    def context(self, op: PaddleOp) -> NodeContext:
+        """The public NodeContext of one op: named inputs and outputs, as any extension sees them."""
         named: dict[str, list[Output | None]] = {}
         for port, vars_ in op.inputs.items():
             named[port] = [self._value(v, f"op '{op.name}' ({op.type}) input '{port}'") if v else None
                            for v in vars_]
-        ctx = PaddleNodeContext(op, named, self.builder, self.label, self.program.format)
+        flat = [v for vals in named.values() for v in vals]
+        return NodeContext(
+            framework=FRAMEWORK, op_type=op.type, domain="", name=op.name, inputs=flat, attributes=op.attrs,
+            builder=self.builder, named_inputs=named, named_outputs=op.outputs, source=self.label,
+            extra={"paddle_op": op, "format": self.program.format},
+        )
+
+    def convert_op(self, op: PaddleOp) -> None:
+        ctx = self.context(op)
         handler = self.extensions.find("", op.type)
+        outs: list[Output | None]
         if handler is None:
-            outs = self._placeholder(ctx)
+            outs = self._placeholder(ctx, op)
         else:
             try:
-                outs = paddle_outputs(handler.extension.convert(ctx), ctx, handler)
+                outs = normalize_outputs(handler.extension.convert(ctx), ctx, handler)
             except OpforgeError as err:
                 if self.options.allow_unsupported and _reads_placeholder(ctx):
-                    outs = self._placeholder(ctx)  # nothing is known downstream of a placeholder
+                    outs = self._placeholder(ctx, op)  # nothing is known downstream of a placeholder
                 else:
                     raise _wrap(err, ctx, handler) from err
             except Exception as err:
@@ -151,31 +161,30 @@ class PaddleConverter:
                     f"{type(err).__name__}: {err}"
                 ) from err
             self.providers[op.type] = handler.provider
-        for port, vars_ in op.outputs.items():
-            ports = outs.get(port, [])
-            for k, var in enumerate(vars_):
-                value = ports[k] if k < len(ports) else None
+        # normalize_outputs lists each port's variables in turn, as op.outputs binds them
+        values = iter(outs)
+        for vars_ in op.outputs.values():
+            for var in vars_:
+                value = next(values, None)
                 if not var or value is None:
                     continue  # an output the translator does not produce (XShape, Mask, ...)
                 value.add_names([var])
                 self.values[var] = value
 
-    def _placeholder(self, ctx: PaddleNodeContext) -> dict[str, list[Output | None]]:
+    def _placeholder(self, ctx: NodeContext, op: PaddleOp) -> list[Output | None]:
         plain = {k: v for k, v in ctx.get_attributes().items() if isinstance(v, (int, float, str, list))}
-        op = ctx.paddle_op
         n_out = sum(len(v) for v in op.outputs.values())
         node = ctx.op(FrameworkNode, *ctx.get_inputs(), framework=FRAMEWORK, op_type=op.type, domain="",
                       num_outputs=max(n_out, 1), attributes=plain)
         self.providers[op.type] = "placeholder (unsupported)"
-        outs = iter(node.outputs())
-        return {port: [next(outs) for _ in vars_] for port, vars_ in op.outputs.items()}
+        return list(node.outputs())
 
 
-def _reads_placeholder(ctx: PaddleNodeContext) -> bool:
+def _reads_placeholder(ctx: NodeContext) -> bool:
     return any(i is not None and i.node.type_name == "FrameworkNode" for i in ctx.get_inputs())
 
 
-def _wrap(err: OpforgeError, ctx: PaddleNodeContext, handler: Handler) -> OpforgeError:
+def _wrap(err: OpforgeError, ctx: NodeContext, handler: Handler) -> OpforgeError:
     msg = str(err)
     if ctx.label in msg:
         return err
@@ -184,54 +193,3 @@ def _wrap(err: OpforgeError, ctx: PaddleNodeContext, handler: Handler) -> Opforg
         return type(err)(f"{ctx.label}{who}: {msg}")
     except TypeError:
         return ConversionError(f"{ctx.label}{who}: {msg}")
-
-
-def _port(v: Any, ctx: PaddleNodeContext, handler: Handler, where: str) -> Output | None:
-    if v is None or isinstance(v, Output):
-        return v
-    if isinstance(v, Node):
-        if len(v.output_specs) != 1:
-            raise ConversionError(
-                f"{handler.extension.describe()} returned node '{v.name}' with {len(v.output_specs)} outputs "
-                f"for {where} of {ctx.label}; return node.output(i)"
-            )
-        return v.output(0)
-    raise ConversionError(
-        f"{handler.extension.describe()} returned {type(v).__name__} for {where} of {ctx.label}; expected node outputs"
-    )
-
-
-def paddle_outputs(result: Any, ctx: PaddleNodeContext, handler: Handler) -> dict[str, list[Output | None]]:
-    """A conversion function's result as ports per named output.
-
-    * a mapping ``{"Out": port or [ports], "XShape": ...}`` -- the Paddle way; every key must be one
-      of the op's output ports;
-    * a list: for an op with one output port, its variables in order (``split``'s ``Out``);
-      otherwise one port per output port, in the model's port order;
-    * a single node or port: the first output port.
-    """
-    names = ctx.get_output_names()
-    if isinstance(result, Node):
-        result = result.outputs()
-    if isinstance(result, Output):
-        result = [result]
-    if isinstance(result, Mapping):
-        out: dict[str, list[Output | None]] = {}
-        for key, v in result.items():
-            if key not in names:
-                raise ConversionError(
-                    f"{handler.extension.describe()} returned output '{key}' for {ctx.label}, which has output "
-                    f"ports {', '.join(names) or 'none'}"
-                )
-            vals = list(v) if isinstance(v, (list, tuple)) else [v]
-            out[key] = [_port(x, ctx, handler, f"output '{key}'") for x in vals]
-        return out
-    if not isinstance(result, Sequence) or isinstance(result, (str, bytes)):
-        raise ConversionError(
-            f"{handler.extension.describe()} returned {type(result).__name__} for {ctx.label}; a conversion "
-            "function returns {output name: port(s)} or a list of ports"
-        )
-    ports = [_port(x, ctx, handler, f"output {k}") for k, x in enumerate(result)]
-    if len(names) == 1:
-        return {names[0]: ports}
-    return {name: [ports[k]] for k, name in enumerate(names) if k < len(ports)}

@@ -70,6 +70,8 @@ def _decode_attr(a: Any) -> Any:
     if kind in ("a_i32", "a_i64", "a_index"):
         return int(data)  # type: ignore[arg-type]
     if kind in ("a_f32", "a_f64"):
+        if data is None and isinstance(a.get("VD"), str):
+            return float(a["VD"])  # JSON has no inf / nan: paddle writes {"VD": "INF" | "-INF" | "NAN"}
         return float(data)  # type: ignore[arg-type]
     if kind == "a_bool":
         return bool(data)
@@ -250,7 +252,10 @@ class _PirReader:
             port = ports[k] if k < len(ports) else f"out{k}"
             vid = r.get("%")
             if vid == 0:
-                continue  # a result nobody may use (PIR writes id 0 for null results)
+                # a result nobody may use (PIR writes id 0 for null results): the port stays
+                # known, bound to no variable, like an unused legacy output
+                outputs.setdefault(port, [])
+                continue
             tt = r.get("TT")
             if isinstance(tt, Mapping) and str(tt.get("#", "")).endswith("t_vec"):
                 # A vector result: its elements are the values a builtin.split unpacks.

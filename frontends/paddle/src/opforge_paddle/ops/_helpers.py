@@ -1,5 +1,4 @@
-"""Small building blocks shared by translators. They use only the public NodeContext API (plus
-the named-output additions of :class:`~opforge_paddle.context.PaddleNodeContext`)."""
+"""Small building blocks shared by translators. They use only the public NodeContext API."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""assign / share_data (X -> Out): the input itself."""
+"""assign (X -> Out): the input itself."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ def convert(ctx: NodeContext) -> ConversionResult:
     return {"Out": ctx.get_input("X")}
 
 
-ASSIGN = translator("assign", convert)
-SHARE_DATA = translator("share_data", convert)
+EXTENSION = translator("assign", convert)
 
-PIR = [unary("assign"), unary("share_data")]
+PIR = unary("assign")

@@ -30,7 +30,7 @@ def convert(ctx: NodeContext) -> ConversionResult:
     return {"Out": ctx.const(data.reshape(shape), t)}
 
 
-ASSIGN_VALUE = translator("assign_value", convert)
+EXTENSION = translator("assign_value", convert)
 
 PIR = [
     PirOp("full_int_array", "assign_value", ()),

@@ -18,7 +18,7 @@ def convert(ctx: NodeContext) -> ConversionResult:
     return {"Y": out(y), "MeanOut": ctx.get_input("Mean"), "VarianceOut": ctx.get_input("Variance")}
 
 
-BATCH_NORM = translator("batch_norm", convert)
+EXTENSION = translator("batch_norm", convert)
 
 PIR = PirOp(
     "batch_norm", "batch_norm",

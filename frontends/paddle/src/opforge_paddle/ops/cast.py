@@ -13,6 +13,6 @@ def convert(ctx: NodeContext) -> ConversionResult:
     return {"Out": out(ctx.op("Convert", ctx.get_input("X"), destination_type=dtype_attr(ctx, "out_dtype")))}
 
 
-CAST = translator("cast", convert)
+EXTENSION = translator("cast", convert)
 
 PIR = PirOp("cast", "cast", (Arg("X"),), ("Out",), {"dtype": "out_dtype"})

@@ -24,6 +24,6 @@ def convert(ctx: NodeContext) -> ConversionResult:
     return {"Out": out(ctx.op("Clamp", ctx.get_input("X"), min=lo, max=hi))}
 
 
-CLIP = translator("clip", convert)
+EXTENSION = translator("clip", convert)
 
 PIR = PirOp("clip", "clip", (Arg("X"), Arg("Min", attr="min", scalar=True), Arg("Max", attr="max", scalar=True)))

@@ -18,6 +18,6 @@ def convert(ctx: NodeContext) -> ConversionResult:
     return {"Out": out(ctx.op("Concat", *xs, axis=axis))}
 
 
-CONCAT = translator("concat", convert)
+EXTENSION = translator("concat", convert)
 
 PIR = PirOp("concat", "concat", (Arg("X"), Arg("AxisTensor", attr="axis", scalar=True)))

@@ -1,49 +1,10 @@
-"""conv2d / depthwise_conv2d (Input, Filter -> Output) -> Convolution or GroupConvolution.
-
-Paddle's filter is [C_out, C_in / groups, kh, kw]; grouped convolutions take it reshaped to
-[groups, C_out / groups, C_in / groups, kh, kw]. The bias is a separate elementwise_add.
-"""
+"""conv2d (Input, Filter -> Output) -> Convolution, or GroupConvolution when ``groups`` > 1."""
 
 from __future__ import annotations
 
-from typing import Any
+from opforge_paddle.ops._conv import convert, pir_conv
+from opforge_paddle.ops._helpers import translator
 
-from opforge.frontend.extensions import ConversionResult
-from opforge.frontend.node_context import NodeContext
+EXTENSION = translator("conv2d", convert)
 
-from opforge_paddle.lowering import Arg, PirOp
-from opforge_paddle.ops._helpers import auto_pad, check_nchw, i64, out, rank, spatial_pads, translator
-
-
-def convert(ctx: NodeContext) -> ConversionResult:
-    check_nchw(ctx)
-    x, w = ctx.get_input("Input"), ctx.get_input("Filter")
-    n = rank(ctx, x, "input 'Input'") - 2
-    groups = int(ctx.get_attribute("groups", 1))
-    pb, pe = spatial_pads(ctx, ctx.get_attribute("paddings", [0] * n), n)
-    attrs: dict[str, Any] = {
-        "strides": [int(s) for s in ctx.get_attribute("strides", [1] * n)],
-        "dilations": [int(d) for d in ctx.get_attribute("dilations", [1] * n)],
-        "pads_begin": pb, "pads_end": pe, "auto_pad": auto_pad(ctx),
-    }
-    if groups == 1:
-        return {"Output": out(ctx.op("Convolution", x, w, **attrs))}
-    ws = out(w).partial_shape
-    if not ws.is_static:
-        raise ctx.error(f"the filter of a grouped convolution needs a static shape, got {ws}")
-    c_out, *rest = ws.to_tuple()
-    if c_out % groups:
-        raise ctx.error(f"filter output channels {c_out} are not divisible by groups={groups}")
-    wg = ctx.op("Reshape", w, i64(ctx, [groups, c_out // groups, *rest]), special_zero=False)
-    return {"Output": out(ctx.op("GroupConvolution", x, wg, **attrs))}
-
-
-CONV2D = translator("conv2d", convert)
-DEPTHWISE_CONV2D = translator("depthwise_conv2d", convert)
-CONV3D = translator("conv3d", convert)
-
-PIR = [
-    PirOp("conv2d", "conv2d", (Arg("Input"), Arg("Filter")), ("Output",)),
-    PirOp("depthwise_conv2d", "depthwise_conv2d", (Arg("Input"), Arg("Filter")), ("Output",)),
-    PirOp("conv3d", "conv3d", (Arg("Input"), Arg("Filter")), ("Output",)),
-]
+PIR = pir_conv("conv2d")

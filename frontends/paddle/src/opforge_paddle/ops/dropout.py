@@ -23,7 +23,7 @@ def convert(ctx: NodeContext) -> ConversionResult:
     return {"Out": out(ctx.op("Multiply", x, scalar_like(ctx, 1.0 - p, x)))}
 
 
-DROPOUT = translator("dropout", convert)
+EXTENSION = translator("dropout", convert)
 
 PIR = PirOp("dropout", "dropout", (Arg("X"), Arg("Seed"), Arg("DropoutProbTensor", attr="dropout_prob", scalar=True)),
             ("Out", "Mask"), {"mode": "dropout_implementation"})

@@ -20,6 +20,6 @@ def convert(ctx: NodeContext) -> ConversionResult:
     return {"Out": ctx.const(np.full(shape, value, dtype=t.np), t)}
 
 
-FILL_CONSTANT = translator("fill_constant", convert)
+EXTENSION = translator("fill_constant", convert)
 
 PIR = PirOp("full", "fill_constant", ())

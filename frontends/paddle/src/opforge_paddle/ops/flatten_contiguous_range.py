@@ -29,6 +29,6 @@ def convert(ctx: NodeContext) -> ConversionResult:
     return {"Out": out(ctx.op("Reshape", x, target, special_zero=True))}
 
 
-FLATTEN_CONTIGUOUS_RANGE = translator("flatten_contiguous_range", convert)
+EXTENSION = translator("flatten_contiguous_range", convert)
 
 PIR = PirOp("flatten", "flatten_contiguous_range", (Arg("X"),), ("Out", "XShape"))

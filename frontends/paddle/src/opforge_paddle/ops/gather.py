@@ -14,6 +14,6 @@ def convert(ctx: NodeContext) -> ConversionResult:
     return {"Out": out(ctx.op("Gather", ctx.get_input("X"), ctx.get_input("Index"), i64(ctx, axis)))}
 
 
-GATHER = translator("gather", convert)
+EXTENSION = translator("gather", convert)
 
 PIR = PirOp("gather", "gather", (Arg("X"), Arg("Index"), Arg("Axis", attr="axis", scalar=True)))

@@ -27,6 +27,6 @@ def convert(ctx: NodeContext) -> ConversionResult:
     return {"Y": out(y)}
 
 
-LAYER_NORM = translator("layer_norm", convert)
+EXTENSION = translator("layer_norm", convert)
 
 PIR = PirOp("layer_norm", "layer_norm", (Arg("X"), Arg("Scale"), Arg("Bias")), ("Y", "Mean", "Variance"))

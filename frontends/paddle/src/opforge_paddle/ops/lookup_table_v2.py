@@ -25,7 +25,7 @@ def convert(ctx: NodeContext) -> ConversionResult:
     return {"Out": out(ctx.op("Multiply", rows, mask))}
 
 
-LOOKUP_TABLE_V2 = translator("lookup_table_v2", convert)
+EXTENSION = translator("lookup_table_v2", convert)
 
 PIR = PirOp("embedding", "lookup_table_v2", (Arg("Ids"), Arg("W")))
 

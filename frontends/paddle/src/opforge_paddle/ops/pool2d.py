@@ -40,6 +40,6 @@ def convert(ctx: NodeContext) -> ConversionResult:
     return {"Out": out(ctx.op("AvgPool", x, exclude_pad=bool(ctx.get_attribute("exclusive", True)), **attrs))}
 
 
-POOL2D = translator("pool2d", convert)
+EXTENSION = translator("pool2d", convert)
 
 PIR = PirOp("pool2d", "pool2d", (Arg("X"), Arg("KernelSize", attr="ksize")))

@@ -16,6 +16,6 @@ def convert(ctx: NodeContext) -> ConversionResult:
     return {"Out": out(ctx.op("Power", x, scalar_like(ctx, float(ctx.get_attribute("factor", 1.0)), x)))}
 
 
-POW = translator("pow", convert)
+EXTENSION = translator("pow", convert)
 
 PIR = PirOp("pow", "pow", (Arg("X"),), ("Out",), {"y": "factor"})

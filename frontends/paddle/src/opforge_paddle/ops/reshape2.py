@@ -1,4 +1,4 @@
-"""reshape2 / reshape (X -> Out, XShape): target from ``ShapeTensor`` (list of scalars), ``Shape``
+"""reshape2 (X -> Out, XShape): target from ``ShapeTensor`` (list of scalars), ``Shape``
 (a tensor) or the ``shape`` attribute, in Paddle's priority order; 0 copies the input dim."""
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ def convert(ctx: NodeContext) -> ConversionResult:
     return {"Out": out(ctx.op("Reshape", ctx.get_input("X"), _target(ctx), special_zero=True))}
 
 
-RESHAPE2 = translator("reshape2", convert)
-RESHAPE = translator("reshape", convert)
+EXTENSION = translator("reshape2", convert)
 
 PIR = PirOp("reshape", "reshape2", (Arg("X"), Arg("Shape", attr="shape")), ("Out", "XShape"))

@@ -27,6 +27,6 @@ def convert(ctx: NodeContext) -> ConversionResult:
     return {"Out": out(ctx.op("Multiply", ctx.op("Add", x, b) if bias else x, scale))}
 
 
-SCALE = translator("scale", convert)
+EXTENSION = translator("scale", convert)
 
 PIR = PirOp("scale", "scale", (Arg("X"), Arg("ScaleTensor", attr="scale", scalar=True)))

@@ -36,6 +36,6 @@ def convert(ctx: NodeContext) -> ConversionResult:
     return {"Out": out(r)}
 
 
-SLICE = translator("slice", convert)
+EXTENSION = translator("slice", convert)
 
 PIR = PirOp("slice", "slice", (Arg("Input"), Arg("StartsTensor", attr="starts"), Arg("EndsTensor", attr="ends")))

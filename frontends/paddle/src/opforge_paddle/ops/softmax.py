@@ -1,4 +1,4 @@
-"""softmax / log_softmax (X -> Out) along ``axis``."""
+"""softmax (X -> Out) along ``axis`` -> Softmax."""
 
 from __future__ import annotations
 
@@ -9,19 +9,12 @@ from opforge_paddle.lowering import unary
 from opforge_paddle.ops._helpers import norm_axis, out, rank, translator
 
 
-def softmax(ctx: NodeContext) -> ConversionResult:
+def convert(ctx: NodeContext) -> ConversionResult:
     x = ctx.get_input("X")
     axis = norm_axis(ctx, int(ctx.get_attribute("axis", -1)), rank(ctx, x, "input 'X'"))
     return {"Out": out(ctx.op("Softmax", x, axis=axis))}
 
 
-def log_softmax(ctx: NodeContext) -> ConversionResult:
-    x = ctx.get_input("X")
-    axis = norm_axis(ctx, int(ctx.get_attribute("axis", -1)), rank(ctx, x, "input 'X'"))
-    return {"Out": out(ctx.op("LogSoftmax", x, axis=axis))}
+EXTENSION = translator("softmax", convert)
 
-
-SOFTMAX = translator("softmax", softmax)
-LOG_SOFTMAX = translator("log_softmax", log_softmax)
-
-PIR = [unary("softmax"), unary("log_softmax")]
+PIR = unary("softmax")

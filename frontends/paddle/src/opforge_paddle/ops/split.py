@@ -5,7 +5,6 @@ from __future__ import annotations
 from opforge.frontend.extensions import ConversionResult
 from opforge.frontend.node_context import NodeContext
 
-from opforge_paddle.context import PaddleNodeContext
 from opforge_paddle.lowering import Arg, PirOp
 from opforge_paddle.ops._helpers import i64, int_list, norm_axis, rank, translator
 
@@ -15,7 +14,7 @@ def convert(ctx: NodeContext) -> ConversionResult:
     axis = norm_axis(ctx, int_list(ctx, "axis", ("AxisTensor",), 0)[0], rank(ctx, x, "input 'X'"))
     sections = int_list(ctx, "sections", ("SectionsTensorList",), [])
     num = int(ctx.get_attribute("num", 0))
-    n_out = ctx.get_output_size("Out") if isinstance(ctx, PaddleNodeContext) else len(sections) or num
+    n_out = ctx.get_output_size("Out")
     if sections:
         node = ctx.op("VariadicSplit", x, i64(ctx, axis), i64(ctx, sections))
     else:
@@ -23,7 +22,7 @@ def convert(ctx: NodeContext) -> ConversionResult:
     return {"Out": node.outputs()}
 
 
-SPLIT = translator("split", convert)
+EXTENSION = translator("split", convert)
 
 PIR = [
     PirOp("split", "split", (Arg("X"), Arg("SectionsTensorList", attr="sections"),

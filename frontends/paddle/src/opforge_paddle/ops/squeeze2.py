@@ -1,4 +1,5 @@
-"""squeeze2 / unsqueeze2 (X -> Out, XShape) over ``axes`` (attribute or ``AxesTensor``)."""
+"""squeeze2 (X -> Out, XShape) over ``axes`` (attribute or ``AxesTensor``); Paddle skips listed
+axes whose size is not 1."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from opforge_paddle.lowering import Arg, PirOp
 from opforge_paddle.ops._helpers import i64, int_list, out, rank, translator
 
 
-def squeeze(ctx: NodeContext) -> ConversionResult:
+def convert(ctx: NodeContext) -> ConversionResult:
     x = ctx.get_input("X")
     axes = int_list(ctx, "axes", ("AxesTensor", "AxesTensorList"), [])
     if not axes:
@@ -23,17 +24,6 @@ def squeeze(ctx: NodeContext) -> ConversionResult:
     return {"Out": out(ctx.op("Squeeze", x, i64(ctx, keep)))}
 
 
-def unsqueeze(ctx: NodeContext) -> ConversionResult:
-    axes = int_list(ctx, "axes", ("AxesTensor", "AxesTensorList"), [])
-    return {"Out": out(ctx.op("Unsqueeze", ctx.get_input("X"), i64(ctx, axes)))}
+EXTENSION = translator("squeeze2", convert)
 
-
-SQUEEZE2 = translator("squeeze2", squeeze)
-SQUEEZE = translator("squeeze", squeeze)
-UNSQUEEZE2 = translator("unsqueeze2", unsqueeze)
-UNSQUEEZE = translator("unsqueeze", unsqueeze)
-
-PIR = [
-    PirOp("squeeze", "squeeze2", (Arg("X"), Arg("AxesTensor", attr="axes")), ("Out", "XShape")),
-    PirOp("unsqueeze", "unsqueeze2", (Arg("X"), Arg("AxesTensor", attr="axes")), ("Out", "XShape")),
-]
+PIR = PirOp("squeeze", "squeeze2", (Arg("X"), Arg("AxesTensor", attr="axes")), ("Out", "XShape"))

@@ -18,6 +18,6 @@ def convert(ctx: NodeContext) -> ConversionResult:
     return {"Y": out(ctx.op("Concat", *parts, axis=axis))}
 
 
-STACK = translator("stack", convert)
+EXTENSION = translator("stack", convert)
 
 PIR = PirOp("stack", "stack", (Arg("X"),), ("Y",))

@@ -1,4 +1,4 @@
-"""transpose2 / transpose (X -> Out, XShape) with permutation ``axis``."""
+"""transpose2 (X -> Out, XShape) with permutation ``axis``."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ def convert(ctx: NodeContext) -> ConversionResult:
     return {"Out": out(ctx.op("Transpose", ctx.get_input("X"), i64(ctx, perm)))}
 
 
-TRANSPOSE2 = translator("transpose2", convert)
-TRANSPOSE = translator("transpose", convert)
+EXTENSION = translator("transpose2", convert)
 
 PIR = PirOp("transpose", "transpose2", (Arg("X"),), ("Out", "XShape"), {"perm": "axis"})

@@ -1,7 +1,7 @@
 """elementwise_* (X, Y -> Out) with Paddle's ``axis`` broadcasting.
 
 ``axis == -1`` (or equal ranks) is numpy broadcasting. Otherwise Y's dimensions line up with X's
-starting at ``axis`` (a [C] bias against [N, C, H, W] with axis=1), so Y is reshaped to
+starting at ``axis`` (a [C] bias against [N, C, H, W] with axis=1), so Y is unsqueezed to
 [1]*axis + Y.shape + [1]*(rank(X) - axis - rank(Y)) first.
 """
 
@@ -13,14 +13,7 @@ from opforge.frontend.extensions import ConversionResult
 from opforge.frontend.node_context import NodeContext
 from opforge.graph import Output
 
-from opforge_paddle.lowering import binary
-from opforge_paddle.ops._helpers import i64, out, rank, translator
-
-_OPS = {
-    "elementwise_add": "Add", "elementwise_sub": "Subtract", "elementwise_mul": "Multiply",
-    "elementwise_div": "Divide", "elementwise_max": "Maximum", "elementwise_min": "Minimum",
-    "elementwise_pow": "Power", "elementwise_mod": "FloorMod", "elementwise_floordiv": "Divide",
-}
+from opforge_paddle.ops._helpers import i64, out, rank
 
 
 def aligned_y(ctx: NodeContext) -> tuple[Output, Output]:
@@ -41,7 +34,7 @@ def aligned_y(ctx: NodeContext) -> tuple[Output, Output]:
     return x, out(ctx.op("Unsqueeze", y, i64(ctx, new_axes)))
 
 
-def _binary(target: str, floor: bool = False) -> Callable[[NodeContext], ConversionResult]:
+def elementwise(target: str, floor: bool = False) -> Callable[[NodeContext], ConversionResult]:
     def convert(ctx: NodeContext) -> ConversionResult:
         x, y = aligned_y(ctx)
         r = ctx.op(target, x, y)
@@ -50,14 +43,3 @@ def _binary(target: str, floor: bool = False) -> Callable[[NodeContext], Convers
         return {"Out": out(r)}
     convert.__name__ = convert.__qualname__ = f"convert_{target.lower()}"
     return convert
-
-
-TRANSLATORS = [translator(op, _binary(target, op == "elementwise_floordiv")) for op, target in _OPS.items()]
-
-PIR = [
-    binary("add", "elementwise_add"), binary("subtract", "elementwise_sub"),
-    binary("multiply", "elementwise_mul"), binary("divide", "elementwise_div"),
-    binary("maximum", "elementwise_max"), binary("minimum", "elementwise_min"),
-    binary("elementwise_pow", "elementwise_pow"), binary("remainder", "elementwise_mod"),
-    binary("floor_divide", "elementwise_floordiv"),
-]

@@ -1,0 +1,11 @@
+"""abs (X -> Out) -> Abs."""
+
+from __future__ import annotations
+
+from opforge_paddle.lowering import unary
+from opforge_paddle.ops._helpers import translator
+from opforge_paddle.ops._unary import plain
+
+EXTENSION = translator("abs", plain("Abs"))
+
+PIR = unary("abs")

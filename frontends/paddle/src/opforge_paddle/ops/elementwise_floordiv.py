@@ -1,0 +1,11 @@
+"""elementwise_floordiv (X, Y -> Out) -> Divide (floored for floats), with Paddle's ``axis`` broadcasting."""
+
+from __future__ import annotations
+
+from opforge_paddle.lowering import binary
+from opforge_paddle.ops._elementwise import elementwise
+from opforge_paddle.ops._helpers import translator
+
+EXTENSION = translator("elementwise_floordiv", elementwise("Divide", floor=True))
+
+PIR = binary("floor_divide", "elementwise_floordiv")

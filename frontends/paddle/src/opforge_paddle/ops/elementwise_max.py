@@ -1,0 +1,11 @@
+"""elementwise_max (X, Y -> Out) -> Maximum, with Paddle's ``axis`` broadcasting."""
+
+from __future__ import annotations
+
+from opforge_paddle.lowering import binary
+from opforge_paddle.ops._elementwise import elementwise
+from opforge_paddle.ops._helpers import translator
+
+EXTENSION = translator("elementwise_max", elementwise("Maximum"))
+
+PIR = binary("maximum", "elementwise_max")

@@ -1,0 +1,11 @@
+"""elementwise_min (X, Y -> Out) -> Minimum, with Paddle's ``axis`` broadcasting."""
+
+from __future__ import annotations
+
+from opforge_paddle.lowering import binary
+from opforge_paddle.ops._elementwise import elementwise
+from opforge_paddle.ops._helpers import translator
+
+EXTENSION = translator("elementwise_min", elementwise("Minimum"))
+
+PIR = binary("minimum", "elementwise_min")

@@ -1,0 +1,11 @@
+"""elementwise_mod (X, Y -> Out) -> FloorMod, with Paddle's ``axis`` broadcasting."""
+
+from __future__ import annotations
+
+from opforge_paddle.lowering import binary
+from opforge_paddle.ops._elementwise import elementwise
+from opforge_paddle.ops._helpers import translator
+
+EXTENSION = translator("elementwise_mod", elementwise("FloorMod"))
+
+PIR = binary("remainder", "elementwise_mod")

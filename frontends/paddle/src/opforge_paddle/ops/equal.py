@@ -1,0 +1,11 @@
+"""equal (X, Y -> Out) -> Equal, with Paddle's ``axis`` broadcasting."""
+
+from __future__ import annotations
+
+from opforge_paddle.lowering import binary
+from opforge_paddle.ops._elementwise import elementwise
+from opforge_paddle.ops._helpers import translator
+
+EXTENSION = translator("equal", elementwise("Equal"))
+
+PIR = binary("equal", "equal")

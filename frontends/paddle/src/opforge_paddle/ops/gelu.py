@@ -1,0 +1,19 @@
+"""gelu (X -> Out) -> Gelu, erf or tanh (``approximate``) form."""
+
+from __future__ import annotations
+
+from opforge.frontend.extensions import ConversionResult
+from opforge.frontend.node_context import NodeContext
+
+from opforge_paddle.lowering import unary
+from opforge_paddle.ops._helpers import out, translator
+
+
+def convert(ctx: NodeContext) -> ConversionResult:
+    mode = "TANH" if bool(ctx.get_attribute("approximate", False)) else "ERF"
+    return {"Out": out(ctx.op("Gelu", ctx.get_input("X"), approximation_mode=mode))}
+
+
+EXTENSION = translator("gelu", convert)
+
+PIR = unary("gelu")

@@ -1,0 +1,11 @@
+"""logical_and (X, Y -> Out) -> LogicalAnd, with Paddle's ``axis`` broadcasting."""
+
+from __future__ import annotations
+
+from opforge_paddle.lowering import binary
+from opforge_paddle.ops._elementwise import elementwise
+from opforge_paddle.ops._helpers import translator
+
+EXTENSION = translator("logical_and", elementwise("LogicalAnd"))
+
+PIR = binary("logical_and", "logical_and")

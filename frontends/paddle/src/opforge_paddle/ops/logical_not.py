@@ -1,0 +1,11 @@
+"""logical_not (X -> Out) -> LogicalNot."""
+
+from __future__ import annotations
+
+from opforge_paddle.lowering import unary
+from opforge_paddle.ops._helpers import translator
+from opforge_paddle.ops._unary import plain
+
+EXTENSION = translator("logical_not", plain("LogicalNot"))
+
+PIR = unary("logical_not")

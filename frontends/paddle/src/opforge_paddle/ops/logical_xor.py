@@ -1,0 +1,11 @@
+"""logical_xor (X, Y -> Out) -> LogicalXor, with Paddle's ``axis`` broadcasting."""
+
+from __future__ import annotations
+
+from opforge_paddle.lowering import binary
+from opforge_paddle.ops._elementwise import elementwise
+from opforge_paddle.ops._helpers import translator
+
+EXTENSION = translator("logical_xor", elementwise("LogicalXor"))
+
+PIR = binary("logical_xor", "logical_xor")

@@ -1,0 +1,10 @@
+"""reduce_mean (X -> Out) -> ReduceMean over ``dim`` (all axes when empty or ``reduce_all``)."""
+
+from __future__ import annotations
+
+from opforge_paddle.ops._helpers import translator
+from opforge_paddle.ops._reduce import pir_reduce, reduce
+
+EXTENSION = translator("reduce_mean", reduce("ReduceMean"))
+
+PIR = pir_reduce("mean", "reduce_mean")

@@ -1,0 +1,19 @@
+"""rsqrt (X -> Out): 1 / sqrt(x)."""
+
+from __future__ import annotations
+
+from opforge.frontend.extensions import ConversionResult
+from opforge.frontend.node_context import NodeContext
+
+from opforge_paddle.lowering import unary
+from opforge_paddle.ops._helpers import out, scalar_like, translator
+
+
+def convert(ctx: NodeContext) -> ConversionResult:
+    x = ctx.get_input("X")
+    return {"Out": out(ctx.op("Divide", scalar_like(ctx, 1.0, x), ctx.op("Sqrt", x)))}
+
+
+EXTENSION = translator("rsqrt", convert)
+
+PIR = unary("rsqrt")

@@ -1,0 +1,11 @@
+"""share_data (X -> Out): the input itself (PIR's share_data_ aliases a buffer)."""
+
+from __future__ import annotations
+
+from opforge_paddle.lowering import unary
+from opforge_paddle.ops import assign
+from opforge_paddle.ops._helpers import translator
+
+EXTENSION = translator("share_data", assign.convert)
+
+PIR = unary("share_data")

@@ -1,0 +1,23 @@
+"""softplus (X -> Out): log(1 + exp(beta * x)) / beta."""
+
+from __future__ import annotations
+
+from opforge.frontend.extensions import ConversionResult
+from opforge.frontend.node_context import NodeContext
+
+from opforge_paddle.lowering import unary
+from opforge_paddle.ops._helpers import out, scalar_like, translator
+
+
+def convert(ctx: NodeContext) -> ConversionResult:
+    x = ctx.get_input("X")
+    beta = float(ctx.get_attribute("beta", 1.0))
+    if beta == 1.0:
+        return {"Out": out(ctx.op("SoftPlus", x))}
+    scaled = ctx.op("SoftPlus", ctx.op("Multiply", x, scalar_like(ctx, beta, x)))
+    return {"Out": out(ctx.op("Divide", scaled, scalar_like(ctx, beta, x)))}
+
+
+EXTENSION = translator("softplus", convert)
+
+PIR = unary("softplus")

@@ -1,0 +1,11 @@
+"""tanh (X -> Out) -> Tanh."""
+
+from __future__ import annotations
+
+from opforge_paddle.lowering import unary
+from opforge_paddle.ops._helpers import translator
+from opforge_paddle.ops._unary import plain
+
+EXTENSION = translator("tanh", plain("Tanh"))
+
+PIR = unary("tanh")

@@ -12,7 +12,15 @@ from opforge.graph import Model, Node
 from opforge.runtime.device import Executable
 
 from opforge_gpu.library import BuiltinKernels
-from opforge_gpu.lowering import STRUCTURAL, KernelImpl, Lowering, plan_epilogues, specialise
+from opforge_gpu.lowering import (
+    MAX_VALUE_INPUT,
+    STRUCTURAL,
+    KernelImpl,
+    Lowering,
+    plan_epilogues,
+    specialise,
+    value_inputs,
+)
 from opforge_gpu.opencl import DeviceContext
 from opforge_gpu.plan import Plan, RequestMemory
 
@@ -24,7 +32,7 @@ class RequestState:
 
     def __init__(self, dev: DeviceContext, profiling: bool) -> None:
         self.queue = dev.queue(profiling)
-        self.memory: dict[tuple[tuple[int, ...], ...], RequestMemory] = {}
+        self.memory: dict[int, RequestMemory] = {}
         self.events: list[tuple[str, str, str, Any]] = []
 
 
@@ -39,24 +47,44 @@ class GpuExecutable(Executable):
         self.cache_dir = cache_dir
         self.half = str(config.get("INFERENCE_PRECISION_HINT", "f32")).lower() == "f16"
         self.profiling = bool(config.get("ENABLE_PROFILING", False))
-        self._plans: dict[tuple[tuple[int, ...], ...], Plan] = {}
+        self._plans: dict[Any, Plan] = {}
+        #: model inputs whose values the plans depend on (axes, shapes, pads... fed at run time)
+        self.value_inputs = value_inputs(model)
         self._const_cache: dict[Any, Any] = {}
         self._lock = threading.Lock()
         shapes = [p.output(0).partial_shape for p in model.parameters]
-        if all(s.is_static for s in shapes):
+        if all(s.is_static for s in shapes) and not self.value_inputs:
             # Static models build (and report errors) at compile time, not at first inference.
             self.plan(tuple(s.to_tuple() for s in shapes))
 
     # --- plans -----------------------------------------------------------------------------
-    def plan(self, shapes: tuple[tuple[int, ...], ...]) -> Plan:
+    def plan(self, shapes: tuple[tuple[int, ...], ...], values: dict[int, np.ndarray] | None = None) -> Plan:
+        key: Any = shapes
+        if values:
+            key = (shapes, tuple((k, values[k].dtype.str, values[k].tobytes()) for k in sorted(values)))
         with self._lock:
-            got = self._plans.get(shapes)
+            got = self._plans.get(key)
             if got is None:
-                got = self._plans[shapes] = self._build(shapes)
+                got = self._plans[key] = self._build(shapes, values)
             return got
 
-    def _build(self, shapes: tuple[tuple[int, ...], ...]) -> Plan:
-        m = specialise(self.model, shapes)
+    def plan_key(self, inputs: Sequence[np.ndarray]) -> tuple[Any, dict[int, np.ndarray]]:
+        """The shapes (and the values of value inputs) that select the plan for ``inputs``."""
+        shapes = tuple(tuple(int(d) for d in a.shape) for a in inputs)
+        values: dict[int, np.ndarray] = {}
+        for k in self.value_inputs:
+            et = self.model.parameters[k].output_specs[0].type
+            v = np.array(inputs[k], dtype=et.np, order="C")
+            if v.size > MAX_VALUE_INPUT:
+                raise KernelError(
+                    f"model input {k} ('{self.model.parameters[k].name}') sets shapes or axes, so the GPU reads "
+                    f"it to plan the model; it has {v.size} elements (at most {MAX_VALUE_INPUT})"
+                )
+            values[k] = v
+        return shapes, values
+
+    def _build(self, shapes: tuple[tuple[int, ...], ...], values: dict[int, np.ndarray] | None = None) -> Plan:
+        m = specialise(self.model, shapes, values)
         impls: dict[int, KernelImpl] = {}
         for node in m.get_ordered_ops():
             if node.type_name in STRUCTURAL:
@@ -121,11 +149,11 @@ class GpuExecutable(Executable):
 
     def infer(self, inputs: Sequence[np.ndarray], state: Any) -> list[np.ndarray]:
         st: RequestState = state if isinstance(state, RequestState) else self.create_state()
-        shapes = tuple(tuple(int(d) for d in a.shape) for a in inputs)
-        plan = self.plan(shapes)
-        mem = st.memory.get(shapes)
-        if mem is None:
-            mem = st.memory[shapes] = RequestMemory(plan, st.queue)
+        shapes, values = self.plan_key(inputs)
+        plan = self.plan(shapes, values)
+        mem = st.memory.get(id(plan))
+        if mem is None or mem.plan is not plan:
+            mem = st.memory[id(plan)] = RequestMemory(plan, st.queue)
         cl = self.dev.cl
         q = st.queue
         try:

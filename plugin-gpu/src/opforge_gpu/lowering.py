@@ -142,7 +142,9 @@ class Lowering:
         st = storage_for(et) if exact else self.storage(et, "of a constant ")
         if st is None:
             raise UnsupportedOpError(f"element type {et} of a constant is not supported on GPU")
-        host = np.ascontiguousarray(np.asarray(value).astype(st.np, copy=False))
+        host = np.asarray(value).astype(st.np, copy=False)
+        if not host.flags.c_contiguous:
+            host = np.array(host, order="C")  # (ascontiguousarray would make scalars 1-D)
         tensor = self.plan.new_tensor(host.shape, st, "const", host)
         ck = (key, st.ctype) if key is not None else None
         buf = self._const_cache.get(ck) if ck is not None else None
@@ -183,7 +185,10 @@ class Lowering:
         return self._dummy
 
     def program(self, filename: str, defines: dict[str, Any], options: str = "") -> Any:
-        source = render_defines(defines) + f'#line 1 "{filename}"\n' + kernel_source(filename)
+        head = render_defines(defines)
+        if "double" in head:
+            head = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" + head
+        source = head + f'#line 1 "{filename}"\n' + kernel_source(filename)
         return self.dev.program(source, options, self.cache_dir, what=f"built-in kernel file {filename}",
                                 files={filename: kernel_path(filename)})
 
@@ -216,24 +221,162 @@ def static_shape(node: Node, i: int = 0) -> tuple[int, ...]:
 
 
 # --- graph preparation ----------------------------------------------------------------------
-def specialise(model: Model, shapes: Sequence[tuple[int, ...]]) -> Model:
+_REDUCE_OPS = ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+               "ReduceLogicalAnd", "ReduceLogicalOr")
+
+#: input ports whose *values* decide output shapes or how a node is planned (axes, pads, target
+#: shapes, counts). When one is fed by a model input, its value is read on the host and the plan
+#: is built for it (one plan per value, like one plan per input shape).
+VALUE_PORTS: dict[str, tuple[int, ...]] = {
+    "ConvolutionBackpropData": (2,), "GroupConvolutionBackpropData": (2,),
+    "Reshape": (1,), "Squeeze": (1,), "Unsqueeze": (1,), "Broadcast": (1, 2), "Tile": (1,),
+    "Slice": (1, 2, 3, 4), "StridedSlice": (1, 2, 3), "Pad": (1, 2), "Split": (1,),
+    "VariadicSplit": (1, 2), "MVN": (1,), "Range": (0, 1, 2), "TopK": (1,), "Gather": (2,),
+    "CumSum": (1,), "OneHot": (1,), "Interpolate": (1, 2, 3), "NormalizeL2": (1,), "Transpose": (1,),
+    "ScatterElementsUpdate": (3,), "ScatterUpdate": (3,), "Roll": (1, 2), "Eye": (0, 1, 2, 3),
+    "ReverseSequence": (), "Reverse": (1,), "DepthToSpace": (), "SpaceToDepth": (),
+    "LRN": (1,), "Selu": (1, 2), "Swish": (1,), "ShapeOf": (), "Col2Im": (1, 2), "DFT": (1, 2), "IDFT": (1, 2),
+    "RDFT": (1, 2), "IRDFT": (1, 2), "GroupNormalization": (),
+    **{r: (1,) for r in _REDUCE_OPS},
+}
+
+#: value ports that take a scalar: a one-element model input is given to them as a scalar (a
+#: non-constant [1] input is accepted where a known [1] value is rejected by shape inference)
+SCALAR_PORTS: dict[str, tuple[int, ...]] = {
+    "TopK": (1,), "Range": (0, 1, 2), "OneHot": (1,), "CumSum": (1,), "Gather": (2,),
+    "ScatterElementsUpdate": (3,), "ScatterUpdate": (3,), "Pad": (3,),
+}
+
+#: a model input read on the host for planning must be at most this many elements
+MAX_VALUE_INPUT = 4096
+
+
+def known_at_plan(out: Output, _memo: dict[int, bool] | None = None) -> bool:
+    """Whether the value of ``out`` is known when a plan is built: a constant, a shape, a model
+    input (read on the host), or computed from those by standard operations."""
+    memo = {} if _memo is None else _memo
+    node = out.node
+    got = memo.get(node.id)
+    if got is not None:
+        return got
+    if node.type_name in ("Constant", "Parameter", "ShapeOf"):
+        ok = True
+    elif not is_standard(node) or not node.inputs or len(memo) > 256:
+        ok = False
+    else:
+        memo[node.id] = False  # cycles cannot happen; this only bounds the walk
+        ok = all(known_at_plan(i, memo) for i in node.inputs)
+    memo[node.id] = ok
+    return ok
+
+
+def plan_value(node: Node, i: int) -> str | None:
+    """None when input ``i`` of ``node`` is a constant or known when the plan is built, else why not."""
+    if i >= len(node.inputs) or known_at_plan(node.inputs[i]):
+        return None
+    return f"input {i} is computed on the device, but the GPU needs its value to plan the node"
+
+
+def shape_nodes(model: Model) -> set[int]:
+    """Ids of the nodes whose values some VALUE_PORT needs (shape computations), directly or
+    through other such nodes. Their results may also be used as data (ONNX OneHot's depth)."""
+    consumers = model.consumers()
+    found: set[int] = set()
+    for node in reversed(model.get_ordered_ops()):
+        if node.type_name in STRUCTURAL or not is_standard(node):
+            continue
+        if any(idx in VALUE_PORTS.get(user.type_name, ()) or (user.id in found and user.type_name != "ShapeOf")
+               for out in node.outputs() for user, idx in consumers.get(out, [])):
+            found.add(node.id)
+    return found
+
+
+def _value_uses(model: Model, shape: set[int]) -> dict[int, list[tuple[Node, int]]]:
+    """Per model input (index), the (node, port) uses that need its value on the host."""
+    consumers = model.consumers()
+    out: dict[int, list[tuple[Node, int]]] = {}
+    for k, p in enumerate(model.parameters):
+        uses = [(n, i) for n, i in consumers.get(p.output(0), [])
+                if i in VALUE_PORTS.get(n.type_name, ()) or (n.id in shape and n.type_name != "ShapeOf")]
+        if uses:
+            out[k] = uses
+    return out
+
+
+def value_inputs(model: Model) -> list[int]:
+    """Indices of the model inputs whose values the plans depend on."""
+    return sorted(_value_uses(model, shape_nodes(model)))
+
+
+def specialise(model: Model, shapes: Sequence[tuple[int, ...]],
+               values: dict[int, np.ndarray] | None = None) -> Model:
     """A clone of ``model`` with these input shapes, shapes of ShapeOf folded and every
-    standard node with constant inputs folded into a Constant (by the reference)."""
+    standard node with constant inputs folded into a Constant (by the reference). ``values``
+    (model input index -> host array) replace the inputs where their value decides a shape: only
+    shape computations are folded from them, data stays on the device."""
     m = model.clone()
     if any(p.output(0).partial_shape != shp for p, shp in zip(m.parameters, shapes)):
         m.reshape({i: list(s) for i, s in enumerate(shapes)})
+    runtime: set[int] = set()
+    if values:
+        shape = shape_nodes(m)
+        for k, uses in _value_uses(m, shape).items():
+            if k not in values:
+                continue
+            et = m.parameters[k].output_specs[0].type
+            arr = np.array(values[k], dtype=et.np, order="C")
+            name = f"{m.parameters[k].name}:value"
+            const = Node.create("Constant", [], {"value": arr}, name=name)
+            scalar = Node.create("Constant", [], {"value": arr.reshape(())}, name=name + ":scalar") \
+                if arr.size == 1 else const
+            runtime.update((const.id, scalar.id))
+            for n, i in uses:
+                n.inputs[i] = (scalar if i in SCALAR_PORTS.get(n.type_name, ()) else const).output(0)
+        fold_constants(m, runtime=runtime, shape=shape, reinfer=True)
+        return m
     fold_constants(m)
     return m
 
 
-def fold_constants(model: Model, keep: Callable[[Node], bool] | None = None) -> None:
+def _scalar_inputs(node: Node, runtime: set[int]) -> None:
+    """One-element values of model inputs reaching a scalar port become scalars."""
+    for i in SCALAR_PORTS.get(node.type_name, ()):
+        if i >= len(node.inputs):
+            continue
+        src = node.inputs[i].node
+        v = src.constant_value()
+        if v is not None and src.id in runtime and v.size == 1 and v.ndim:
+            const = Node.create("Constant", [], {"value": np.array(v.reshape(()), order="C")},
+                                name=src.name + ":scalar")
+            runtime.add(const.id)
+            node.inputs[i] = const.output(0)
+
+
+def fold_constants(model: Model, keep: Callable[[Node], bool] | None = None, runtime: set[int] | None = None,
+                   shape: set[int] | None = None, reinfer: bool = False) -> None:
+    """Fold standard nodes with constant inputs. Constants in ``runtime`` hold values of model
+    inputs: nodes reading them are folded only when they are shape computations (``shape``)."""
     from opforge.reference import evaluate_node
 
-    changed = False
+    runtime = runtime if runtime is not None else set()
+    shape = shape if shape is not None else set()
+    changed = reinfer
     for node in model.get_ordered_ops():
-        if node.type_name in STRUCTURAL or not is_standard(node) or (keep is not None and keep(node)):
+        if node.type_name in STRUCTURAL:
             continue
+        if not is_standard(node) or (keep is not None and keep(node)):
+            if changed:
+                node.validate_and_infer()
+            continue
+        if changed:
+            # Readers of folded values may now infer static shapes (Reshape of a folded ShapeOf).
+            _scalar_inputs(node, runtime)
+            node.validate_and_infer()
         outs: list[np.ndarray] | None = None
+        from_runtime = any(i.node.id in runtime for i in node.inputs)
+        if from_runtime and (node.id not in shape or any(
+                int(np.prod(s.shape.to_tuple())) > MAX_VALUE_INPUT for s in node.output_specs if s.shape.is_static)):
+            continue  # data computed from model inputs runs on the device
         if node.type_name == "ShapeOf" and node.inputs[0].partial_shape.is_static:
             et = node.output_specs[0].type
             outs = [np.asarray(node.inputs[0].shape, dtype=et.np)]
@@ -246,12 +389,13 @@ def fold_constants(model: Model, keep: Callable[[Node], bool] | None = None) -> 
             continue
         for i, arr in enumerate(outs):
             name = node.name if len(outs) == 1 else f"{node.name}:{i}"
-            const = Node.create("Constant", [], {"value": np.ascontiguousarray(arr)}, name=name)
+            const = Node.create("Constant", [], {"value": np.array(arr, order="C")}, name=name)
             const.output(0).set_names(node.output(i).names)
+            if from_runtime:
+                runtime.add(const.id)
             model.replace_output(node.output(i), const.output(0))
         changed = True
     if changed:
-        # Readers of folded values may now infer static shapes (Reshape of a folded ShapeOf).
         for node in model.get_ordered_ops():
             if node.type_name not in STRUCTURAL:
                 node.validate_and_infer()
@@ -310,7 +454,7 @@ def plan_epilogues(model: Model, builtin: Callable[[Node], bool]) -> dict[int, E
             other = user.inputs[1 - idx] if len(user.inputs) == 2 else None
             cval = const_of(other) if other is not None else None
             scales = t in ("Multiply", "Divide", "BatchNormInference")
-            if scales and node.type_name == "MatMul":
+            if scales and (node.type_name == "MatMul" or node.inputs[1].node.constant_value() is None):
                 break  # a MatMul's B may be a variable: there are no weights to fold a scale into
             if t in ("Add", "Subtract", "Multiply", "Divide") and cval is not None and ep.residual is None \
                     and ep.act == 0 and getattr(user.attrs, "auto_broadcast", "numpy") == "numpy":

@@ -37,7 +37,7 @@ class Storage:
 
     @property
     def is_float(self) -> bool:
-        return self.compute == "float"
+        return self.compute in ("float", "double")
 
     def macros(self, name: str) -> dict[str, str]:
         """``#define``s for operand ``name`` (``X_T``, ``X_CT``, ``LOAD_X``, ``STORE_X``)."""
@@ -64,6 +64,9 @@ _TABLE: dict[Type, tuple[str, str, str]] = {
     Type.i16: ("short", "int", "ushort"),
     Type.u16: ("ushort", "int", "ushort"),
     Type.u32: ("uint", "uint", "uint"),
+    Type.u64: ("ulong", "ulong", "ulong"),
+    # double needs cl_khr_fp64 (NVIDIA, AMD, Intel discrete, PoCL have it); programs enable it
+    Type.f64: ("double", "double", "ulong"),
     Type.boolean: ("uchar", "int", "uchar"),
 }
 

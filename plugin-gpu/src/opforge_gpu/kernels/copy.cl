@@ -47,3 +47,49 @@ __kernel void fill(__global RAW_T* y, __global const int* P) {
     y[i] = *((__global const RAW_T*)(P + 2));
 }
 #endif
+
+#ifdef AXIS_GATHER
+// y[c] = x[sum_d tab_d[c_d] * xs_d], the tables of all axes concatenated (tab_d has y dims[d]
+// entries). P: n rank dims[rank] x_strides[rank]
+__kernel void axis_gather(__global const RAW_T* x, __global const int* tab, __global RAW_T* y,
+                          __global const int* P) {
+    const int i = get_global_id(0);
+    if (i >= P[0]) return;
+    const int rank = P[1];
+    int start = 0;
+    for (int d = 0; d < rank - 1; ++d) start += P[2 + d];
+    int r = i, s = 0;
+    for (int d = rank - 1; d >= 0; --d) {
+        const int dim = P[2 + d];
+        const int c = r % dim;
+        r /= dim;
+        s += tab[start + c] * P[2 + rank + d];
+        if (d > 0) start -= P[2 + d - 1];
+    }
+    y[i] = x[s];
+}
+#endif
+
+#ifdef REVERSE_SEQUENCE
+// The first len[b] elements of each sequence reversed, the rest copied; lengths are read on the
+// device. P: n rank batch_axis seq_axis dims[rank] (contiguous tensors)
+__kernel void reverse_sequence(__global const RAW_T* x, __global const I_T* len, __global RAW_T* y,
+                               __global const int* P) {
+    const int i = get_global_id(0);
+    if (i >= P[0]) return;
+    const int rank = P[1], ba = P[2], sa = P[3];
+    int r = i, stride = 1, bc = 0, sc = 0, sstride = 1;
+    for (int d = rank - 1; d >= 0; --d) {
+        const int dim = P[4 + d];
+        const int c = r % dim;
+        r /= dim;
+        if (d == ba) bc = c;
+        if (d == sa) { sc = c; sstride = stride; }
+        stride *= dim;
+    }
+    long L = (long)len[bc];
+    if (L > P[4 + sa]) L = P[4 + sa];
+    const int src = (sc < L) ? i + ((int)L - 1 - 2 * sc) * sstride : i;
+    y[i] = x[src];
+}
+#endif

@@ -32,6 +32,20 @@ __kernel void unary(__global const A_T* a, __global Y_T* y, __global const int* 
     }
 
 #ifdef BINARY_OP
+#if !defined(CT_IS_FLOAT)
+// Integer power by squaring: exact, wrapping on overflow as the reference; negative exponents
+// go through the real power and truncate.
+CT ipow(CT a, CT b) {
+    if (b < 0) return (CT)pow((float)a, (float)b);
+    CT r = 1;
+    while (b > 0) {
+        if (b & 1) r *= a;
+        a *= a;
+        b >>= 1;
+    }
+    return r;
+}
+#endif
 __kernel void binary(__global const A_T* a, __global const B_T* b, __global Y_T* y,
                      __global const int* P) {
     const int i = get_global_id(0);

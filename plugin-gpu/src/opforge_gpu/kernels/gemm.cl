@@ -244,3 +244,20 @@ __kernel void conv_direct(__global const X_T* x, __global const W_T* w, __global
     STORE_Y(y, i, ACTIVATE(acc));
 }
 #endif
+
+#ifdef MATMUL_NAIVE
+// Integer MatMul: one work-item per output, exact ACC_T accumulation (wrapping like the
+// reference). Same parameter block as matmul; gsize (N, M, batches).
+__kernel void matmul_naive(__global const X_T* a, __global const W_T* bm, __global Y_T* y,
+                           __global const int* P) {
+    const int n = get_global_id(0), m = get_global_id(1), batch = get_global_id(2);
+    const int M = P[0], N = P[1], K = P[2];
+    if (n >= N || m >= M) return;
+    const int a_sm = P[3], a_sk = P[4], b_sk = P[5], b_sn = P[6];
+    const int a_off = P[9 + 2 * batch], b_off = P[10 + 2 * batch];
+    ACC_T acc = 0;
+    for (int k = 0; k < K; ++k)
+        acc += (ACC_T)LOAD_X(a, a_off + m * a_sm + k * a_sk) * (ACC_T)LOAD_W(bm, b_off + k * b_sk + n * b_sn);
+    STORE_Y(y, (batch * M + m) * N + n, acc);
+}
+#endif

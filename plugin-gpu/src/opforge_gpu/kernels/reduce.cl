@@ -101,3 +101,45 @@ void mvn(__global const X_T* x, __global Y_T* y, __global const int* P) {
         STORE_Y(y, start + k * inner, ((float)LOAD_X(x, start + k * inner) - mean) * inv);
 }
 #endif
+
+#ifdef LRN
+// Local response normalisation: y = x / (bias + alpha / size^naxes * box_sum(x^2))^beta, the box
+// spanning [c - half, c + half] (clipped) along each normalised axis.
+// P: n rank dims[rank] naxes axes[naxes] half size alpha beta bias (float bits)
+__kernel void lrn(__global const X_T* x, __global Y_T* y, __global const int* P) {
+    const int i = get_global_id(0);
+    if (i >= P[0]) return;
+    const int rank = P[1];
+    __global const int* dims = P + 2;
+    const int naxes = P[2 + rank];
+    __global const int* axes = P + 3 + rank;
+    const int hw = P[3 + rank + naxes], size = P[4 + rank + naxes];
+    const float alpha = as_float(P[5 + rank + naxes]), beta = as_float(P[6 + rank + naxes]);
+    const float bias = as_float(P[7 + rank + naxes]);
+    int lo[8], cnt[8], st[8];
+    int total = 1;
+    for (int a = 0; a < naxes; ++a) {
+        const int d = axes[a];
+        int stride = 1;
+        for (int e = d + 1; e < rank; ++e) stride *= dims[e];
+        const int c = (i / stride) % dims[d];
+        const int l = max(c - hw, 0), h = min(c + hw, dims[d] - 1);
+        lo[a] = l - c;
+        cnt[a] = h - l + 1;
+        st[a] = stride;
+        total *= cnt[a];
+    }
+    float sum = 0.0f;
+    for (int j = 0; j < total; ++j) {
+        int r = j, off = i;
+        for (int a = naxes - 1; a >= 0; --a) {
+            off += (lo[a] + r % cnt[a]) * st[a];
+            r /= cnt[a];
+        }
+        const float v = LOAD_X(x, off);
+        sum += v * v;
+    }
+    const float scale = alpha / pown((float)size, naxes);
+    STORE_Y(y, i, (float)LOAD_X(x, i) / pow(bias + scale * sum, beta));
+}
+#endif

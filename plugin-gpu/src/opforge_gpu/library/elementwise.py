@@ -11,7 +11,7 @@ from opforge.element_type import Type
 from opforge.graph import Node
 
 from opforge_gpu.library import kernel
-from opforge_gpu.storage import float_bits, supported_type
+from opforge_gpu.storage import Storage, float_bits, supported_type
 
 if TYPE_CHECKING:
     from opforge_gpu.lowering import Epilogue, Lowering
@@ -170,7 +170,8 @@ _BITWISE: dict[str, str] = {
     "BitwiseOr": "((a) | (b))",
     "BitwiseXor": "((a) ^ (b))",
 }
-_SPECIAL = ("Divide", "FloorMod", "Mod")
+_SHIFT = ("BitwiseLeftShift", "BitwiseRightShift")
+_SPECIAL = ("Divide", "FloorMod", "Mod", *_SHIFT)
 _BINARY = [*_ARITH, *_FLOAT_ONLY, *_CMP, *_LOGIC, *_BITWISE, *_SPECIAL]
 
 
@@ -181,12 +182,14 @@ def _binary_supports(node: Node) -> str | None:
     name = node.type_name
     if getattr(node.attrs, "auto_broadcast", "numpy") == "pdpd":
         return "auto_broadcast='pdpd' has no GPU kernel"
-    if name in _FLOAT_ONLY and not t.is_float:
-        return f"{name} of {t} has no GPU kernel (floating-point types only)"
+    if name in _FLOAT_ONLY and not t.is_float and (t.ir == "boolean" or node.inputs[1].element_type != t):
+        return f"{name} of {t} has no GPU kernel"
     if name in _LOGIC and t is not Type.boolean:
         return f"{name} needs boolean inputs"
     if name in _BITWISE and t.is_float:
         return f"{name} needs integer or boolean inputs"
+    if name in _SHIFT and (t.is_float or t.ir == "boolean"):
+        return f"{name} needs integer inputs"
     if name in _ARITH and t is Type.boolean:
         return f"{name} of booleans has no GPU kernel"
     return None
@@ -195,10 +198,18 @@ def _binary_supports(node: Node) -> str | None:
 def binary_expr(node: Node) -> str:
     name = node.type_name
     t = node.inputs[0].element_type
+    if name == "Power" and not t.is_float:
+        return "ipow((a), (b))"  # exact and wrapping for exponents >= 0 (elementwise.cl)
     for table in (_ARITH, _FLOAT_ONLY, _CMP, _LOGIC, _BITWISE):
         if name in table:
             return table[name]
     flt = t.is_float
+    if name in _SHIFT:
+        # shifts by [0, width) only; larger or negative ones shift every bit out (ONNX BitShift-28)
+        w = t.bitwidth
+        if name == "BitwiseLeftShift":
+            return f"(((b) >= 0 && (b) < {w}) ? ((a) << (b)) : 0)"
+        return f"(((b) >= 0 && (b) < {w}) ? ((a) >> (b)) : ((a) < 0 ? -1 : 0))"
     if name == "Divide":
         if flt:
             return "((a) / (b))"
@@ -245,6 +256,8 @@ def lower_binary(node: Node, lw: Lowering, epilogue: Epilogue | None = None) -> 
 
 def run_binary(lw: Lowering, node: Node, a: Tensor, b: Tensor, y: Tensor, expr: str) -> None:
     defines: dict[str, Any] = {"BINARY_OP(a, b)": expr, "CT": a.storage.compute}
+    if a.storage.is_float or a.storage.type.ir == "boolean":
+        defines["CT_IS_FLOAT"] = 1  # (also: no integer helpers to compile)
     defines.update(a.storage.macros("A"))
     defines.update(b.storage.macros("B"))
     defines.update(y.storage.macros("Y"))
@@ -283,13 +296,22 @@ def lower_select(node: Node, lw: Lowering, epilogue: Epilogue | None = None) -> 
 
 
 def _convert_supports(node: Node) -> str | None:
-    bad = _all_types_supported(node)
-    if bad:
-        return bad
-    src, dst = node.inputs[0].element_type, node.output_specs[0].type
-    if src.is_float and dst.is_integral and dst.bitwidth < 32:
-        return f"Convert {src} -> {dst} (wrap-around of narrow integers) has no GPU kernel"
-    return None
+    return _all_types_supported(node)
+
+
+def convert_expr(src: Storage, dst: Storage) -> str:
+    """Float to integer as x86 C++ static_cast (opforge's reference): truncation, the minimum
+    integer for NaN and out-of-range values of the 32-bit (64-bit for i64/u32) conversion,
+    then wrap-around to narrower types; everything else is a C cast."""
+    if not src.is_float or dst.is_float or dst.type is Type.boolean:
+        return "(x)"
+    if dst.ctype == "ulong":
+        return ("(((x) >= 0 && (x) < 1.8446744073709552e19) ? (ulong)(x) : "
+                "(((x) < 0 && (x) >= -9.223372036854775808e18) ? (ulong)(long)(x) : (ulong)0x8000000000000000UL))")
+    if dst.ctype in ("long", "uint"):
+        return ("(" + dst.ctype + ")((isnan(x) || (x) < -9.223372036854775807e18 || (x) >= 9.223372036854775807e18) "
+                "? LONG_MIN : (long)(x))")
+    return "((isnan(x) || (x) < -2147483648.0f || (x) >= 2147483648.0f) ? INT_MIN : (int)(x))"
 
 
 @kernel("Convert", "ConvertLike", supports=_convert_supports)
@@ -300,14 +322,7 @@ def lower_convert(node: Node, lw: Lowering, epilogue: Epilogue | None = None) ->
         lw.set_output(node, 0, lw.view(x, y.shape))
         return
     src, dst = x.storage, y.storage
-    if src.is_float and not dst.is_float and dst.type is not Type.boolean:
-        # truncation toward zero; out-of-range and NaN give the minimum integer, as x86 does
-        wide = dst.ctype == "long"
-        hi, low = ("9.223372036854775807e18f", "LONG_MIN") if wide else ("2147483648.0f", "INT_MIN")
-        expr = f"((isnan(x) || (x) < -{hi} || (x) >= {hi}) ? ({dst.compute}){low} : ({dst.compute})(x))"
-    else:
-        expr = "(x)"
-    defines: dict[str, Any] = {"UNARY_OP(x)": expr, "CT": src.compute}
+    defines: dict[str, Any] = {"UNARY_OP(x)": convert_expr(src, dst), "CT": src.compute}
     defines.update(src.macros("A"))
     defines.update(dst.macros("Y"))
     prm = lw.params([y.size, 0, 0])

@@ -33,9 +33,12 @@ def _const_inputs(*indices: int) -> Any:
         bad = _types_ok(node)
         if bad:
             return bad
+        from opforge_gpu.lowering import plan_value
+
         for i in indices:
-            if i < len(node.inputs) and node.inputs[i].node.constant_value() is None:
-                return f"input {i} is not a constant (the GPU plans data movement ahead of time)"
+            why = plan_value(node, i)
+            if why:
+                return why
         return None
     return check
 
@@ -190,10 +193,6 @@ def _pad_supports(node: Node) -> str | None:
     bad = _const_inputs(1, 2)(node)
     if bad:
         return bad
-    if getattr(node.attrs, "pad_mode", "constant") != "constant":
-        return f"pad_mode '{node.attrs.pad_mode}' has no GPU kernel (constant only)"  # type: ignore[attr-defined]
-    if len(node.inputs) > 3 and node.inputs[3].node.constant_value() is None:
-        return "input 3 (pad_value) is not a constant"
     return None
 
 
@@ -202,10 +201,29 @@ def lower_pad(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
     x = lw.input(node, 0)
     y = lw.new_output(node)
     begin = [int(v) for v in np.asarray(node.inputs[1].node.constant_value()).reshape(-1)]
-    value = 0
+    mode = str(getattr(node.attrs, "pad_mode", "constant"))
+    if mode != "constant" and x.size:
+        # edge / reflect / symmetric: per axis, the source index of each output position (from
+        # the shapes only), then one gather over the axes
+        from opforge.opset.pad import _source_index
+
+        tables = [(_source_index(mode, x.shape[d], begin[d], y.shape[d])[0]).astype(np.int32)
+                  for d in range(len(y.shape))]
+        axis_gather(lw, node, x, y, tables)
+        return
+    value: Any = 0
     if len(node.inputs) > 3:
-        value = np.asarray(node.inputs[3].node.constant_value()).reshape(-1)[0]
-    fill(lw, node, y, value)
+        cv = node.inputs[3].node.constant_value()
+        if cv is None:
+            # the pad value is computed (or fed) at run time: fill from its device tensor
+            v = lw.input(node, 3)
+            lw.launch("generate.cl", "fill_from", {"FILL_FROM": 1, "RAW_T": y.storage.raw},
+                      [v, y, lw.params([y.size])], [y.size], [WG], node=node)
+            value = None
+        else:
+            value = np.asarray(cv).reshape(-1)[0]
+    if value is not None:
+        fill(lw, node, y, value)
     xs, ys = contiguous(x.shape), contiguous(y.shape)
     # Negative pads crop: start later in the source; positive pads start later in the output.
     dims, src_off, dst_off = [], 0, 0
@@ -257,3 +275,71 @@ def lower_gather(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
     defines = {"GATHER": 1, "RAW_T": data.storage.raw, "I_T": idx.storage.ctype}
     prm = lw.params([nb * outer * count * inner, outer, data.shape[axis], inner, count])
     lw.launch(FILE, "gather", defines, [data, idx, y, prm], [y.size], [WG], node=node)
+
+
+def axis_gather(lw: Lowering, node: Node, x: Tensor, y: Tensor, tables: Sequence[np.ndarray]) -> None:
+    """y[c] = x[sum_d tables[d][c_d] * stride_d]: a separable index map planned from shapes."""
+    flat = np.concatenate([np.asarray(t, np.int32).reshape(-1) for t in tables] or [np.zeros(1, np.int32)])
+    tab = lw.const_tensor(flat, key=("axis-gather", flat.tobytes()), exact=True)
+    rank = len(y.shape)
+    defines = {"AXIS_GATHER": 1, "RAW_T": x.storage.raw}
+    prm = lw.params([y.size, rank, *y.shape, *contiguous(x.shape)])
+    lw.launch(FILE, "axis_gather", defines, [x, tab, y, prm], [y.size], [WG], node=node)
+
+
+def _block_supports(node: Node) -> str | None:
+    bad = _types_ok(node)
+    if bad:
+        return bad
+    if node.inputs[0].partial_shape.rank is None:
+        return "input of unknown rank"
+    return None
+
+
+@kernel("DepthToSpace", "SpaceToDepth", supports=_block_supports)
+def lower_depth_space(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
+    a: Any = node.attrs
+    x = lw.input(node, 0)
+    y = lw.new_output(node)
+    n, bs = len(x.shape) - 2, int(a.block_size)
+    batch = x.shape[0]
+    blocks_first = str(a.mode) == "blocks_first"
+    if node.type_name == "DepthToSpace":
+        c, spatial = x.shape[1] // bs**n, list(x.shape[2:])
+        if blocks_first:
+            src = [batch, *([bs] * n), c, *spatial]
+            order = [0, n + 1] + [i for k in range(n) for i in (n + 2 + k, 1 + k)]
+        else:
+            src = [batch, c, *([bs] * n), *spatial]
+            order = [0, 1] + [i for k in range(n) for i in (n + 2 + k, 2 + k)]
+    else:
+        c = x.shape[1]
+        spatial = [d // bs for d in x.shape[2:]]
+        src = [batch, c, *[v for d in spatial for v in (d, bs)]]
+        blocks = [3 + 2 * k for k in range(n)]
+        dims = [2 + 2 * k for k in range(n)]
+        order = [0, *blocks, 1, *dims] if blocks_first else [0, 1, *blocks, *dims]
+    ss = contiguous(src)
+    shape = [src[o] for o in order]
+    strided_copy(lw, node, x, y, shape, [ss[o] for o in order], contiguous(shape))
+
+
+def _reverse_sequence_supports(node: Node) -> str | None:
+    bad = _types_ok(node)
+    if bad:
+        return bad
+    if node.inputs[1].element_type.ir not in ("i32", "i64") or node.inputs[0].partial_shape.rank is None:
+        return "ReverseSequence needs i32/i64 lengths and an input of known rank"
+    return None
+
+
+@kernel("ReverseSequence", supports=_reverse_sequence_supports)
+def lower_reverse_sequence(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
+    a: Any = node.attrs
+    x, lengths = lw.input(node, 0), lw.input(node, 1)
+    y = lw.new_output(node)
+    rank = len(x.shape)
+    ba, sa = (int(v) + (rank if int(v) < 0 else 0) for v in (a.batch_axis, a.seq_axis))
+    defines = {"REVERSE_SEQUENCE": 1, "RAW_T": x.storage.raw, "I_T": lengths.storage.ctype}
+    prm = lw.params([y.size, rank, ba, sa, *x.shape])
+    lw.launch(FILE, "reverse_sequence", defines, [x, lengths, y, prm], [y.size], [WG], node=node)

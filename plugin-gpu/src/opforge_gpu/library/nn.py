@@ -75,14 +75,14 @@ def _epilogue_args(lw: Lowering, node: Node, ep: Epilogue | None, channels: int,
 
 # --- convolution ----------------------------------------------------------------------------
 def _conv_supports(node: Node) -> str | None:
-    bad = _float_node(node)
-    if bad:
-        return bad
+    t = node.inputs[0].element_type
+    if not supported_type(t) or t.ir == "boolean":
+        return f"{node.type_name} of {t} has no GPU kernel"
     rank = node.inputs[0].partial_shape.rank
-    if rank not in (3, 4):
-        return f"{rank}-D input: only 1-D and 2-D convolutions have a GPU kernel"
-    if node.inputs[1].node.constant_value() is None:
-        return "the filters are not a constant (GPU kernels pack constant filters)"
+    if rank not in (3, 4, 5):
+        return f"{rank}-D input: only 1-D, 2-D and 3-D convolutions have a GPU kernel"
+    if node.inputs[1].partial_shape.rank is None:
+        return "filters of unknown rank"
     return None
 
 
@@ -100,46 +100,94 @@ def _geometry(node: Node, x_shape: tuple[int, ...], kernel_dims: tuple[int, ...]
             "PH": pads[0], "PW": pads[1], "DH": a.dilations[0], "DW": a.dilations[1]}
 
 
+def _pad3(v: Any, fill: int) -> list[int]:
+    vals = [int(x) for x in v]
+    return [fill] * (3 - len(vals)) + vals
+
+
+def _conv_nd(node: Node, lw: Lowering, ep: Epilogue | None, kernel_name: str, x: Tensor, wt: Tensor,
+             groups: int, cin_g: int, cout_g: int, kdims: tuple[int, ...], pads: list[int]) -> None:
+    """A direct (3-D or transposed) convolution: conv_nd.cl."""
+    a: Any = node.attrs
+    out_shape = node.output_specs[0].shape.to_tuple()
+    defines, extra, p0, p1, y = _epilogue_args(lw, node, ep, groups * cout_g)
+    defines["CONV_FWD" if kernel_name == "conv_nd" else "CONV_BWD"] = 1
+    c = x.storage.compute
+    defines["ACC_T"] = "float" if x.storage.is_float else ("long" if c in ("long", "ulong") else c)
+    defines.update(x.storage.macros("X"))
+    defines.update(wt.storage.macros("W"))
+    defines.update(y.storage.macros("Y"))
+    total = int(np.prod(out_shape))
+    prm = lw.params([total, x.shape[1], out_shape[1], cin_g, cout_g,
+                     *_pad3(x.shape[2:], 1), *_pad3(out_shape[2:], 1), *_pad3(kdims, 1), *_pad3(a.strides, 1),
+                     *_pad3(pads, 0), *_pad3(a.dilations, 1), float_bits(p0), float_bits(p1)])
+    lw.launch("conv_nd.cl", kernel_name, defines, [x, wt, *extra, y, prm], [total], [64], node=node)
+
+
 @kernel("Convolution", "GroupConvolution", supports=_conv_supports)
 def lower_conv(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
     x = lw.input(node, 0)
-    w_val = np.asarray(node.inputs[1].node.constant_value())
+    w_const = node.inputs[1].node.constant_value()
     grouped = node.type_name == "GroupConvolution"
-    w5 = w_val if grouped else w_val[np.newaxis]
-    groups, cout_g, cin_g = (int(d) for d in w5.shape[:3])
-    kdims = tuple(int(d) for d in w5.shape[3:])
+    w_shape = tuple(int(d) for d in node.inputs[1].shape)
+    w5_shape = w_shape if grouped else (1, *w_shape)
+    groups, cout_g, cin_g = w5_shape[:3]
+    kdims = w5_shape[3:]
     out_shape = node.output_specs[0].shape.to_tuple()
+    wtype = node.inputs[1].element_type
+    if w_const is None:
+        w_dev = lw.input(node, 1)
+        wk = None
+    else:
+        w_val = np.asarray(w_const)
+        wk = w_val.astype(np.float64).reshape(groups, cout_g, cin_g, -1)
+        if ep is not None and ep.scale is not None:
+            wk = wk * ep.scale.reshape(groups, cout_g, 1, 1)
+        key = ("conv-w", id(w_const), node.name, None if ep is None or ep.scale is None else ep.scale.tobytes())
+    if len(x.shape) == 5 or not x.storage.is_float:
+        from opforge.opset._window import resolve_pads
+
+        a: Any = node.attrs
+        pb, _ = resolve_pads(x.shape[2:], kdims, a.strides, a.dilations, a.pads_begin, a.pads_end, a.auto_pad)
+        if wk is not None:
+            w_dev = lw.const_tensor(wk.astype(np.float32).reshape(-1), wtype, key=key)
+        _conv_nd(node, lw, ep, "conv_nd", x, w_dev, groups, cin_g, cout_g, kdims, [int(p or 0) for p in pb])
+        return
     geo = _geometry(node, x.shape, kdims)
     n_img = x.shape[0]
     c = x.shape[1]
     h, w = (1, x.shape[2]) if len(x.shape) == 3 else (x.shape[2], x.shape[3])
     oh, ow = (1, out_shape[2]) if len(out_shape) == 3 else (out_shape[2], out_shape[3])
     cout = groups * cout_g
-    wk = w5.astype(np.float64).reshape(groups, cout_g, cin_g, -1)
-    if ep is not None and ep.scale is not None:
-        wk = wk * ep.scale.reshape(groups, cout_g, 1, 1)
     defines, extra, p0, p1, y = _epilogue_args(lw, node, ep, cout)
     runtime_geo = lw.dev.info.type == "CPU"
     geo_block = [geo[k] for k in ("KH", "KW", "SH", "SW", "PH", "PW", "DH", "DW")] if runtime_geo else []
     defines.update({"GEO_RUNTIME": 1} if runtime_geo else geo)
     defines.update(x.storage.macros("X"))
     defines.update(y.storage.macros("Y"))
-    wtype = node.inputs[1].element_type
-    key = ("conv-w", id(w_val), node.name, None if ep is None or ep.scale is None else ep.scale.tobytes())
     if cin_g == 1 and cout_g == 1 and groups > 1:
         # depthwise: memory bound with a tiny K, one work-item per output is the right shape
-        wt = lw.const_tensor(wk.astype(np.float32).reshape(-1), wtype, key=key)
-        defines.update(wt.storage.macros("W"))
+        if wk is not None:
+            w_dev = lw.const_tensor(wk.astype(np.float32).reshape(-1), wtype, key=key)
+        defines.update(w_dev.storage.macros("W"))
         defines["CONV_DIRECT"] = 1
         total = n_img * cout * oh * ow
         prm = lw.params([total, c, h, w, oh, ow, cout_g, cin_g, cout, float_bits(p0), float_bits(p1), *geo_block])
-        lw.launch(GEMM, "conv_direct", defines, [x, wt, *extra, y, prm], [total], [128], node=node)
+        lw.launch(GEMM, "conv_direct", defines, [x, w_dev, *extra, y, prm], [total], [128], node=node)
         return
     k = cin_g * int(np.prod(kdims))
     # packed [G][K][CoutG]: work-items loading a tile of filters read consecutive addresses
-    packed = np.ascontiguousarray(wk.reshape(groups, cout_g, k).transpose(0, 2, 1)).astype(np.float32)
-    wt = lw.const_tensor(packed.reshape(-1), wtype, key=key)
-    defines.update(wt.storage.macros("W"))
+    if wk is not None:
+        packed = np.ascontiguousarray(wk.reshape(groups, cout_g, k).transpose(0, 2, 1)).astype(np.float32)
+        w_dev = lw.const_tensor(packed.reshape(-1), wtype, key=key)
+    else:
+        from opforge_gpu.library.movement import strided_copy
+
+        # filters computed at run time: packed on the device by a transposing copy
+        src = w_dev
+        w_dev = lw.temp([groups * k * cout_g], src.storage)
+        strided_copy(lw, node, src, w_dev, [groups, k, cout_g], [cout_g * k, 1, k], [k * cout_g, cout_g, 1])
+    defines.update(w_dev.storage.macros("W"))
     nt = n_img * oh * ow
     tile = _tile(lw, cout_g, nt, groups)
     defines.update(_tile_defines(tile))
@@ -148,14 +196,45 @@ def lower_conv(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
     prm = lw.params([c, h, w, oh, ow, cout_g, cin_g, k, nt, cout, float_bits(p0), float_bits(p1), *geo_block])
     lsize = (tn // wn, tm // wm, 1)
     gsize = (-(-nt // tn) * lsize[0], -(-cout_g // tm) * lsize[1], groups)
-    lw.launch(GEMM, "conv_gemm", defines, [x, wt, *extra, y, prm], gsize, lsize, node=node)
+    lw.launch(GEMM, "conv_gemm", defines, [x, w_dev, *extra, y, prm], gsize, lsize, node=node)
+
+
+def _backprop_supports(node: Node) -> str | None:
+    bad = _float_node(node)
+    if bad:
+        return bad
+    rank = node.inputs[0].partial_shape.rank
+    if rank not in (3, 4, 5):
+        return f"{rank}-D input: only 1-D, 2-D and 3-D transposed convolutions have a GPU kernel"
+    if len(node.inputs) > 2:
+        from opforge_gpu.lowering import plan_value
+
+        return plan_value(node, 2)
+    return None
+
+
+@kernel("ConvolutionBackpropData", "GroupConvolutionBackpropData", supports=_backprop_supports)
+def lower_conv_backprop(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
+    from opforge.opset._conv import backprop_pads
+
+    x = lw.input(node, 0)
+    wt = lw.input(node, 1)
+    grouped = node.type_name == "GroupConvolutionBackpropData"
+    w5 = wt.shape if grouped else (1, *wt.shape)
+    groups, cin_g, cout_g = (int(d) for d in w5[:3])
+    kdims = tuple(int(d) for d in w5[3:])
+    out_shape = None
+    if len(node.inputs) > 2:
+        out_shape = [int(v) for v in np.asarray(node.inputs[2].node.constant_value()).reshape(-1)]
+    begin, _ = backprop_pads(node.attrs, x.shape[2:], kdims, out_shape)  # type: ignore[arg-type]
+    _conv_nd(node, lw, None, "conv_transposed", x, wt, groups, cin_g, cout_g, kdims, [int(b) for b in begin])
 
 
 # --- MatMul ---------------------------------------------------------------------------------
 def _matmul_supports(node: Node) -> str | None:
-    bad = _float_node(node)
-    if bad:
-        return bad
+    t = node.inputs[0].element_type
+    if not supported_type(t) or t.ir == "boolean":
+        return f"MatMul of {t} has no GPU kernel"
     for i in (0, 1):
         r = node.inputs[i].partial_shape.rank
         if r is None or r < 1:
@@ -197,6 +276,17 @@ def lower_matmul(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
             sa_acc *= ba[d]
             sb_acc *= bb[d]
         offs += [oa, ob]
+    if not a.storage.is_float:
+        # integers: exact accumulation, no epilogue (only float results fuse one)
+        y = lw.new_output(node)
+        c = a.storage.compute
+        nd: dict[str, Any] = {"MATMUL_NAIVE": 1, "ACC_T": "long" if c in ("long", "ulong") else c}
+        nd.update(a.storage.macros("X"))
+        nd.update(b.storage.macros("W"))
+        nd.update(y.storage.macros("Y"))
+        prm = lw.params([m, n, k, a_sm, a_sk, b_sk, b_sn, 0, 0, *offs])
+        lw.launch(GEMM, "matmul_naive", nd, [a, b, y, prm], (n, m, nb), (1, 1, 1), node=node)
+        return
     defines, extra, p0, p1, y = _epilogue_args(lw, node, ep, n)
     defines.update(a.storage.macros("X"))
     defines.update(b.storage.macros("W"))
@@ -213,31 +303,34 @@ def lower_matmul(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
 
 # --- pooling --------------------------------------------------------------------------------
 def _pool_supports(node: Node) -> str | None:
-    bad = _float_node(node)
-    if bad:
-        return bad
+    t = node.inputs[0].element_type
+    if not supported_type(t) or (node.type_name == "AvgPool" and not t.is_float) or t.ir == "boolean":
+        return f"{node.type_name} of {t} has no GPU kernel"
     rank = node.inputs[0].partial_shape.rank
-    if rank not in (3, 4):
-        return f"{rank}-D input: only 1-D and 2-D pooling have a GPU kernel"
+    if rank not in (3, 4, 5):
+        return f"{rank}-D input: only 1-D, 2-D and 3-D pooling have a GPU kernel"
     return None
 
 
-def _pool_block(node: Node, x_shape: tuple[int, ...], dil: list[int]) -> tuple[list[int], int, int]:
+def _pool_block(node: Node, x_shape: tuple[int, ...], dil: list[int]) -> tuple[list[int], list[int]]:
+    """The parameter block (see pool.cl) and the padded extents (DP, HP, WP)."""
     from opforge.opset._pool import pool_geometry
 
     a: Any = node.attrs
     begin, end, out = pool_geometry(x_shape[2:], a.kernel, a.strides, dil, a.pads_begin, a.pads_end,
                                     a.auto_pad, a.rounding_type)
-    if len(x_shape) == 3:
-        h, w, oh, ow = 1, x_shape[2], 1, out[0]
-        geo = [1, a.kernel[0], 1, a.strides[0], 0, begin[0], 1, dil[0]]
-        hp, wp = 1, x_shape[2] + begin[0] + end[0]
-    else:
-        h, w, oh, ow = x_shape[2], x_shape[3], out[0], out[1]
-        geo = [a.kernel[0], a.kernel[1], a.strides[0], a.strides[1], begin[0], begin[1], dil[0], dil[1]]
-        hp, wp = h + begin[0] + end[0], w + begin[1] + end[1]
-    total = x_shape[0] * x_shape[1] * oh * ow
-    return [total, h, w, oh, ow, *geo], hp, wp
+    pad = 3 - (len(x_shape) - 2)
+
+    def full(v: Any, fill: int) -> list[int]:
+        return [fill] * pad + [int(x) for x in v]
+
+    sp = full(x_shape[2:], 1)
+    osp = full(out, 1)
+    b = full(begin, 0)
+    e = full(end, 0)
+    total = x_shape[0] * x_shape[1] * int(np.prod(osp))
+    block = [total, *sp, *osp, *full(a.kernel, 1), *full(a.strides, 1), *b, *full(dil, 1)]
+    return block, [sp[d] + b[d] + e[d] for d in range(3)]
 
 
 @kernel("MaxPool", supports=_pool_supports)
@@ -245,9 +338,9 @@ def lower_max_pool(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None
     a: Any = node.attrs
     x = lw.input(node, 0)
     dil = list(getattr(a, "dilations", None) or [1] * (len(x.shape) - 2))
-    block, _, _ = _pool_block(node, x.shape, dil)
+    block, _ = _pool_block(node, x.shape, dil)
     y = lw.new_output(node, 0)
-    defines: dict[str, Any] = {"MAX_POOL": 1}
+    defines: dict[str, Any] = {"MAX_POOL": 1, "X_FLOAT": int(x.storage.is_float)}
     defines.update(x.storage.macros("X"))
     defines.update(y.storage.macros("Y"))
     ind: Any = lw.dummy()
@@ -275,12 +368,13 @@ def lower_max_pool(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None
 def lower_avg_pool(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
     a: Any = node.attrs
     x = lw.input(node, 0)
-    block, hp, wp = _pool_block(node, x.shape, [1] * (len(x.shape) - 2))
+    dil = list(getattr(a, "dilations", None) or [1] * (len(x.shape) - 2))
+    block, padded = _pool_block(node, x.shape, dil)
     y = lw.new_output(node)
     defines: dict[str, Any] = {"AVG_POOL": 1}
     defines.update(x.storage.macros("X"))
     defines.update(y.storage.macros("Y"))
-    block += [int(bool(a.exclude_pad)), hp, wp]
+    block += [int(bool(a.exclude_pad)), *padded]
     lw.launch("pool.cl", "avg_pool", defines, [x, y, lw.params(block)], [block[0]], [128], node=node)
 
 
@@ -315,9 +409,9 @@ def _reduce_supports(node: Node) -> str | None:
         return f"{node.type_name} of {t} has no GPU kernel (floating-point types only)"
     if node.inputs[0].partial_shape.rank is None:
         return "input of unknown rank"
-    if node.inputs[1].node.constant_value() is None:
-        return "the axes are not a constant"
-    return None
+    from opforge_gpu.lowering import plan_value
+
+    return plan_value(node, 1)
 
 
 def _contiguous_strides(shape: tuple[int, ...]) -> list[int]:
@@ -334,9 +428,10 @@ def lower_reduce(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
     axes = _const_axes(node, 1, rank) or []
     y = lw.new_output(node)
     init, step, final, _ = _REDUCE[node.type_name]
-    acc_t = "float" if x.storage.is_float else x.storage.compute
-    lowest = "-INFINITY" if acc_t == "float" else ("LONG_MIN" if acc_t == "long" else "INT_MIN")
-    highest = "INFINITY" if acc_t == "float" else ("LONG_MAX" if acc_t == "long" else "INT_MAX")
+    acc_t = "float" if x.storage.compute == "float" else x.storage.compute
+    lowest, highest = {"float": ("-INFINITY", "INFINITY"), "double": ("-INFINITY", "INFINITY"),
+                       "long": ("LONG_MIN", "LONG_MAX"), "uint": ("0", "UINT_MAX"),
+                       "ulong": ("0", "ULONG_MAX")}.get(acc_t, ("INT_MIN", "INT_MAX"))
     init = init.replace("LOWEST", lowest).replace("HIGHEST", highest)
     defines: dict[str, Any] = {
         "REDUCE": 1, "ACC_T": acc_t, "REDUCE_INIT": f"(({acc_t}){init})",
@@ -404,24 +499,43 @@ def _mvn_supports(node: Node) -> str | None:
     bad = _float_node(node)
     if bad:
         return bad
-    axes = _mvn_axes(node)
-    if axes is None:
-        return "the axes are not a constant"
-    if axes and axes != list(range(axes[0], axes[-1] + 1)):
-        return f"axes {axes} are not contiguous (the GPU kernel normalises one block of axes)"
+    if node.version != "opset2" and len(node.inputs) > 1:
+        from opforge_gpu.lowering import plan_value
+
+        return plan_value(node, 1)
     return None
 
 
 @kernel("MVN", supports=_mvn_supports)
 def lower_mvn(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
-    a: Any = node.attrs
     x = lw.input(node, 0)
     y = lw.new_output(node)
     axes = _mvn_axes(node) or []
-    shape = x.shape
     if not axes:
         lw.set_output(node, 0, lw.view(x, y.shape))
         return
+    if axes != list(range(axes[0], axes[-1] + 1)):
+        # normalise over the trailing axes of a transposed copy, then transpose back
+        from opforge_gpu.library.movement import contiguous, strided_copy
+
+        rank = len(x.shape)
+        perm = [d for d in range(rank) if d not in axes] + list(axes)
+        tshape = [x.shape[d] for d in perm]
+        xs = contiguous(x.shape)
+        xt = lw.temp(tshape, x.storage)
+        strided_copy(lw, node, x, xt, tshape, [xs[d] for d in perm], contiguous(tshape))
+        yt = lw.temp(tshape, y.storage)
+        _mvn_rows(node, lw, xt, yt, list(range(rank - len(axes), rank)))
+        inv = [perm.index(d) for d in range(rank)]
+        ts = contiguous(tshape)
+        strided_copy(lw, node, yt, y, y.shape, [ts[i] for i in inv], contiguous(y.shape))
+        return
+    _mvn_rows(node, lw, x, y, axes)
+
+
+def _mvn_rows(node: Node, lw: Lowering, x: Tensor, y: Tensor, axes: list[int]) -> None:
+    a: Any = node.attrs
+    shape = x.shape
     length = int(np.prod([shape[d] for d in axes]))
     inner = int(np.prod(shape[axes[-1] + 1:]))
     rows = int(np.prod(shape)) // max(length, 1)
@@ -433,3 +547,129 @@ def lower_mvn(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
     prm = lw.params([length, inner, int(bool(a.normalize_variance)), int(inside), float_bits(float(a.eps))])
     lw.launch("reduce.cl", "mvn", defines, [x, y, prm], [rows * wg], [wg], node=node)
 
+
+
+# --- Interpolate ----------------------------------------------------------------------------
+_RESAMPLE_MODES = ("nearest", "linear", "linear_onnx", "cubic")
+
+
+def _interp_supports(node: Node) -> str | None:
+    from opforge_gpu.lowering import plan_value
+
+    bad = _float_node(node)
+    if bad:
+        return bad
+    mode = str(node.attrs.mode)  # type: ignore[attr-defined]
+    if mode not in _RESAMPLE_MODES:
+        return f"Interpolate mode '{mode}' has no GPU kernel"
+    for i in range(1, len(node.inputs)):
+        why = plan_value(node, i)
+        if why:
+            return why
+    return None
+
+
+def _taps(a: Any, n_in: int, n_out: int, scale: np.float32, antialias: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The tap table (indices, weights) [n_out, T] of one axis: the reference's own weights."""
+    from opforge.opset import interpolate as ref
+
+    if a.mode == "nearest":
+        idx = ref._nearest_index(a, n_in, n_out, scale).reshape(n_out, 1)
+        return idx.astype(np.int32), np.ones((n_out, 1), np.float32)
+    if a.mode == "linear_onnx":
+        w = ref._linear_onnx_weights(a, n_in, n_out, scale)
+    elif a.mode == "cubic":
+        w = ref._cubic_weights(a, n_in, n_out, scale)
+    else:
+        w = ref._triangle_weights(a, n_in, n_out, scale, antialias)
+    taps = max(1, int((w != 0).sum(axis=1).max()))
+    idx = np.full((n_out, taps), -1, np.int32)
+    wt = np.zeros((n_out, taps), np.float32)
+    for j in range(n_out):
+        nz = np.nonzero(w[j])[0]
+        idx[j, : len(nz)] = nz
+        wt[j, : len(nz)] = w[j, nz]
+    return idx, wt
+
+
+@kernel("Interpolate", supports=_interp_supports)
+def lower_interpolate(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
+    from opforge.opset.interpolate import _full_pads, scaled_size
+
+    from opforge_gpu.library.movement import contiguous, fill, strided_copy
+
+    a: Any = node.attrs
+    x = lw.input(node, 0)
+    rank = len(x.shape)
+    y = lw.new_output(node)
+    axes = list(range(rank))
+    if len(node.inputs) > 2:
+        axes = [int(v) + (rank if int(v) < 0 else 0)
+                for v in np.asarray(node.inputs[2].node.constant_value()).reshape(-1)]
+    values = np.asarray(node.inputs[1].node.constant_value()).reshape(-1)
+    pb, pe = _full_pads(a.pads_begin, rank), _full_pads(a.pads_end, rank)
+    cur = x
+    if any(pb) or any(pe):
+        padded = [x.shape[d] + pb[d] + pe[d] for d in range(rank)]
+        cur = lw.temp(padded, x.storage)
+        fill(lw, node, cur, 0)
+        ps = contiguous(padded)
+        strided_copy(lw, node, x, cur, x.shape, contiguous(x.shape), ps, 0, sum(pb[d] * ps[d] for d in range(rank)))
+    sizes: list[int] = []
+    scales: list[np.float32] = []
+    for i, ax in enumerate(axes):
+        if a.shape_calculation_mode == "sizes":
+            sizes.append(int(values[i]))
+            scales.append(np.float32(sizes[-1]) / np.float32(cur.shape[ax]))
+        else:
+            scales.append(np.float32(values[i]))
+            sizes.append(scaled_size(cur.shape[ax], float(values[i])))
+    antialias = bool(getattr(a, "antialias", False)) and any(s < 1 for s in scales)
+    steps = [(ax, n, sc) for ax, n, sc in zip(axes, sizes, scales)
+             if not (n == cur.shape[ax] and a.mode == "nearest" and sc == 1)]
+    if not steps:
+        if y.size:
+            strided_copy(lw, node, cur, y, [y.size], [1], [1])
+        return
+    for k, (ax, n_out, scale) in enumerate(steps):
+        shape = list(cur.shape)
+        n_in = shape[ax]
+        idx, wt = _taps(a, n_in, n_out, scale, antialias)
+        shape[ax] = n_out
+        out = y if k == len(steps) - 1 else lw.temp(shape, x.storage)
+        it = lw.const_tensor(idx, key=("interp-idx", idx.tobytes(), idx.shape), exact=True)
+        wtt = lw.const_tensor(wt, key=("interp-w", wt.tobytes(), wt.shape), exact=True)
+        inner = int(np.prod(shape[ax + 1:]))
+        defines: dict[str, Any] = {"RESAMPLE": 1}
+        defines.update(cur.storage.macros("X"))
+        defines.update(out.storage.macros("Y"))
+        prm = lw.params([out.size, n_out, max(inner, 1), n_in, idx.shape[1]])
+        lw.launch("interpolate.cl", "resample_axis", defines, [cur, it, wtt, out, prm], [out.size], [128], node=node)
+        cur = out
+
+
+# --- LRN ------------------------------------------------------------------------------------
+def _lrn_supports(node: Node) -> str | None:
+    from opforge_gpu.lowering import plan_value
+
+    bad = _float_node(node)
+    if bad:
+        return bad
+    if node.inputs[0].partial_shape.rank is None or node.inputs[0].partial_shape.rank > 8:
+        return "LRN needs an input of known rank <= 8"
+    return plan_value(node, 1)
+
+
+@kernel("LRN", supports=_lrn_supports)
+def lower_lrn(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
+    a: Any = node.attrs
+    x = lw.input(node, 0)
+    y = lw.new_output(node)
+    rank = len(x.shape)
+    axes = _const_axes(node, 1, rank) or []
+    defines: dict[str, Any] = {"LRN": 1}
+    defines.update(x.storage.macros("X"))
+    defines.update(y.storage.macros("Y"))
+    prm = lw.params([y.size, rank, *x.shape, len(axes), *axes, (int(a.size) - 1) // 2, int(a.size),
+                     float_bits(float(a.alpha)), float_bits(float(a.beta)), float_bits(float(a.bias))])
+    lw.launch("reduce.cl", "lrn", defines, [x, y, prm], [y.size], [128], node=node)

@@ -1,0 +1,1 @@
+"""Testing helpers of the GPU plugin (not imported by the plugin itself)."""

@@ -6,7 +6,7 @@ residual + ReLU), a MobileNetV2-like CNN (depthwise + Clip), an MLP (3 Gemm + Re
 BERT-like encoder (LayerNormalization, erf GELU, attention). opforge reads the same ONNX file
 through its ONNX frontend. Prints median latencies (ms) and ratios opforge / peer.
 
-    python plugin-cpu/benchmarks/bench_cpu.py [--models DIR] [--threads 1 2] [--runs 50]
+    python plugin-cpu/benchmarks/bench_cpu.py [--models /tmp/bench-models] [--threads 1 2] [--runs 50]
 """
 
 from __future__ import annotations
@@ -297,11 +297,14 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="opforge-bench-"))
     if args.models:
         for name in ("resnet18", "mobilenet_v2", "bert_small", "mlp"):
-            onnx_path = args.models / f"{name}.onnx"
+            # make_models.py layout: onnx/<m>.onnx and ref/<m>.npz (inputs "in.<name>", output "out")
+            onnx_path = next((p for p in (args.models / "onnx" / f"{name}.onnx", args.models / f"{name}.onnx")
+                              if p.exists()), None)
             ref = args.models / "ref" / f"{name}.npz"
-            if onnx_path.exists() and ref.exists():
+            if onnx_path is not None and ref.exists():
                 data = np.load(ref)
-                models[name] = (onnx_path, {k: data[k] for k in data.files if not k.startswith("out")})
+                models[name] = (onnx_path, {k.removeprefix("in."): data[k] for k in data.files
+                                            if not k.startswith("out")})
     if not models:
         for name, make in STAND_INS.items():
             p = tmp / f"{name}.onnx"

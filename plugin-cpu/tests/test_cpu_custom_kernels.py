@@ -85,7 +85,7 @@ def test_python_kernel_that_raises_names_node() -> None:
 
     core = opforge.Core(make_plugins((plugin(kernel), "ext")))
     compiled = core.compile_model(identity_model(), "CPU")
-    with pytest.raises(KernelError, match="node 'ident' \\(Identity\\).*boom"):
+    with pytest.raises(KernelError, match=r"node 'ident' \(Identity\).*boom"):
         compiled([rand((2, 8))])
 
 
@@ -149,7 +149,7 @@ def test_abi_mismatch_is_refused(compiled_kernel: types.ModuleType, tmp_path: Pa
     bad = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bad)
     core = opforge.Core(make_plugins((plugin(bad.kernel()), "ext")))
-    with pytest.raises(PluginValidationError, match="test-ext 0.0.*ABI 999.*ABI 1"):
+    with pytest.raises(PluginValidationError, match=r"test-ext 0\.0.*ABI 999.*ABI 1"):
         core.compile_model(identity_model(), "CPU")
 
 

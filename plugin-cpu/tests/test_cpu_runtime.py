@@ -133,7 +133,7 @@ def test_kernel_error_names_the_node(core: Any) -> None:
     data = const(rand((4, 2)), name="table")
     g = opforge.op("Gather", data, x, const(np.array(0, np.int64), np.int64), name="lookup")
     compiled = core.compile_model(Model([g], [x]), "CPU")
-    with pytest.raises(KernelError, match="node 'lookup' \\(Gather\\).*index 9 is out of range"):
+    with pytest.raises(KernelError, match=r"node 'lookup' \(Gather\).*index 9 is out of range"):
         compiled([np.array([0, 9, 1], np.int64)])
 
 

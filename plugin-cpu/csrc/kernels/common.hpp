@@ -115,6 +115,64 @@ inline std::string check_boolean(const NodeDesc& n) {
   return n.in(0).dtype == DType::boolean ? "" : "logical ops need boolean inputs";
 }
 
+// Integer types (and booleans, stored as uint8, where `with_bool`).
+template <class F> void dispatch_integral(DType t, F&& f) {
+  switch (t) {
+    case DType::i8: f(static_cast<int8_t*>(nullptr)); break;
+    case DType::i16: f(static_cast<int16_t*>(nullptr)); break;
+    case DType::i32: f(static_cast<int32_t*>(nullptr)); break;
+    case DType::i64: f(static_cast<int64_t*>(nullptr)); break;
+    case DType::u8: case DType::boolean: f(static_cast<uint8_t*>(nullptr)); break;
+    case DType::u16: f(static_cast<uint16_t*>(nullptr)); break;
+    case DType::u32: f(static_cast<uint32_t*>(nullptr)); break;
+    case DType::u64: f(static_cast<uint64_t*>(nullptr)); break;
+    default: throw CompileFailure(std::string("element type ") + dtype_name(t) + " is not an integer type");
+  }
+}
+
+inline std::string check_integral(const NodeDesc& n, bool with_bool = true) {
+  DType t = n.in(0).dtype;
+  if (is_float(t) || (t == DType::boolean && !with_bool))
+    return std::string("element type ") + dtype_name(t) + " is not supported (integers" + (with_bool ? ", boolean)" : ")");
+  return "";
+}
+
+// A broadcasting binary op over integers (booleans as uint8).
+template <class F> std::unique_ptr<Kernel> make_integral_binary(NodeDesc& n, F f) {
+  std::unique_ptr<Kernel> k;
+  dispatch_integral(n.in(0).dtype, [&](auto tag) {
+    using T = OPF_TYPE_OF(tag);
+    auto g = [f](T a, T b) { return static_cast<T>(f(a, b)); };
+    k = std::make_unique<BinaryKernel<T, T, decltype(g)>>(n, g);
+  });
+  return k;
+}
+
+// x -> bool for floating-point x (IsInf, IsNaN, IsFinite).
+template <class T, class F> class PredicateKernel : public Kernel {
+ public:
+  explicit PredicateKernel(F f) : f_(f) {}
+  void run(RunContext& ctx, const TensorView* in, TensorView* out, Bound*) override {
+    const T* a = in[0].ptr<T>();
+    uint8_t* o = out[0].ptr<uint8_t>();
+    parallel_range(out[0].size(), ctx.num_threads, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) o[i] = f_(static_cast<double>(a[i])) ? 1 : 0;
+    });
+  }
+
+ private:
+  F f_;
+};
+
+template <class F> std::unique_ptr<Kernel> make_float_predicate(NodeDesc& n, F f) {
+  std::unique_ptr<Kernel> k;
+  dispatch_float(n.in(0).dtype, [&](auto tag) {
+    using T = OPF_TYPE_OF(tag);
+    k = std::make_unique<PredicateKernel<T, F>>(f);
+  });
+  return k;
+}
+
 // Exact text of a number for the post-op encoding (std::to_string keeps only 6 decimals).
 inline std::string num_str(double v) {
   char buf[64];

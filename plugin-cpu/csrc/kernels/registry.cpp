@@ -162,6 +162,33 @@ std::unique_ptr<Kernel> make_unsqueeze(NodeDesc& n);
 std::unique_ptr<Kernel> make_variadic_split(NodeDesc& n);
 std::string check_variadic_split(const NodeDesc& n);
 
+std::unique_ptr<Kernel> make_bitwise_and(NodeDesc& n);
+std::string check_bitwise_and(const NodeDesc& n);
+std::unique_ptr<Kernel> make_bitwise_or(NodeDesc& n);
+std::string check_bitwise_or(const NodeDesc& n);
+std::unique_ptr<Kernel> make_bitwise_xor(NodeDesc& n);
+std::string check_bitwise_xor(const NodeDesc& n);
+std::unique_ptr<Kernel> make_bitwise_not(NodeDesc& n);
+std::string check_bitwise_not(const NodeDesc& n);
+std::unique_ptr<Kernel> make_bitwise_left_shift(NodeDesc& n);
+std::string check_bitwise_left_shift(const NodeDesc& n);
+std::unique_ptr<Kernel> make_bitwise_right_shift(NodeDesc& n);
+std::string check_bitwise_right_shift(const NodeDesc& n);
+std::unique_ptr<Kernel> make_is_inf(NodeDesc& n);
+std::string check_is_inf(const NodeDesc& n);
+std::unique_ptr<Kernel> make_is_nan(NodeDesc& n);
+std::string check_is_nan(const NodeDesc& n);
+std::unique_ptr<Kernel> make_is_finite(NodeDesc& n);
+std::string check_is_finite(const NodeDesc& n);
+std::unique_ptr<Kernel> make_logical_not(NodeDesc& n);
+std::string check_logical_not(const NodeDesc& n);
+std::unique_ptr<Kernel> make_selu(NodeDesc& n);
+std::string check_selu(const NodeDesc& n);
+std::unique_ptr<Kernel> make_p_relu(NodeDesc& n);
+std::string check_p_relu(const NodeDesc& n);
+std::unique_ptr<Kernel> make_top_k(NodeDesc& n);
+std::string check_top_k(const NodeDesc& n);
+
 const std::vector<KernelEntry>& kernel_table() {
   // type, factory, support check (nullptr: all nodes of the type), layout-flexible
   static const std::vector<KernelEntry> table = {
@@ -250,6 +277,19 @@ const std::vector<KernelEntry>& kernel_table() {
       {"Transpose", make_transpose, check_transpose, false},
       {"Unsqueeze", make_unsqueeze, nullptr, false},
       {"VariadicSplit", make_variadic_split, check_variadic_split, false},
+      {"BitwiseAnd", make_bitwise_and, check_bitwise_and, false},
+      {"BitwiseOr", make_bitwise_or, check_bitwise_or, false},
+      {"BitwiseXor", make_bitwise_xor, check_bitwise_xor, false},
+      {"BitwiseNot", make_bitwise_not, check_bitwise_not, false},
+      {"BitwiseLeftShift", make_bitwise_left_shift, check_bitwise_left_shift, false},
+      {"BitwiseRightShift", make_bitwise_right_shift, check_bitwise_right_shift, false},
+      {"IsInf", make_is_inf, check_is_inf, false},
+      {"IsNaN", make_is_nan, check_is_nan, false},
+      {"IsFinite", make_is_finite, check_is_finite, false},
+      {"LogicalNot", make_logical_not, check_logical_not, false},
+      {"Selu", make_selu, check_selu, false},
+      {"PRelu", make_p_relu, check_p_relu, false},
+      {"TopK", make_top_k, check_top_k, false},
   };
   return table;
 }

@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 from opforge.hookspecs import Register, hookimpl
-
 from opforge_template_extension.op import OPSET, TemplateIdentity
 
 

@@ -1,33 +1,45 @@
-"""Imports the compiled executor, making sure ``libdnnl.so.3`` can be found first.
+"""Imports the compiled executor.
 
-The module's RPATH covers the usual layouts (a venv, a system or ``--user`` install put oneDNN's
-library in ``<prefix>/lib``). For anything else, preload the library at the path the
-``onednn-cpu-gomp`` distribution's RECORD gives, so the dynamic loader finds it by soname.
+``_core`` links oneDNN as ``libopforge_dnnl.so.3``: the PyPI ``libdnnl.so.3`` copied into this
+package with a private soname (see ``docs/kernel-library.md``), found through the module's
+``$ORIGIN`` RPATH. It is loaded RTLD_LOCAL, as a dependency of ``_core`` only, so another
+package's oneDNN (paddle, torch) neither binds to it nor is bound by it, in either import order.
 """
 
 from __future__ import annotations
 
 import ctypes
-import importlib.metadata as md
+import importlib.util
+import os
 from pathlib import Path
 from types import ModuleType
 
+#: the private soname of the oneDNN copy shipped in this package
+ONEDNN_SONAME = "libopforge_dnnl.so.3"
+
 
 def _preload_onednn() -> None:
-    try:
-        dist = md.distribution("onednn-cpu-gomp")
-    except md.PackageNotFoundError:
-        return
-    for f in dist.files or []:
-        if f.name == "libdnnl.so.3":
-            path = Path(str(dist.locate_file(f)))
-            if path.exists():
-                ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
+    # Only for layouts where $ORIGIN does not work (a relocated copy of the package): load the
+    # copy next to this file by path, locally, so that _core's DT_NEEDED finds it by soname.
+    # (An editable install keeps _core and the library in site-packages, apart from this file.)
+    spec = importlib.util.find_spec("opforge_cpu._core")
+    folders = [Path(__file__).parent] + ([Path(spec.origin).parent] if spec and spec.origin else [])
+    for folder in folders:
+        path = folder / ONEDNN_SONAME
+        if path.exists():
+            ctypes.CDLL(str(path), mode=ctypes.RTLD_LOCAL)
             return
 
 
 def load_core() -> ModuleType:
-    """The ``opforge_cpu._core`` extension module."""
+    """The ``opforge_cpu._core`` extension module.
+
+    OpenMP threads wait passively (``OMP_WAIT_POLICY=PASSIVE``) unless the user chose otherwise:
+    libgomp's default spinning costs little on an idle machine but, with the cores shared with
+    other work, spinning threads steal the time of the ones with work to do (measured: resnet18
+    at 2 threads 5-8x slower under load). Takes effect only if libgomp is not loaded yet.
+    """
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
         from opforge_cpu import _core
     except ImportError:

@@ -14,7 +14,15 @@ from opforge.runtime.device import Availability, CompileContext, Device, Executa
 from opforge.runtime.properties import COMMON_PROPERTIES
 
 from opforge_cpu._loader import load_core
-from opforge_cpu.lowering import Emitter, specialize, supported_nodes
+from opforge_cpu.lowering import Emitter, specialize, supported_nodes, value_inputs
+
+
+def _failing_node(message: str) -> set[str]:
+    """The node named in a compile error ("node 'name' (...)")."""
+    import re
+
+    m = re.search(r"node '([^']+)'", message)
+    return {m.group(1)} if m else set()
 
 
 def cpu_count() -> int:
@@ -61,7 +69,11 @@ class CpuDevice(Device):
             if reg is not None:
                 plugins[key] = str(reg.plugin)
         reasons = supported_nodes(self._core, model, kernels)
+        failing = {n for n, why in reasons.items() if why}
         missing = sorted({f"'{n}' ({why})" for n, why in reasons.items() if why})
+        if missing and value_inputs(model, failing):
+            # Operands such as axes or a shape are model inputs: plan per input value.
+            return CpuExecutable(self._core, model, kernels, plugins, ctx.config, value_inputs(model, failing))
         if missing:
             raise UnsupportedOpError(
                 f"device CPU cannot run model '{model.name}': no kernel for node(s) {', '.join(missing[:20])}"
@@ -91,7 +103,8 @@ class CpuState:
 
 class CpuExecutable(Executable):
     def __init__(self, core: Any, model: Model, kernels: dict[tuple[str, str | None], Any],
-                 plugins: dict[tuple[str, str | None], str], config: dict[str, Any]) -> None:
+                 plugins: dict[tuple[str, str | None], str], config: dict[str, Any],
+                 values: list[int] | None = None) -> None:
         self._core = core
         self._kernels = kernels
         self._plugins = plugins
@@ -109,11 +122,20 @@ class CpuExecutable(Executable):
         # oversubscribing the cores.
         self._streams_sem = threading.BoundedSemaphore(self.streams)
         self._lock = threading.Lock()
-        self._programs: dict[tuple[tuple[int, ...], ...], _Compiled] = {}
+        self._programs: dict[Any, _Compiled] = {}
+        #: inputs whose values (not only shapes) select the program (see lowering.value_inputs)
+        self._values: list[int] = list(values or [])
         self._static = all(p.output(0).partial_shape.is_static for p in model.parameters)
-        if self._static:
+        if self._static and not self._values:
             key = tuple(tuple(p.output(0).shape) for p in model.parameters)
-            self._programs[key] = self._build(specialize(model, None))
+            try:
+                self._programs[key] = self._build(specialize(model, None))
+            except UnsupportedOpError as err:
+                # A shape that only an input's value decides (Reshape to a fed shape...).
+                failing = {getattr(err, "node_name", "")} | _failing_node(str(err))
+                self._values = value_inputs(model, failing)
+                if not self._values:
+                    raise
 
     # --- compilation -----------------------------------------------------------------------
     def _build(self, model: Model) -> _Compiled:
@@ -124,15 +146,17 @@ class CpuExecutable(Executable):
             raise UnsupportedOpError(f"device CPU: {err}") from None
         return _Compiled(program, model, emitter)
 
-    def _program(self, key: tuple[tuple[int, ...], ...]) -> _Compiled:
+    def _program(self, key: Any, shapes: tuple[tuple[int, ...], ...], inputs: Sequence[np.ndarray]) -> _Compiled:
         compiled = self._programs.get(key)
         if compiled is not None:
             return compiled
         with self._lock:
             compiled = self._programs.get(key)
             if compiled is None:
-                # A new input shape: specialise the graph and plan again (cached by shape).
-                compiled = self._build(specialize(self._model, dict(enumerate(key))))
+                # A new input shape (or value of a value input): specialise the graph and plan
+                # again (cached by that key).
+                values = {i: np.asarray(inputs[i]).reshape(shapes[i]) for i in self._values}
+                compiled = self._build(specialize(self._model, dict(enumerate(shapes)), values))
                 self._programs[key] = compiled
         return compiled
 
@@ -142,8 +166,11 @@ class CpuExecutable(Executable):
 
     def infer(self, inputs: Sequence[np.ndarray], state: Any) -> list[np.ndarray]:
         st: CpuState = state if isinstance(state, CpuState) else CpuState()
-        key = tuple(tuple(int(d) for d in a.shape) for a in inputs)
-        compiled = self._program(key)
+        shapes = tuple(tuple(int(d) for d in a.shape) for a in inputs)
+        key: Any = shapes
+        if self._values:
+            key = (shapes, tuple(np.asarray(inputs[i]).tobytes() for i in self._values))
+        compiled = self._program(key, shapes, inputs)
         native = st.states.get(key)
         if native is None:
             native = st.states[key] = compiled.program.create_state()

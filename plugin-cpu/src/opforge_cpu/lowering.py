@@ -62,12 +62,24 @@ def find_plugin_kernel(kernels: Mapping[tuple[str, str | None], Any], node: Node
 
 
 # ---------------------------------------------------------------------------------- rewrites
-def specialize(model: Model, shapes: Mapping[int, tuple[int, ...]] | None) -> Model:
+def specialize(model: Model, shapes: Mapping[int, tuple[int, ...]] | None,
+               values: Mapping[int, np.ndarray] | None = None) -> Model:
     """Static-shape copy of ``model`` (inputs set to ``shapes`` by index), constant folded, with
-    shape computations resolved and the graph rewrites applied."""
-    m = model.clone() if shapes else model
+    shape computations resolved and the graph rewrites applied.
+
+    ``values`` (by input index) turns small inputs that act as parameters (axes, pads, a shape,
+    ``k``, the bounds of a Range) into constants for this program: the model's readers of that
+    input read the value instead, and everything computed from it folds."""
+    m = model.clone() if (shapes or values) else model
     if shapes:
         m.reshape({i: list(s) for i, s in shapes.items()})
+    if values:
+        for i, v in values.items():
+            p = m.parameters[i]
+            c = Node.create("Constant", [], {"value": np.ascontiguousarray(v)}, name=f"{p.name}/value")
+            c.output(0).set_names([f"{p.name}/value"])  # the input keeps its own tensor names
+            m.replace_output(p.output(0), c.output(0))
+        m.validate()
     _fold(m)
     _fold_shape_of(m)
     _fold_batch_norm(m)
@@ -556,3 +568,40 @@ def supported_nodes(core: types.ModuleType, model: Model, kernels: Mapping[tuple
             outs = [(ty, [1] * (o.partial_shape.rank or 0)) for (ty, _), o in zip(outs, n.outputs())]
         out[n.name] = str(core.check_node(t, n.version, attrs_dict(n), ins, vals, outs))
     return out
+
+
+#: inputs at most this large may be specialised on their values (see ``value_inputs``)
+VALUE_INPUT_MAX_ELEMENTS = 16
+
+
+def value_inputs(model: Model, failing: set[str]) -> list[int]:
+    """Indices of the inputs to specialise on their values so that the ``failing`` nodes (no
+    kernel with those operands fed at run time: axes, pads, shapes, ``k``...) get constants:
+    small (rank <= 1, at most ``VALUE_INPUT_MAX_ELEMENTS`` elements) numeric inputs that some
+    failing node depends on. Empty when some failing node depends on none of them, i.e. when
+    specialising on values cannot help."""
+    small: dict[int, int] = {}
+    for i, p in enumerate(model.parameters):
+        ps = p.output(0).partial_shape
+        t = p.output(0).element_type
+        if ps.rank is None or ps.rank > 1 or not ps.is_static or t is Type.boolean or not (t.is_integral or t.is_float):
+            continue
+        if int(np.prod(ps.to_tuple(), dtype=np.int64)) <= VALUE_INPUT_MAX_ELEMENTS:
+            small[p.id] = i
+    if not small or not failing:
+        return []
+    deps: dict[int, set[int]] = {}
+    for n in model.get_ordered_ops():
+        d: set[int] = set()
+        if n.id in small:
+            d.add(small[n.id])
+        for src in n.inputs:
+            d |= deps.get(src.node.id, set())
+        deps[n.id] = d
+    needed: set[int] = set()
+    for n in model.get_ordered_ops():
+        if n.name in failing:
+            if not deps.get(n.id):
+                return []
+            needed |= deps[n.id]
+    return sorted(needed)

@@ -1,0 +1,12 @@
+// BitwiseXor: element-wise a ^ b on integers and booleans, with NumPy broadcasting.
+#include "kernels/common.hpp"
+
+namespace opforge_cpu {
+
+std::unique_ptr<Kernel> make_bitwise_xor(NodeDesc& n) {
+  return make_integral_binary(n, [](auto a, auto b) { return decltype(a)(a ^ b); });
+}
+
+std::string check_bitwise_xor(const NodeDesc& n) { return check_integral(n); }
+
+}  // namespace opforge_cpu

@@ -1,0 +1,1 @@
+"""Testing helpers of the CPU plugin (not imported by the plugin itself)."""

@@ -58,3 +58,53 @@ def test_bad_inputs_on_every_device(device: str) -> None:
 def test_unknown_device_lists_what_is_available() -> None:
     with pytest.raises(OpforgeError, match="Available devices"):
         opforge.Core().compile_model(opforge.Core().read_model(SAMPLE_ONNX), "NPU")
+
+
+def _onnx_bytes(nodes: list, inputs: list, outputs: list, inits: list | None = None, opset: int = 17) -> bytes:
+    from onnx import helper
+
+    g = helper.make_graph(nodes, "g", inputs, outputs, inits or [])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    return m.SerializeToString()
+
+
+def test_initializer_whose_raw_data_does_not_fit_its_dims_is_refused() -> None:
+    from onnx import TensorProto, helper
+
+    # built by hand: onnx.helper itself refuses the mismatch this test needs
+    w = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[1000, 1000], raw_data=b"\x00" * 16)
+    data = _onnx_bytes([helper.make_node("Add", ["x", "w"], ["y"])],
+                       [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1000, 1000])],
+                       [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1000, 1000])], [w])
+    with pytest.raises(ModelFormatError, match="'w'"):
+        opforge.Core().read_model(data)
+
+
+def test_a_long_chain_converts_without_recursion_errors() -> None:
+    from onnx import TensorProto, helper
+
+    n = 20_000
+    nodes = [helper.make_node("Relu", [f"t{i}"], [f"t{i + 1}"]) for i in range(n)]
+    data = _onnx_bytes(nodes, [helper.make_tensor_value_info("t0", TensorProto.FLOAT, [4])],
+                       [helper.make_tensor_value_info(f"t{n}", TensorProto.FLOAT, [4])])
+    model = opforge.Core().read_model(data)
+    assert len(model.get_ordered_ops()) == n + 2
+
+
+def test_out_of_range_gather_indices_are_an_error_on_every_device(device: str) -> None:
+    from onnx import TensorProto, helper
+
+    data = _onnx_bytes([helper.make_node("Gather", ["x", "i"], ["y"], axis=0)],
+                       [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 3]),
+                        helper.make_tensor_value_info("i", TensorProto.INT64, [2])],
+                       [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])])
+    core = opforge.Core()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compiled = core.compile_model(core.read_model(data), device)
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    np.testing.assert_array_equal(compiled([x, np.array([3, -4])])[0], x[[3, 0]])
+    with pytest.raises(OpforgeError, match="(?i)index|indices|range"):
+        compiled([x, np.array([0, 4])])
+    with pytest.raises(OpforgeError, match="(?i)index|indices|range"):
+        compiled([x, np.array([-5, 0])])

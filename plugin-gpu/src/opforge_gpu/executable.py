@@ -164,6 +164,10 @@ class GpuExecutable(Executable):
                 keep.append(host)
                 if host.nbytes:
                     cl.enqueue_copy(q, mem.buffer(tid), host, is_blocking=False)
+            if mem.errors is not None and mem.errors_dirty:
+                mem.errors_host[:] = 0
+                cl.enqueue_copy(q, mem.errors, mem.errors_host, is_blocking=True)
+            mem.errors_dirty = mem.errors is not None
             st.events.clear()
             for launch, (k, g, loc) in zip(plan.launches, mem.kernels):
                 ev = cl.enqueue_nd_range_kernel(q, k, g, loc)
@@ -179,14 +183,33 @@ class GpuExecutable(Executable):
                 if host.nbytes:
                     cl.enqueue_copy(q, host, mem.buffer(tid), is_blocking=False)
                 outs.append(host)
+            if mem.errors is not None:
+                cl.enqueue_copy(q, mem.errors_host, mem.errors, is_blocking=False)
             q.finish()
         except cl.Error as err:
             raise KernelError(f"inference on {self.device_name} ({self.dev.info.description}) failed: {err}") from err
+        if mem.errors is not None:
+            self._raise_index_error(plan, mem)
         result = []
         for o, port in zip(outs, self.model.outputs):
             want = port.element_type
             result.append(o.astype(want.np, copy=False) if o.dtype != want.np else o)
         return result
+
+    def _raise_index_error(self, plan: Plan, mem: RequestMemory) -> None:
+        """Raise the index out of range a kernel reported in this inference, if any."""
+        words = mem.errors_host
+        check = int(words[0])
+        if not check:
+            mem.errors_dirty = False
+            return
+        value = (int(words[2]) << 32) | (int(words[1]) & 0xFFFFFFFF)  # signed high word, unsigned low
+        size, which = int(words[3]), int(words[4])
+        if not 0 < check <= len(plan.checks):
+            raise KernelError(f"inference on {self.device_name}: a kernel reported an index error with an "
+                              f"unknown check id {check}")
+        c = plan.checks[check - 1]
+        raise KernelError(f"node '{c.node}' ({c.node_type}) on {self.device_name}: {c.describe(value, size, which)}")
 
     def performance_counters(self, state: Any) -> list[dict[str, Any]]:
         if not isinstance(state, RequestState):

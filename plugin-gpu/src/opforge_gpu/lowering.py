@@ -16,8 +16,11 @@ from opforge.graph import Model, Node, Output
 from opforge_gpu.opencl import DeviceContext
 from opforge_gpu.plan import (
     BufferArg,
+    ErrorArg,
+    IndexCheck,
     Launch,
     Plan,
+    ScalarArg,
     Tensor,
     TensorArg,
     kernel_path,
@@ -184,13 +187,27 @@ class Lowering:
             self._dummy = BufferArg(self.cl.Buffer(self.dev.context, self.cl.mem_flags.READ_WRITE, 16))
         return self._dummy
 
+    def index_check(self, message: str, *, negative: bool = True, inclusive: bool = False,
+                    which_base: int = 0, node: Node | None = None) -> list[Any]:
+        """The two trailing kernel arguments (``__global int* err, int check``) of a launch whose
+        indices come at run time; ``message`` is the error text (see :class:`IndexCheck`).
+        The kernel's file is compiled with ``index_error.cl`` (define ``INDEX_ERRORS``)."""
+        n = node or self.node
+        self.plan.checks.append(IndexCheck(n.name if n else "?", n.type_name if n else "?", message,
+                                           negative, inclusive, which_base))
+        return [ErrorArg(), ScalarArg(np.int32(len(self.plan.checks)))]
+
     def program(self, filename: str, defines: dict[str, Any], options: str = "") -> Any:
         head = render_defines(defines)
         if "double" in head:
             head = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" + head
+        files = {filename: kernel_path(filename)}
+        if defines.get("INDEX_ERRORS"):
+            head += '#line 1 "index_error.cl"\n' + kernel_source("index_error.cl")
+            files["index_error.cl"] = kernel_path("index_error.cl")
         source = head + f'#line 1 "{filename}"\n' + kernel_source(filename)
         return self.dev.program(source, options, self.cache_dir, what=f"built-in kernel file {filename}",
-                                files={filename: kernel_path(filename)})
+                                files=files)
 
     def launch(self, filename: str, kernel: str, defines: dict[str, Any], args: Sequence[Any],
                gsize: Sequence[int], lsize: Sequence[int] | None = None, *, node: Node | None = None,

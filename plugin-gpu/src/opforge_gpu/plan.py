@@ -65,7 +65,39 @@ class ScalarArg:
     value: Any  # a NumPy scalar of the kernel argument's exact type
 
 
-Arg = TensorArg | BufferArg | LocalArg | ScalarArg
+@dataclasses.dataclass(frozen=True)
+class ErrorArg:
+    """The request's index-error buffer (see :class:`IndexCheck`)."""
+
+
+Arg = TensorArg | BufferArg | LocalArg | ScalarArg | ErrorArg
+
+#: int32 words of the index-error buffer: check id (0: no error), value low/high words, size, which
+ERROR_WORDS = 8
+
+
+@dataclasses.dataclass(frozen=True)
+class IndexCheck:
+    """A launch that reads or writes through indices computed at run time (Gather, scatters...).
+
+    Its kernel never accesses memory out of bounds: an index out of range is skipped (a read gives
+    0) and reported in the request's error buffer, ``report_index(err, check, value, size, which)``
+    of ``index_error.cl``; the first report wins. After the inference the host reads the buffer
+    and raises :class:`~opforge.errors.KernelError` with ``message`` formatted with ``value``,
+    ``size``, ``which`` (a dimension or batch element the kernel names), ``low`` and ``high``
+    (the valid range: ``-size``/``0`` to ``size - 1``, or ``size`` where ``inclusive``)."""
+
+    node: str
+    node_type: str
+    message: str
+    negative: bool = True  # negative indices count from the end
+    inclusive: bool = False  # ``size`` itself is valid (sequence lengths)
+    which_base: int = 0  # added to the kernel's ``which`` (GatherND's batch_dims)
+
+    def describe(self, value: int, size: int, which: int) -> str:
+        low = -size if self.negative else 0
+        high = size if self.inclusive else size - 1
+        return self.message.format(value=value, size=size, which=which + self.which_base, low=low, high=high)
 
 
 @dataclasses.dataclass
@@ -107,6 +139,8 @@ class Plan:
         self.outputs: list[int] = []
         self.output_storages: list[Storage] = []
         self.const_buffers: dict[int, Any] = {}
+        #: launches that report indices out of range; check id i + 1 is ``checks[i]``
+        self.checks: list[IndexCheck] = []
         self.slot_of: dict[int, int] = {}
         self.slot_sizes: list[int] = []
         self._next = 1
@@ -198,6 +232,14 @@ class RequestMemory:
                 f"{plan.dev.info.description}: cannot allocate {plan.memory_bytes() / 2**20:.1f} MiB of "
                 f"request memory: {err}"
             ) from err
+        #: the index-error buffer (plans with index checks only): zero until a kernel reports
+        self.errors: Any = None
+        self.errors_host = np.zeros(ERROR_WORDS, dtype=np.int32)
+        #: the device buffer may hold a report (it is zeroed before the next inference)
+        self.errors_dirty = False
+        if plan.checks:
+            mf = cl.mem_flags
+            self.errors = cl.Buffer(ctx, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=self.errors_host)
         self.kernels: list[tuple[Any, tuple[int, ...], tuple[int, ...] | None]] = []
         for launch in plan.launches:
             k = cl.Kernel(launch.program, launch.kernel)
@@ -225,4 +267,9 @@ class RequestMemory:
             return a.buffer
         if isinstance(a, LocalArg):
             return self.plan.dev.cl.LocalMemory(a.nbytes)
+        if isinstance(a, ErrorArg):
+            if self.errors is None:
+                raise KernelError(f"node '{launch.node}': kernel {launch.kernel} reports index errors "
+                                  "but its check was not declared (Lowering.index_check)")
+            return self.errors
         return a.value

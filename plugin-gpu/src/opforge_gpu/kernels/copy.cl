@@ -21,10 +21,10 @@ __kernel void strided_copy(__global const RAW_T* src, __global RAW_T* dst, __glo
 #endif
 
 #ifdef GATHER
-// data [bsz, outer, A, inner], indices [bsz, I]; y [bsz, outer, I, inner]. Out-of-range indices
-// give 0, as OpenVINO's Gather-8. P: n outer A inner I
+// data [bsz, outer, A, inner], indices [bsz, I]; y [bsz, outer, I, inner]. An index out of range
+// gives 0 (as OpenVINO's Gather-8) and is reported (index_error.cl). P: n outer A inner I
 __kernel void gather(__global const RAW_T* data, __global const I_T* idx, __global RAW_T* y,
-                     __global const int* P) {
+                     __global const int* P, __global int* err, const int check) {
     const int i = get_global_id(0);
     if (i >= P[0]) return;
     const int outer = P[1], A = P[2], inner = P[3], I = P[4];
@@ -32,9 +32,13 @@ __kernel void gather(__global const RAW_T* data, __global const I_T* idx, __glob
     const int j = (i / inner) % I;
     const int o = (i / (inner * I)) % outer;
     const int b = i / (inner * I * outer);
-    long k = (long)idx[b * I + j];
-    if (k < 0) k += A;
-    if (k < 0 || k >= A) { y[i] = (RAW_T)0; return; }
+    const long v = (long)idx[b * I + j];
+    const long k = v < 0 ? v + A : v;
+    if (k < 0 || k >= A) {
+        y[i] = (RAW_T)0;
+        if (t == 0 && o == 0) report_index(err, check, v, A, 0);
+        return;
+    }
     y[i] = data[((b * outer + o) * A + (int)k) * inner + t];
 }
 #endif
@@ -72,9 +76,10 @@ __kernel void axis_gather(__global const RAW_T* x, __global const int* tab, __gl
 
 #ifdef REVERSE_SEQUENCE
 // The first len[b] elements of each sequence reversed, the rest copied; lengths are read on the
-// device. P: n rank batch_axis seq_axis dims[rank] (contiguous tensors)
+// device. A length outside 0..dim is clamped and reported (index_error.cl).
+// P: n rank batch_axis seq_axis dims[rank] (contiguous tensors)
 __kernel void reverse_sequence(__global const RAW_T* x, __global const I_T* len, __global RAW_T* y,
-                               __global const int* P) {
+                               __global const int* P, __global int* err, const int check) {
     const int i = get_global_id(0);
     if (i >= P[0]) return;
     const int rank = P[1], ba = P[2], sa = P[3];
@@ -87,8 +92,13 @@ __kernel void reverse_sequence(__global const RAW_T* x, __global const I_T* len,
         if (d == sa) { sc = c; sstride = stride; }
         stride *= dim;
     }
-    long L = (long)len[bc];
-    if (L > P[4 + sa]) L = P[4 + sa];
+    const long v = (long)len[bc];
+    const int S = P[4 + sa];
+    long L = v;
+    if (v < 0 || v > S) {
+        L = v < 0 ? 0 : S;
+        if (sc == 0) report_index(err, check, v, S, bc);
+    }
     const int src = (sc < L) ? i + ((int)L - 1 - 2 * sc) * sstride : i;
     y[i] = x[src];
 }

@@ -1,18 +1,22 @@
 // Index-driven data movement: GatherElements, GatherND, ScatterElementsUpdate, ScatterNDUpdate.
 // Elements move as raw bits (RAW_T) where no arithmetic is done; scatter reductions compute in
-// X_CT through the operand macros. Out-of-range indices (after adding the axis length to negative
-// ones) read 0 and are not written: the reference rejects them, the kernels must not fault.
+// X_CT through the operand macros. Indices out of range (after adding the axis length to negative
+// ones) read 0 and are not written, and are reported (index_error.cl: the host raises).
 
 #ifdef GATHER_ELEMENTS
 // y has the shape of idx. P: n rank axis A dims[rank] data_strides[rank]
 __kernel void gather_elements(__global const RAW_T* data, __global const I_T* idx, __global RAW_T* y,
-                              __global const int* P) {
+                              __global const int* P, __global int* err, const int check) {
     const int i = get_global_id(0);
     if (i >= P[0]) return;
     const int rank = P[1], axis = P[2], A = P[3];
-    long k = (long)idx[i];
-    if (k < 0) k += A;
-    if (k < 0 || k >= A) { y[i] = (RAW_T)0; return; }
+    const long v = (long)idx[i];
+    const long k = v < 0 ? v + A : v;
+    if (k < 0 || k >= A) {
+        y[i] = (RAW_T)0;
+        report_index(err, check, v, A, axis);
+        return;
+    }
     int r = i, off = 0;
     for (int d = rank - 1; d >= 0; --d) {
         const int dim = P[4 + d];
@@ -28,7 +32,7 @@ __kernel void gather_elements(__global const RAW_T* data, __global const I_T* id
 // data viewed [nb, dims of the k indexed axes..., rest]; idx [nb, m, k]; y [nb, m, rest].
 // P: n k m rest batch_stride dims[k] strides[k]
 __kernel void gather_nd(__global const RAW_T* data, __global const I_T* idx, __global RAW_T* y,
-                        __global const int* P) {
+                        __global const int* P, __global int* err, const int check) {
     const int i = get_global_id(0);
     if (i >= P[0]) return;
     const int k = P[1], m = P[2], rest = P[3], bstride = P[4];
@@ -37,11 +41,15 @@ __kernel void gather_nd(__global const RAW_T* data, __global const I_T* idx, __g
     const int b = i / (rest * m);
     int off = b * bstride + t;
     for (int q = 0; q < k; ++q) {
-        long v = (long)idx[(b * m + j) * k + q];
+        const long v = (long)idx[(b * m + j) * k + q];
         const int dim = P[5 + q];
-        if (v < 0) v += dim;
-        if (v < 0 || v >= dim) { y[i] = (RAW_T)0; return; }
-        off += (int)v * P[5 + k + q];
+        const long c = v < 0 ? v + dim : v;
+        if (c < 0 || c >= dim) {
+            y[i] = (RAW_T)0;
+            if (t == 0) report_index(err, check, v, dim, q);
+            return;
+        }
+        off += (int)c * P[5 + k + q];
     }
     y[i] = data[off];
 }
@@ -71,7 +79,7 @@ __kernel void gather_nd(__global const RAW_T* data, __global const I_T* idx, __g
 // result is deterministic (the last duplicate wins for "none", as the reference).
 // P: nlines rank axis A J(=updates' axis length) use_init upd_dims[rank] y_strides[rank] u_strides[rank]
 __kernel void scatter_elements(__global const X_T* upd, __global const I_T* idx, __global X_T* y,
-                               __global const int* P) {
+                               __global const int* P, __global int* err, const int check) {
     const int line = get_global_id(0);
     if (line >= P[0]) return;
     const int rank = P[1], axis = P[2], A = P[3], J = P[4], use_init = P[5];
@@ -86,9 +94,17 @@ __kernel void scatter_elements(__global const X_T* upd, __global const I_T* idx,
         ybase += c * ys[d];
         ubase += c * us[d];
     }
+    for (int j = 0; j < J; ++j) {  // an index out of range matches no target: report it
+        const long v = (long)idx[ubase + j * us[axis]];
+        if (v < -A || v >= A) report_index(err, check, v, A, axis);
+    }
     for (int a = 0; a < A; ++a) {
         const int target = ybase + a * ys[axis];
-        X_CT acc = (use_init || REDUCTION == 0) ? (X_CT)LOAD_X(y, target) : (X_CT)(IDENTITY);
+#if REDUCTION == 0
+        X_CT acc = (X_CT)LOAD_X(y, target);
+#else
+        X_CT acc = use_init ? (X_CT)LOAD_X(y, target) : (X_CT)(IDENTITY);
+#endif
         int count = 0;
         for (int j = 0; j < J; ++j) {
             long k = (long)idx[ubase + j * us[axis]];
@@ -112,7 +128,7 @@ __kernel void scatter_elements(__global const X_T* upd, __global const I_T* idx,
 // y already holds a copy of data; y viewed [rows of the k indexed axes, rest]. One work-item per
 // element of a slice applies every update to its column in order. P: rest m k dims[k] strides[k]
 __kernel void scatter_nd(__global const X_T* upd, __global const I_T* idx, __global X_T* y,
-                         __global const int* P) {
+                         __global const int* P, __global int* err, const int check) {
     const int t = get_global_id(0);
     const int rest = P[0], m = P[1], k = P[2];
     if (t >= rest) return;
@@ -120,11 +136,15 @@ __kernel void scatter_nd(__global const X_T* upd, __global const I_T* idx, __glo
         int off = t;
         int ok = 1;
         for (int q = 0; q < k; ++q) {
-            long v = (long)idx[j * k + q];
+            const long v = (long)idx[j * k + q];
             const int dim = P[3 + q];
-            if (v < 0) v += dim;
-            if (v < 0 || v >= dim) { ok = 0; break; }
-            off += (int)v * P[3 + k + q];
+            const long c = v < 0 ? v + dim : v;
+            if (c < 0 || c >= dim) {
+                ok = 0;
+                if (t == 0) report_index(err, check, v, dim, q);
+                break;
+            }
+            off += (int)c * P[3 + k + q];
         }
         if (!ok) continue;
         const X_CT u = (X_CT)LOAD_X(upd, j * rest + t);

@@ -34,19 +34,48 @@
 #define ACTIVATE(v) (v)
 #endif
 
-// The inner product of the staged tiles, shared by both kernels.
+// The inner product of the staged tiles, shared by both kernels. ROW(i) / COL(j): the tile row
+// and column of accumulator acc[i][j].
+#if VEC4
+// Each work-item owns WPTM / 4 runs of 4 consecutive rows (and WPTN / 4 runs of 4 columns), the
+// runs TM / (WPTM / 4) apart: local memory is read as float4 (a quarter of the load instructions
+// of scalar reads, without bank conflicts: consecutive work-items read consecutive float4s).
+#define VM (WPTM / 4)
+#define VN (WPTN / 4)
+#define ROW(i) (((i) / 4) * (TM / VM) + ty * 4 + ((i) & 3))
+#define COL(j) (((j) / 4) * (TN / VN) + tx * 4 + ((j) & 3))
+#define TILE_PRODUCT()                                                                     \
+    for (int kk = 0; kk < TK; ++kk) {                                                      \
+        float av[WPTM], bv[WPTN];                                                          \
+        for (int v = 0; v < VM; ++v) {                                                     \
+            const float4 t = *((__local const float4*)&As[kk][v * (TM / VM) + ty * 4]);    \
+            av[4 * v] = t.s0; av[4 * v + 1] = t.s1; av[4 * v + 2] = t.s2; av[4 * v + 3] = t.s3; \
+        }                                                                                  \
+        for (int v = 0; v < VN; ++v) {                                                     \
+            const float4 t = *((__local const float4*)&Bs[kk][v * (TN / VN) + tx * 4]);    \
+            bv[4 * v] = t.s0; bv[4 * v + 1] = t.s1; bv[4 * v + 2] = t.s2; bv[4 * v + 3] = t.s3; \
+        }                                                                                  \
+        for (int i = 0; i < WPTM; ++i)                                                     \
+            for (int j = 0; j < WPTN; ++j) acc[i][j] = mad(av[i], bv[j], acc[i][j]);       \
+    }
+#else
+#define ROW(i) (ty + (i) * RTS_M)
+#define COL(j) (tx + (j) * RTS_N)
 #define TILE_PRODUCT()                                                   \
     for (int kk = 0; kk < TK; ++kk) {                                    \
         float av[WPTM], bv[WPTN];                                        \
-        for (int i = 0; i < WPTM; ++i) av[i] = As[kk][ty + i * RTS_M];   \
-        for (int j = 0; j < WPTN; ++j) bv[j] = Bs[kk][tx + j * RTS_N];   \
+        for (int i = 0; i < WPTM; ++i) av[i] = As[kk][ROW(i)];           \
+        for (int j = 0; j < WPTN; ++j) bv[j] = Bs[kk][COL(j)];           \
         for (int i = 0; i < WPTM; ++i)                                   \
             for (int j = 0; j < WPTN; ++j) acc[i][j] = mad(av[i], bv[j], acc[i][j]); \
     }
+#endif
 
 #ifdef CONV
 // x: [N, C, H, W]; w: packed [G][K = CinG*KH*KW][CoutG]; y: [N, Cout, OH, OW]
 // P: C H W OH OW CoutG CinG K NT(=N*OH*OW) Cout p0 p1
+// With SPLIT_K, work-group z = g * SPLIT_K + slice sums K in [slice * SPLIT_KC, + SPLIT_KC) and
+// y is the float partial buffer [SPLIT_K][Cout][NT] (the epilogue is splitk_reduce's).
 __kernel __attribute__((reqd_work_group_size(RTS_N, RTS_M, 1)))
 void conv_gemm(__global const X_T* x, __global const W_T* w, __global const BI_T* bias,
                __global const R_T* res, __global Y_T* y, __global const int* P) {
@@ -58,9 +87,17 @@ void conv_gemm(__global const X_T* x, __global const W_T* w, __global const BI_T
     const int tid = ty * RTS_N + tx;
     const int n0 = get_group_id(0) * TN;
     const int m0 = get_group_id(1) * TM;
+#ifdef SPLIT_K
+    const int g = get_group_id(2) / SPLIT_K;
+    const int ks = get_group_id(2) - g * SPLIT_K;
+    const int kbeg = ks * SPLIT_KC;
+    const int kend = min(K, kbeg + SPLIT_KC);
+#else
     const int g = get_group_id(2);
-    __local float As[TK][TM];
-    __local float Bs[TK][TN];
+    const int kbeg = 0, kend = K;
+#endif
+    __local float As[TK][TM] __attribute__((aligned(16)));
+    __local float Bs[TK][TN] __attribute__((aligned(16)));
     float acc[WPTM][WPTN];
     for (int i = 0; i < WPTM; ++i)
         for (int j = 0; j < WPTN; ++j) acc[i][j] = 0.0f;
@@ -80,17 +117,17 @@ void conv_gemm(__global const X_T* x, __global const W_T* w, __global const BI_T
     const int ak0 = tid / TM;
     const __global W_T* wg = w + g * K * CoutG;
 
-    for (int k0 = 0; k0 < K; k0 += TK) {
+    for (int k0 = kbeg; k0 < kend; k0 += TK) {
         for (int i = 0; i < A_LOADS; ++i) {
             const int kk = ak0 + i * (NTHREADS / TM);
             const int k = k0 + kk, m = m0 + am;
-            As[kk][am] = (k < K && m < CoutG) ? (float)LOAD_W(wg, k * CoutG + m) : 0.0f;
+            As[kk][am] = (k < kend && m < CoutG) ? (float)LOAD_W(wg, k * CoutG + m) : 0.0f;
         }
         for (int i = 0; i < B_LOADS; ++i) {
             const int kk = bk0 + i * (NTHREADS / TN);
             const int k = k0 + kk;
             float v = 0.0f;
-            if (nvalid && k < K) {
+            if (nvalid && k < kend) {
                 const int ci = k / (KH * KW);
                 const int r = k - ci * (KH * KW);
                 const int kh = r / KW, kw = r - (r / KW) * KW;
@@ -104,14 +141,17 @@ void conv_gemm(__global const X_T* x, __global const W_T* w, __global const BI_T
         barrier(CLK_LOCAL_MEM_FENCE);
     }
     for (int j = 0; j < WPTN; ++j) {
-        const int nn = n0 + tx + j * RTS_N;
+        const int nn = n0 + COL(j);
         if (nn >= NT) continue;
         const int b = nn / OHW;
         const int s = nn - b * OHW;
         for (int i = 0; i < WPTM; ++i) {
-            const int m = m0 + ty + i * RTS_M;
+            const int m = m0 + ROW(i);
             if (m >= CoutG) continue;
             const int co = g * CoutG + m;
+#ifdef SPLIT_K
+            STORE_Y(y, (ks * Cout + co) * NT + nn, acc[i][j]);
+#else
             const int idx = (b * Cout + co) * OHW + s;
             float v = acc[i][j];
 #if HAS_BIAS
@@ -121,8 +161,35 @@ void conv_gemm(__global const X_T* x, __global const W_T* w, __global const BI_T
             v += LOAD_R(res, idx);
 #endif
             STORE_Y(y, idx, ACTIVATE(v));
+#endif
         }
     }
+}
+#endif
+
+#ifdef SPLITK_REDUCE
+// y = epilogue(sum of the SPLIT_K partial sums of conv_gemm). One work-item per output.
+// part: [SPLIT_K][Cout][NT]. P: total(= N * Cout * OHW) Cout OHW p0 p1
+__kernel void splitk_reduce(__global const float* part, __global const BI_T* bias, __global const R_T* res,
+                            __global Y_T* y, __global const int* P) {
+    const int i = get_global_id(0);
+    if (i >= P[0]) return;
+    const int Cout = P[1], OHW = P[2];
+    const float p0 = as_float(P[3]), p1 = as_float(P[4]);
+    const int NT = P[0] / Cout;
+    const int s = i % OHW;
+    const int co = (i / OHW) % Cout;
+    const int b = i / (OHW * Cout);
+    const int base = co * NT + b * OHW + s;
+    float v = 0.0f;
+    for (int k = 0; k < SPLIT_K; ++k) v += part[base + k * Cout * NT];
+#if HAS_BIAS
+    v += LOAD_BI(bias, co);
+#endif
+#if HAS_RES
+    v += LOAD_R(res, i);
+#endif
+    STORE_Y(y, i, ACTIVATE(v));
 }
 #endif
 
@@ -142,8 +209,8 @@ void matmul(__global const X_T* a, __global const W_T* bm, __global const BI_T* 
     const int tid = ty * RTS_N + tx;
     const int n0 = get_group_id(0) * TN;
     const int m0 = get_group_id(1) * TM;
-    __local float As[TK][TM];
-    __local float Bs[TK][TN];
+    __local float As[TK][TM] __attribute__((aligned(16)));
+    __local float Bs[TK][TN] __attribute__((aligned(16)));
     float acc[WPTM][WPTN];
     for (int i = 0; i < WPTM; ++i)
         for (int j = 0; j < WPTN; ++j) acc[i][j] = 0.0f;
@@ -186,10 +253,10 @@ void matmul(__global const X_T* a, __global const W_T* bm, __global const BI_T* 
     }
     const int ybase = batch * M * N;
     for (int i = 0; i < WPTM; ++i) {
-        const int m = m0 + ty + i * RTS_M;
+        const int m = m0 + ROW(i);
         if (m >= M) continue;
         for (int j = 0; j < WPTN; ++j) {
-            const int n = n0 + tx + j * RTS_N;
+            const int n = n0 + COL(j);
             if (n >= N) continue;
             const int idx = ybase + m * N + n;
             float v = acc[i][j];

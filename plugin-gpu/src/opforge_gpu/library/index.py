@@ -20,6 +20,10 @@ if TYPE_CHECKING:
 WG = 128
 GS = "gather_scatter.cl"
 
+#: the errors of indices out of range (IndexCheck messages: the kernel reports value, size, which)
+_AXIS_MESSAGE = "index {value} is out of range for axis {which} of size {size} (expected {low}..{high})"
+_DIM_MESSAGE = "index {value} is out of range for data dimension {which} of size {size} (expected {low}..{high})"
+
 
 def _check(*value_ports: int, index_port: int | None = None) -> Any:
     def check(node: Node) -> str | None:
@@ -59,9 +63,12 @@ def lower_gather_elements(node: Node, lw: Lowering, ep: Epilogue | None = None) 
     y = lw.new_output(node)
     rank = len(data.shape)
     axis = _axis(int(node.attrs.axis), rank)  # type: ignore[attr-defined]
-    defines = {"GATHER_ELEMENTS": 1, "RAW_T": data.storage.raw, "I_T": idx.storage.ctype}
+    defines = {"GATHER_ELEMENTS": 1, "INDEX_ERRORS": 1, "RAW_T": data.storage.raw, "I_T": idx.storage.ctype}
     prm = lw.params([y.size, rank, axis, data.shape[axis], *y.shape, *contiguous(data.shape)])
-    lw.launch(GS, "gather_elements", defines, [data, idx, y, prm], [y.size], [WG], node=node)
+    if not y.size:
+        return
+    lw.launch(GS, "gather_elements", defines, [data, idx, y, prm, *lw.index_check(_AXIS_MESSAGE)], [y.size], [WG],
+              node=node)
 
 
 @kernel("GatherND", supports=_check(index_port=1))
@@ -75,10 +82,13 @@ def lower_gather_nd(node: Node, lw: Lowering, ep: Epilogue | None = None) -> Non
     rest = int(np.prod(data.shape[bd + k:]))
     strides = contiguous(data.shape)
     bstride = int(np.prod(data.shape[bd:]))
-    defines = {"GATHER_ND": 1, "RAW_T": data.storage.raw, "I_T": idx.storage.ctype}
+    defines = {"GATHER_ND": 1, "INDEX_ERRORS": 1, "RAW_T": data.storage.raw, "I_T": idx.storage.ctype}
     prm = lw.params([nb * m * rest, k, m, max(rest, 1), bstride, *data.shape[bd:bd + k],
                      *strides[bd:bd + k]])
-    lw.launch(GS, "gather_nd", defines, [data, idx, y, prm], [y.size], [WG], node=node)
+    if not y.size:
+        return
+    check = lw.index_check(_DIM_MESSAGE, which_base=bd)
+    lw.launch(GS, "gather_nd", defines, [data, idx, y, prm, *check], [y.size], [WG], node=node)
 
 
 # --- scatters ---------------------------------------------------------------------------------
@@ -114,12 +124,13 @@ def lower_scatter_elements(node: Node, lw: Lowering, ep: Epilogue | None = None)
     lines = int(np.prod([d for i, d in enumerate(shape) if i != axis]))
     if not idx.size:
         return
-    defines: dict[str, Any] = {"SCATTER_ELEMENTS": 1, "I_T": idx.storage.ctype, "REDUCTION": _RED[red],
+    defines: dict[str, Any] = {"SCATTER_ELEMENTS": 1, "INDEX_ERRORS": 1, "I_T": idx.storage.ctype, "REDUCTION": _RED[red],
                                "IDENTITY": _identity(red, y.storage)}
     defines.update(y.storage.macros("X"))
     prm = lw.params([lines, rank, axis, data.shape[axis], shape[axis], use_init, *shape, *contiguous(data.shape),
                      *contiguous(upd.shape)])
-    lw.launch(GS, "scatter_elements", defines, [upd, idx, y, prm], [lines], [64], node=node)
+    lw.launch(GS, "scatter_elements", defines, [upd, idx, y, prm, *lw.index_check(_AXIS_MESSAGE)], [lines], [64],
+              node=node)
 
 
 @kernel("ScatterNDUpdate", supports=_check(index_port=1))
@@ -133,10 +144,10 @@ def lower_scatter_nd(node: Node, lw: Lowering, ep: Epilogue | None = None) -> No
     if not m or not rest:
         return
     red = str(getattr(node.attrs, "reduction", "none"))
-    defines: dict[str, Any] = {"SCATTER_ND": 1, "I_T": idx.storage.ctype, "REDUCTION": _RED[red]}
+    defines: dict[str, Any] = {"SCATTER_ND": 1, "INDEX_ERRORS": 1, "I_T": idx.storage.ctype, "REDUCTION": _RED[red]}
     defines.update(y.storage.macros("X"))
     prm = lw.params([rest, m, k, *data.shape[:k], *contiguous(data.shape)[:k]])
-    lw.launch(GS, "scatter_nd", defines, [upd, idx, y, prm], [rest], [64], node=node)
+    lw.launch(GS, "scatter_nd", defines, [upd, idx, y, prm, *lw.index_check(_DIM_MESSAGE)], [rest], [64], node=node)
 
 
 # --- TopK -------------------------------------------------------------------------------------

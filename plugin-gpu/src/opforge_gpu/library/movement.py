@@ -272,9 +272,13 @@ def lower_gather(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
     outer = int(np.prod(data.shape[bd:axis]))
     inner = int(np.prod(data.shape[axis + 1:]))
     count = int(np.prod(idx.shape[bd:]))
-    defines = {"GATHER": 1, "RAW_T": data.storage.raw, "I_T": idx.storage.ctype}
+    defines = {"GATHER": 1, "INDEX_ERRORS": 1, "RAW_T": data.storage.raw, "I_T": idx.storage.ctype}
     prm = lw.params([nb * outer * count * inner, outer, data.shape[axis], inner, count])
-    lw.launch(FILE, "gather", defines, [data, idx, y, prm], [y.size], [WG], node=node)
+    if not y.size:
+        return
+    check = lw.index_check(f"index {{value}} is out of range for axis {axis} of size {{size}} "
+                           "(expected {low}..{high})")
+    lw.launch(FILE, "gather", defines, [data, idx, y, prm, *check], [y.size], [WG], node=node)
 
 
 def axis_gather(lw: Lowering, node: Node, x: Tensor, y: Tensor, tables: Sequence[np.ndarray]) -> None:
@@ -340,6 +344,10 @@ def lower_reverse_sequence(node: Node, lw: Lowering, ep: Epilogue | None = None)
     y = lw.new_output(node)
     rank = len(x.shape)
     ba, sa = (int(v) + (rank if int(v) < 0 else 0) for v in (a.batch_axis, a.seq_axis))
-    defines = {"REVERSE_SEQUENCE": 1, "RAW_T": x.storage.raw, "I_T": lengths.storage.ctype}
+    defines = {"REVERSE_SEQUENCE": 1, "INDEX_ERRORS": 1, "RAW_T": x.storage.raw, "I_T": lengths.storage.ctype}
     prm = lw.params([y.size, rank, ba, sa, *x.shape])
-    lw.launch(FILE, "reverse_sequence", defines, [x, lengths, y, prm], [y.size], [WG], node=node)
+    if not y.size:
+        return
+    check = lw.index_check("seq_lengths[{which}] = {value} is out of range for a sequence of {size} "
+                           "(expected {low}..{high})", negative=False, inclusive=True)
+    lw.launch(FILE, "reverse_sequence", defines, [x, lengths, y, prm, *check], [y.size], [WG], node=node)

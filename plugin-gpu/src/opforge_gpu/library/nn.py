@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from opforge.graph import Node
 
-from opforge_gpu.library import kernel
+from opforge_gpu.library import conv_fast, kernel
 from opforge_gpu.storage import float_bits, supported_type
 
 if TYPE_CHECKING:
@@ -17,8 +17,12 @@ if TYPE_CHECKING:
 
 GEMM = "gemm.cl"
 
-#: (TM, TN, TK, WPTM, WPTN): the big tile keeps a GPU busy on large layers, the small one gives
-#: enough work-groups on small ones (batch 1, late layers)
+#: (TM, TN, TK, WPTM, WPTN), largest first: the biggest tile that still gives every compute unit
+#: two work-groups. 8x8 (4x8) accumulators per work-item read local memory as float4 (VEC4), so a
+#: multiply-add costs a quarter (three eighths) of a local load; the small tile gives enough
+#: work-groups on small layers (batch 1, late layers), or split-K does (convolutions).
+TILE_XL = (128, 128, 16, 8, 8)
+TILE_WIDE = (64, 128, 16, 4, 8)
 TILE_LARGE = (64, 64, 16, 4, 4)
 TILE_SMALL = (32, 32, 16, 2, 2)
 
@@ -26,17 +30,33 @@ TILE_SMALL = (32, 32, 16, 2, 2)
 #: CPU OpenCL devices (PoCL): 64 work-items per group build much faster and suit CPU caches
 TILE_CPU = (16, 16, 8, 2, 2)
 
+Tile = tuple[int, int, int, int, int]
 
-def _tile(lw: Lowering, m: int, n: int, batches: int) -> tuple[int, int, int, int, int]:
+
+def _tile(lw: Lowering, m: int, n: int, batches: int, split_k: bool = False) -> Tile:
+    """The tile of an (m x n) x batches GEMM. With ``split_k`` (convolutions), a large tile that
+    gives each compute unit at least one work-group is kept: splitting K makes up the rest."""
+    forced = conv_fast.forced_tile()
+    if forced is not None:
+        return forced
     if lw.dev.info.type == "CPU":
         return TILE_CPU
-    big = -(-m // TILE_LARGE[0]) * -(-n // TILE_LARGE[1]) * batches
-    return TILE_LARGE if big >= 2 * lw.dev.info.compute_units else TILE_SMALL
+    cus = lw.dev.info.compute_units
+
+    def groups(t: Tile) -> int:
+        return -(-m // t[0]) * -(-n // t[1]) * batches
+
+    for t in (TILE_XL, TILE_WIDE, TILE_LARGE):
+        if t[0] > 64 and m <= 64:
+            continue  # half the rows of the tile would be padding
+        if groups(t) >= 2 * cus:
+            return t
+    return TILE_LARGE if split_k and groups(TILE_LARGE) >= cus else TILE_SMALL
 
 
-def _tile_defines(tile: tuple[int, int, int, int, int]) -> dict[str, Any]:
+def _tile_defines(tile: Tile) -> dict[str, Any]:
     tm, tn, tk, wm, wn = tile
-    return {"TM": tm, "TN": tn, "TK": tk, "WPTM": wm, "WPTN": wn}
+    return {"TM": tm, "TN": tn, "TK": tk, "WPTM": wm, "WPTN": wn, "VEC4": int(wm % 4 == 0 and wn % 4 == 0)}
 
 
 def _float_node(node: Node) -> str | None:
@@ -160,6 +180,13 @@ def lower_conv(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
     oh, ow = (1, out_shape[2]) if len(out_shape) == 3 else (out_shape[2], out_shape[3])
     cout = groups * cout_g
     defines, extra, p0, p1, y = _epilogue_args(lw, node, ep, cout)
+    if conv_fast.winograd_applies(lw, x, geo, groups, cin_g, cout_g, wk is not None, (oh, ow)):
+        assert wk is not None
+        wino = dict(defines)
+        wino.update(y.storage.macros("Y"))
+        conv_fast.lower_winograd(node, lw, x, wk.reshape(cout_g, cin_g, -1), key, geo, (oh, ow), wino, extra,
+                                 p0, p1, y)
+        return
     runtime_geo = lw.dev.info.type == "CPU"
     geo_block = [geo[k] for k in ("KH", "KW", "SH", "SW", "PH", "PW", "DH", "DW")] if runtime_geo else []
     defines.update({"GEO_RUNTIME": 1} if runtime_geo else geo)
@@ -189,12 +216,37 @@ def lower_conv(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
         strided_copy(lw, node, src, w_dev, [groups, k, cout_g], [cout_g * k, 1, k], [k * cout_g, cout_g, 1])
     defines.update(w_dev.storage.macros("W"))
     nt = n_img * oh * ow
-    tile = _tile(lw, cout_g, nt, groups)
+    tile = _tile(lw, cout_g, nt, groups, split_k=True)
     defines.update(_tile_defines(tile))
     defines["CONV"] = 1
-    tm, tn, _, wm, wn = tile
+    tm, tn, tk, wm, wn = tile
     prm = lw.params([c, h, w, oh, ow, cout_g, cin_g, k, nt, cout, float_bits(p0), float_bits(p1), *geo_block])
     lsize = (tn // wn, tm // wm, 1)
+    tiles = -(-nt // tn) * -(-cout_g // tm) * groups
+    slices = conv_fast.split_k(lw, tiles, k, tk)
+    if slices > 1:
+        # late layers at batch 1: too few output tiles to fill the device, so K is split too
+        from opforge.element_type import Type
+
+        from opforge_gpu.storage import storage_for
+
+        f32 = storage_for(Type.f32)
+        assert f32 is not None
+        kc = -(-k // slices // tk) * tk
+        slices = -(-k // kc)
+        part = lw.temp([slices * cout * nt], f32)
+        sd = {key_: v for key_, v in defines.items() if key_ not in ("HAS_BIAS", "HAS_RES", "ACT")}
+        sd.update(f32.macros("Y"))
+        sd.update({"HAS_BIAS": 0, "HAS_RES": 0, "ACT": 0, "SPLIT_K": slices, "SPLIT_KC": kc})
+        gsize = (-(-nt // tn) * lsize[0], -(-cout_g // tm) * lsize[1], groups * slices)
+        lw.launch(GEMM, "conv_gemm", sd, [x, w_dev, lw.dummy(), lw.dummy(), part, prm], gsize, lsize, node=node)
+        rd = {key_: v for key_, v in defines.items() if key_.startswith(("HAS_", "ACT", "BI_", "R_", "LOAD_BI", "LOAD_R",
+                                                                         "Y_", "STORE_Y", "LOAD_Y"))}
+        rd.update({"SPLITK_REDUCE": 1, "SPLIT_K": slices})
+        total = n_img * cout * oh * ow
+        rprm = lw.params([total, cout, oh * ow, float_bits(p0), float_bits(p1)])
+        lw.launch(GEMM, "splitk_reduce", rd, [part, *extra, y, rprm], [total], [128], node=node)
+        return
     gsize = (-(-nt // tn) * lsize[0], -(-cout_g // tm) * lsize[1], groups)
     lw.launch(GEMM, "conv_gemm", defines, [x, w_dev, *extra, y, prm], gsize, lsize, node=node)
 

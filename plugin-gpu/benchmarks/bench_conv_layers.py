@@ -78,6 +78,8 @@ def main() -> int:
     from opforge_gpu.library import conv_fast
 
     core = opforge.Core()
+    if "GPU" not in core.device_plugins():
+        core.add_extension("opforge_gpu.plugin")  # running from a checkout: no entry point installed
     print(f"device: {core.get_property(args.device, 'FULL_DEVICE_NAME')}, batch {args.batch}, image {args.image}")
     out: list[dict[str, Any]] = []
     paths = args.paths.split(",")

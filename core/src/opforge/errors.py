@@ -65,6 +65,10 @@ class PluginValidationError(PluginError):
     """A plugin registered something malformed (wrong type, missing fields)."""
 
 
+class TranslatorLayoutError(PluginValidationError):
+    """A frontend's translator package breaks the one-translator-per-module layout."""
+
+
 class ExtensionError(PluginError, ValueError):
     """An extension object (``OpExtension``, ``ConversionExtension``...) is invalid."""
 

@@ -10,20 +10,17 @@ says, is refused (:class:`TranslatorLayoutError`), so the one-op-per-file rule c
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from functools import lru_cache
 
-from opforge.errors import OpforgeError
+from opforge.errors import TranslatorLayoutError
+from opforge.frontend import translators
 from opforge.frontend.extensions import FrontendExtension
 
-
-class TranslatorLayoutError(OpforgeError):
-    """A translator module breaks the one-op-per-module layout."""
+__all__ = ["TranslatorLayoutError", "all_translators", "module_matches", "module_translator", "translator_modules"]
 
 
 def translator_modules() -> list[str]:
-    return sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))
+    return translators.public_modules(__path__)
 
 
 def module_matches(module_name: str, op_type: str) -> bool:
@@ -33,31 +30,9 @@ def module_matches(module_name: str, op_type: str) -> bool:
 
 
 def module_translator(module_name: str) -> FrontendExtension:
-    mod = importlib.import_module(f"{__name__}.{module_name}")
-    found = [(k, v) for k, v in vars(mod).items() if isinstance(v, FrontendExtension)]
-    lists = [k for k, v in vars(mod).items()
-             if isinstance(v, (list, tuple)) and any(isinstance(e, FrontendExtension) for e in v)]
-    if lists or len(found) != 1 or found[0][0] != "EXTENSION":
-        names = [k for k, _ in found] + lists
-        raise TranslatorLayoutError(
-            f"translator module '{mod.__name__}' must expose exactly one translator as EXTENSION; "
-            f"it exposes {', '.join(names) or 'none'}"
-        )
-    ext = found[0][1]
-    if not module_matches(module_name, ext.op_type):
-        raise TranslatorLayoutError(
-            f"translator module '{mod.__name__}' converts '{ext.op_type}'; its module must be named "
-            f"after that op (snake case)"
-        )
-    return ext
+    return translators.module_translator(__name__, module_name, module_matches)
 
 
 @lru_cache(maxsize=1)
 def all_translators() -> tuple[FrontendExtension, ...]:
-    found: dict[tuple[str, str, str], FrontendExtension] = {}
-    for name in translator_modules():
-        ext = module_translator(name)
-        if ext.key in found:
-            raise TranslatorLayoutError(f"two translator modules convert {ext.key}")
-        found[ext.key] = ext
-    return tuple(found[k] for k in sorted(found))
+    return translators.scan_translators(__name__, __path__, module_matches)

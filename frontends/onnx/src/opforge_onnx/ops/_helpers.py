@@ -9,12 +9,25 @@ import numpy as np
 from opforge.element_type import Type
 from opforge.frontend.extensions import ConversionExtension, ConversionResult
 from opforge.frontend.node_context import NodeContext
-from opforge.graph import Node, Output, as_output
 
-Port = Output | Node
+# Re-exported: the translators of this package import them from here.
+from opforge.frontend.translator_helpers import Port as Port
+from opforge.frontend.translator_helpers import etype as etype
+from opforge.frontend.translator_helpers import i64 as i64
+from opforge.frontend.translator_helpers import norm_axis as norm_axis
+from opforge.frontend.translator_helpers import out as out
+from opforge.frontend.translator_helpers import rank_of
+from opforge.frontend.translator_helpers import require_rank as require_rank
+from opforge.frontend.translator_helpers import scalar_like as scalar_like
+from opforge.graph import Node as Node
+from opforge.graph import Output as Output
+from opforge.graph import as_output as as_output
 
 #: ONNX's spelling of "up to the end" in Slice ends
 INT_MAX = np.iinfo(np.int64).max
+
+#: the name this package's translators use
+rank = rank_of
 
 
 def translator(op_type: str, fn: Callable[[NodeContext], ConversionResult], domain: str = "") -> ConversionExtension:
@@ -22,40 +35,18 @@ def translator(op_type: str, fn: Callable[[NodeContext], ConversionResult], doma
     return ConversionExtension(op_type, fn, framework="onnx", domain=domain)
 
 
-def out(v: Port) -> Output:
-    return as_output(v)
 
 
-def rank(v: Port) -> int | None:
-    return out(v).partial_shape.rank
 
 
-def require_rank(ctx: NodeContext, v: Port, what: str = "input 0") -> int:
-    r = rank(v)
-    if r is None:
-        raise ctx.error(f"{what} has a dynamic rank; this op needs the rank while converting")
-    return r
 
 
-def etype(v: Port) -> Type:
-    return out(v).element_type
 
 
-def i64(ctx: NodeContext, values: Any) -> Output:
-    return ctx.const(np.asarray(values, dtype=np.int64))
 
 
-def scalar_like(ctx: NodeContext, value: Any, like: Port) -> Output:
-    """A scalar constant of ``like``'s element type (f32 when unknown)."""
-    t = etype(like)
-    return ctx.const(np.asarray(value), t if t is not Type.dynamic else Type.f32)
 
 
-def norm_axis(ctx: NodeContext, axis: int, r: int) -> int:
-    a = axis + r if axis < 0 else axis
-    if not 0 <= a < max(r, 1):
-        raise ctx.error(f"axis {axis} is out of range for rank {r}")
-    return a
 
 
 def const_value(v: Port) -> np.ndarray | None:

@@ -9,11 +9,23 @@ import numpy as np
 from opforge.element_type import Type
 from opforge.frontend.extensions import ConversionExtension, ConversionResult
 from opforge.frontend.node_context import NodeContext
-from opforge.graph import Node, Output, as_output
+
+# Re-exported: the translators of this package import them from here.
+from opforge.frontend.translator_helpers import Port as Port
+from opforge.frontend.translator_helpers import etype as etype
+from opforge.frontend.translator_helpers import i64 as i64
+from opforge.frontend.translator_helpers import norm_axis as norm_axis
+from opforge.frontend.translator_helpers import out as out
+from opforge.frontend.translator_helpers import require_rank
+from opforge.frontend.translator_helpers import scalar_like as scalar_like
+from opforge.graph import Node as Node
+from opforge.graph import Output as Output
+from opforge.graph import as_output as as_output
 
 from opforge_paddle.program import DTYPE_NAMES, VARTYPE_TO_TYPE
 
-Port = Output | Node
+#: the name this package's translators use
+rank = require_rank
 
 
 def translator(op_type: str, fn: Callable[[NodeContext], ConversionResult]) -> ConversionExtension:
@@ -21,35 +33,16 @@ def translator(op_type: str, fn: Callable[[NodeContext], ConversionResult]) -> C
     return ConversionExtension(op_type, fn, framework="paddle")
 
 
-def out(v: Port) -> Output:
-    return as_output(v)
 
 
-def rank(ctx: NodeContext, v: Port, what: str = "input") -> int:
-    r = out(v).partial_shape.rank
-    if r is None:
-        raise ctx.error(f"{what} has a dynamic rank; this op needs the rank while converting")
-    return r
 
 
-def etype(v: Port) -> Type:
-    return out(v).element_type
 
 
-def i64(ctx: NodeContext, values: Any) -> Output:
-    return ctx.const(np.asarray(values, dtype=np.int64))
 
 
-def scalar_like(ctx: NodeContext, value: Any, like: Port) -> Output:
-    t = etype(like)
-    return ctx.const(np.asarray(value), t if t is not Type.dynamic else Type.f32)
 
 
-def norm_axis(ctx: NodeContext, axis: int, r: int) -> int:
-    a = axis + r if axis < 0 else axis
-    if not 0 <= a < max(r, 1):
-        raise ctx.error(f"axis {axis} is out of range for rank {r}")
-    return a
 
 
 def dtype_attr(ctx: NodeContext, name: str, default: Type | None = None) -> Type:

@@ -77,5 +77,6 @@ def single(op_type: str, inputs: list[np.ndarray], const_inputs: dict[int, Any] 
             params.append(p)
             feeds.append(a)
     node = opforge.op(op_type, *args, name="node", **attrs)
-    outs = node.outputs()
+    # one Result per output, each with its own name (models are validated when re-planned)
+    outs = [Node.create("Result", [o], name=f"node/result{i}") for i, o in enumerate(node.outputs())]
     return Model(outs, params, name=op_type), feeds

@@ -188,3 +188,25 @@ def test_steady_state_allocates_nothing(core: Any) -> None:
     for _ in range(2000):
         req.infer(feeds)
     assert rss_kib() - before < 2048, "RSS grew by more than 2 MiB over 2000 inferences"
+
+
+def test_program_cache_is_lru_and_bounded(core: Any) -> None:
+    import opforge_cpu.device as device
+
+    p = param("x", [None, 4])
+    model = Model([opforge.op("Relu", p).output(0)], [p])
+    compiled = core.compile_model(model, "CPU")
+    ex = compiled._executable
+    assert ex.cache_size == device.PROGRAM_CACHE_SIZE
+    ex.cache_size = 3
+    request = compiled.create_infer_request()
+    for n in (1, 2, 3, 1, 4, 5):  # 1 is used again before 4 arrives, so 2 and 3 are the ones dropped
+        x = rand((n, 4), seed=n)
+        (y,) = request.infer([x]).to_tuple()
+        np.testing.assert_array_equal(y, np.maximum(x, 0))
+    assert [k[0][0] for k in ex.programs()] == [1, 4, 5]
+    assert [k[0][0] for k in request._state.states] == [1, 4, 5]  # per-request states: same bound
+    # A dropped shape comes back: planned again, same results.
+    x = rand((2, 4), seed=9)
+    np.testing.assert_array_equal(compiled([x]).to_tuple()[0], np.maximum(x, 0))
+    assert len(ex.programs()) == 3

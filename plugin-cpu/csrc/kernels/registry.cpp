@@ -188,6 +188,54 @@ std::unique_ptr<Kernel> make_p_relu(NodeDesc& n);
 std::string check_p_relu(const NodeDesc& n);
 std::unique_ptr<Kernel> make_top_k(NodeDesc& n);
 std::string check_top_k(const NodeDesc& n);
+std::unique_ptr<Kernel> make_interpolate(NodeDesc& n);
+std::string check_interpolate(const NodeDesc& n);
+std::unique_ptr<Kernel> make_grid_sample(NodeDesc& n);
+std::string check_grid_sample(const NodeDesc& n);
+std::unique_ptr<Kernel> make_gather_elements(NodeDesc& n);
+std::string check_gather_elements(const NodeDesc& n);
+std::unique_ptr<Kernel> make_gather_nd(NodeDesc& n);
+std::string check_gather_nd(const NodeDesc& n);
+std::unique_ptr<Kernel> make_scatter_update(NodeDesc& n);
+std::string check_scatter_update(const NodeDesc& n);
+std::unique_ptr<Kernel> make_scatter_nd_update(NodeDesc& n);
+std::string check_scatter_nd_update(const NodeDesc& n);
+std::unique_ptr<Kernel> make_scatter_elements_update(NodeDesc& n);
+std::string check_scatter_elements_update(const NodeDesc& n);
+std::unique_ptr<Kernel> make_one_hot(NodeDesc& n);
+std::string check_one_hot(const NodeDesc& n);
+std::unique_ptr<Kernel> make_cum_sum(NodeDesc& n);
+std::string check_cum_sum(const NodeDesc& n);
+std::unique_ptr<Kernel> make_lrn(NodeDesc& n);
+std::string check_lrn(const NodeDesc& n);
+std::unique_ptr<Kernel> make_rnn_sequence(NodeDesc& n);
+std::string check_rnn_sequence(const NodeDesc& n);
+std::unique_ptr<Kernel> make_gru_sequence(NodeDesc& n);
+std::string check_gru_sequence(const NodeDesc& n);
+std::unique_ptr<Kernel> make_lstm_sequence(NodeDesc& n);
+std::string check_lstm_sequence(const NodeDesc& n);
+std::unique_ptr<Kernel> make_dft(NodeDesc& n);
+std::string check_dft(const NodeDesc& n);
+std::unique_ptr<Kernel> make_idft(NodeDesc& n);
+std::string check_idft(const NodeDesc& n);
+std::unique_ptr<Kernel> make_rdft(NodeDesc& n);
+std::string check_rdft(const NodeDesc& n);
+std::unique_ptr<Kernel> make_irdft(NodeDesc& n);
+std::string check_irdft(const NodeDesc& n);
+std::unique_ptr<Kernel> make_einsum(NodeDesc& n);
+std::string check_einsum(const NodeDesc& n);
+std::unique_ptr<Kernel> make_non_zero(NodeDesc& n);
+std::string check_non_zero(const NodeDesc& n);
+std::unique_ptr<Kernel> make_unique_op(NodeDesc& n);
+std::string check_unique_op(const NodeDesc& n);
+std::unique_ptr<Kernel> make_non_max_suppression(NodeDesc& n);
+std::string check_non_max_suppression(const NodeDesc& n);
+std::unique_ptr<Kernel> make_col2im(NodeDesc& n);
+std::string check_col2im(const NodeDesc& n);
+std::unique_ptr<Kernel> make_deformable_convolution(NodeDesc& n);
+std::string check_deformable_convolution(const NodeDesc& n);
+std::unique_ptr<Kernel> make_roi_align(NodeDesc& n);
+std::string check_roi_align(const NodeDesc& n);
 
 const std::vector<KernelEntry>& kernel_table() {
   // type, factory, support check (nullptr: all nodes of the type), layout-flexible
@@ -290,6 +338,30 @@ const std::vector<KernelEntry>& kernel_table() {
       {"Selu", make_selu, check_selu, false},
       {"PRelu", make_p_relu, check_p_relu, false},
       {"TopK", make_top_k, check_top_k, false},
+      {"Interpolate", make_interpolate, check_interpolate, false},
+      {"GridSample", make_grid_sample, check_grid_sample, false},
+      {"GatherElements", make_gather_elements, check_gather_elements, false},
+      {"GatherND", make_gather_nd, check_gather_nd, false},
+      {"ScatterUpdate", make_scatter_update, check_scatter_update, false},
+      {"ScatterNDUpdate", make_scatter_nd_update, check_scatter_nd_update, false},
+      {"ScatterElementsUpdate", make_scatter_elements_update, check_scatter_elements_update, false},
+      {"OneHot", make_one_hot, check_one_hot, false},
+      {"CumSum", make_cum_sum, check_cum_sum, false},
+      {"LRN", make_lrn, check_lrn, false},
+      {"RNNSequence", make_rnn_sequence, check_rnn_sequence, false},
+      {"GRUSequence", make_gru_sequence, check_gru_sequence, false},
+      {"LSTMSequence", make_lstm_sequence, check_lstm_sequence, false},
+      {"DFT", make_dft, check_dft, false},
+      {"IDFT", make_idft, check_idft, false},
+      {"RDFT", make_rdft, check_rdft, false},
+      {"IRDFT", make_irdft, check_irdft, false},
+      {"Einsum", make_einsum, check_einsum, false},
+      {"NonZero", make_non_zero, check_non_zero, false},
+      {"Unique", make_unique_op, check_unique_op, false},
+      {"NonMaxSuppression", make_non_max_suppression, check_non_max_suppression, false},
+      {"Col2Im", make_col2im, check_col2im, false},
+      {"DeformableConvolution", make_deformable_convolution, check_deformable_convolution, false},
+      {"ROIAlign", make_roi_align, check_roi_align, false},
   };
   return table;
 }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,7 +15,15 @@ from opforge.runtime.device import Availability, CompileContext, Device, Executa
 from opforge.runtime.properties import COMMON_PROPERTIES
 
 from opforge_cpu._loader import load_core
-from opforge_cpu.lowering import Emitter, specialize, supported_nodes, value_inputs
+from opforge_cpu.lowering import (
+    Emitter,
+    contiguous,
+    lower_precision,
+    specialize,
+    supported_nodes,
+    value_inputs,
+)
+from opforge_cpu.staging import StagedProgram, dynamic_node
 
 
 def _failing_node(message: str) -> set[str]:
@@ -86,19 +95,27 @@ class CpuDevice(Device):
 class _Compiled:
     """One program for one set of input shapes."""
 
-    def __init__(self, program: Any, model: Model, emitter: Emitter) -> None:
+    def __init__(self, program: Any, model: Model, emitter: Emitter | None) -> None:
         self.program = program
         self.model = model
-        self.python_nodes = list(emitter.python_nodes)
-        self.abi_nodes = list(emitter.abi_nodes)
+        self.python_nodes = list(emitter.python_nodes) if emitter else []
+        self.abi_nodes = list(emitter.abi_nodes) if emitter else []
+
+
+#: programs (one per input shape, or per value of a value input) an executable keeps; the least
+#: recently used one is dropped past this, so a model fed ever new shapes or values (a Reshape
+#: to a fed shape, a Range of fed bounds) does not grow without limit
+PROGRAM_CACHE_SIZE = 16
 
 
 class CpuState:
-    """Per-request memory: one C++ state (arena, bound kernels) per input shape seen."""
+    """Per-request memory: one C++ state (arena, bound kernels) per input shape seen, at most
+    ``PROGRAM_CACHE_SIZE`` of them (least recently used dropped)."""
 
     def __init__(self) -> None:
-        self.states: dict[tuple[tuple[int, ...], ...], Any] = {}
-        self.last: tuple[tuple[int, ...], ...] | None = None
+        #: key -> (the program it belongs to, its C++ state); the program is kept with its state
+        self.states: OrderedDict[Any, tuple[Any, Any]] = OrderedDict()
+        self.last: Any = None
 
 
 class CpuExecutable(Executable):
@@ -122,7 +139,8 @@ class CpuExecutable(Executable):
         # oversubscribing the cores.
         self._streams_sem = threading.BoundedSemaphore(self.streams)
         self._lock = threading.Lock()
-        self._programs: dict[Any, _Compiled] = {}
+        self._programs: OrderedDict[Any, _Compiled] = OrderedDict()  # LRU, PROGRAM_CACHE_SIZE at most
+        self.cache_size = PROGRAM_CACHE_SIZE
         #: inputs whose values (not only shapes) select the program (see lowering.value_inputs)
         self._values: list[int] = list(values or [])
         self._static = all(p.output(0).partial_shape.is_static for p in model.parameters)
@@ -138,7 +156,19 @@ class CpuExecutable(Executable):
                     raise
 
     # --- compilation -----------------------------------------------------------------------
+    def _sub_executable(self, model: Model) -> CpuExecutable:
+        """A stage of a staged model (see ``staging``), with this executable's settings."""
+        config = {"INFERENCE_NUM_THREADS": self.threads, "NUM_STREAMS": self.streams,
+                  "ENABLE_PROFILING": self.profiling}
+        return CpuExecutable(self._core, model, self._kernels, self._plugins, config)
+
     def _build(self, model: Model) -> _Compiled:
+        lower_precision(self._core, model, self._kernels)
+        dyn = dynamic_node(model)
+        if dyn is not None:
+            # An op decides its output shape at run time: run the model in stages around it.
+            staged = StagedProgram(self._sub_executable, self._core, model, dyn, self.threads)
+            return _Compiled(staged, model, None)
         emitter = Emitter(self._core, model, self._kernels, self._plugins)
         try:
             program = emitter.build(self.threads, self.profiling)
@@ -149,15 +179,21 @@ class CpuExecutable(Executable):
     def _program(self, key: Any, shapes: tuple[tuple[int, ...], ...], inputs: Sequence[np.ndarray]) -> _Compiled:
         compiled = self._programs.get(key)
         if compiled is not None:
+            if len(self._programs) > 1:
+                with self._lock:
+                    if key in self._programs:
+                        self._programs.move_to_end(key)
             return compiled
         with self._lock:
             compiled = self._programs.get(key)
             if compiled is None:
                 # A new input shape (or value of a value input): specialise the graph and plan
-                # again (cached by that key).
+                # again (cached by that key; the least recently used program goes past the limit).
                 values = {i: np.asarray(inputs[i]).reshape(shapes[i]) for i in self._values}
                 compiled = self._build(specialize(self._model, dict(enumerate(shapes)), values))
                 self._programs[key] = compiled
+                while len(self._programs) > self.cache_size:
+                    self._programs.popitem(last=False)
         return compiled
 
     # --- Executable ------------------------------------------------------------------------
@@ -171,10 +207,15 @@ class CpuExecutable(Executable):
         if self._values:
             key = (shapes, tuple(np.asarray(inputs[i]).tobytes() for i in self._values))
         compiled = self._program(key, shapes, inputs)
-        native = st.states.get(key)
-        if native is None:
-            native = st.states[key] = compiled.program.create_state()
-        arrays = [np.ascontiguousarray(a) for a in inputs]
+        entry = st.states.get(key)
+        if entry is None or entry[0] is not compiled:
+            entry = st.states[key] = (compiled, compiled.program.create_state())
+            while len(st.states) > self.cache_size:
+                st.states.popitem(last=False)
+        elif len(st.states) > 1:
+            st.states.move_to_end(key)
+        native = entry[1]
+        arrays = [contiguous(a) for a in inputs]
         with self._streams_sem:
             try:
                 outs = compiled.program.run(native, arrays)
@@ -187,7 +228,8 @@ class CpuExecutable(Executable):
         st: CpuState = state
         if not self.profiling or st.last is None or st.last not in st.states:
             return []
-        return list(self._programs[st.last].program.profile(st.states[st.last]))
+        compiled, native = st.states[st.last]
+        return list(compiled.program.profile(native))
 
     def properties(self) -> dict[str, Any]:
         return {

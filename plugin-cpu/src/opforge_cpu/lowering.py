@@ -51,6 +51,13 @@ INDEX_MAP_OPS = {
 _RESHAPES = {"Squeeze", "Unsqueeze", "Reshape"}
 
 
+def contiguous(value: Any) -> np.ndarray:
+    """``value`` as a C-contiguous array of its own rank (``np.ascontiguousarray`` turns a 0-d
+    array into a 1-d one, which made scalar value inputs [1]-shaped constants)."""
+    a = np.asarray(value)
+    return a if a.flags.c_contiguous else a.copy(order="C")
+
+
 def is_standard(node: Node) -> bool:
     """Built-in kernels are for the standard opset only; a plugin's op of the same name
     (``Identity`` of ``template_extension``) is a different op."""
@@ -76,7 +83,7 @@ def specialize(model: Model, shapes: Mapping[int, tuple[int, ...]] | None,
     if values:
         for i, v in values.items():
             p = m.parameters[i]
-            c = Node.create("Constant", [], {"value": np.ascontiguousarray(v)}, name=f"{p.name}/value")
+            c = Node.create("Constant", [], {"value": contiguous(v)}, name=f"{p.name}/value")
             c.output(0).set_names([f"{p.name}/value"])  # the input keeps its own tensor names
             m.replace_output(p.output(0), c.output(0))
         m.validate()
@@ -94,7 +101,7 @@ def _fold(m: Model) -> None:
 
 
 def _const(m: Model, node: Node, value: np.ndarray) -> Node:
-    c = Node.create("Constant", [], {"value": np.ascontiguousarray(value)}, name=f"{node.name}/folded")
+    c = Node.create("Constant", [], {"value": contiguous(value)}, name=f"{node.name}/folded")
     return c
 
 
@@ -301,13 +308,13 @@ class Emitter:
                 "compile time; the CPU device needs shapes that follow from the input shapes"
             )
         value = out.node.constant_value()
-        arr = None if value is None else np.ascontiguousarray(value)
+        arr = None if value is None else contiguous(value)
         t = self.prog.add_tensor(spec.type.ir, list(spec.shape.to_tuple()), arr)
         self.tid[out] = t
         return t
 
     def const_tensor(self, value: np.ndarray) -> int:
-        arr = np.ascontiguousarray(value)
+        arr = contiguous(value)
         return int(self.prog.add_tensor(Type.from_numpy(arr.dtype).ir, list(arr.shape), arr))
 
     def new_tensor(self, out: Output) -> int:
@@ -456,10 +463,10 @@ class Emitter:
         if is_mm:
             # per-output-column bias: [..., 1, N]
             if all(d == 1 for d in s[:-1]) and s[-1] in (out_shape[-1],):
-                return np.ascontiguousarray(v.reshape(-1).astype(np.float32))
+                return contiguous(v.reshape(-1).astype(np.float32))
             return None
         if rank >= 3 and s[0] == 1 and s[1] == out_shape[1] and all(d == 1 for d in s[2:]):
-            return np.ascontiguousarray(v.reshape(-1).astype(np.float32))
+            return contiguous(v.reshape(-1).astype(np.float32))
         return None
 
     def emit_mvn(self, node: Node) -> None:
@@ -530,6 +537,42 @@ class Emitter:
         return True
 
 
+#: element types the CPU device computes in f32 when an op has no kernel of its own for them
+LOW_PRECISION = (Type.f16, Type.bf16, Type.f64)
+
+
+def _node_reason(core: types.ModuleType, n: Node, f32_types: bool = False) -> str:
+    """Why the built-in kernel table cannot run standard node ``n`` ("" when it can); with
+    ``f32_types``, as if its f16/bf16/f64 inputs and outputs were f32 (see ``lower_precision``)."""
+    def ty(t: Type) -> str:
+        return Type.f32.ir if f32_types and t in LOW_PRECISION else t.ir
+
+    def val(v: np.ndarray | None) -> np.ndarray | None:
+        if f32_types and v is not None and v.dtype.kind == "f":
+            return np.asarray(v, np.float32)
+        return v
+
+    ins = [(ty(i.element_type), list(i.partial_shape.dims) if i.partial_shape.is_static else [])
+           for i in n.inputs]
+    vals = [val(i.node.constant_value()) for i in n.inputs]
+    outs = [(ty(o.element_type), list(o.partial_shape.dims) if o.partial_shape.is_static else [])
+            for o in n.outputs()]
+    if any(not i.partial_shape.is_static for i in n.inputs):
+        # Shapes decided per inference: judge by element types only.
+        ins = [(t, [1] * (i.partial_shape.rank or 0)) for (t, _), i in zip(ins, n.inputs)]
+        outs = [(t, [1] * (o.partial_shape.rank or 0)) for (t, _), o in zip(outs, n.outputs())]
+    attrs = attrs_dict(n)
+    if f32_types:
+        attrs = {k: (Type.f32.ir if isinstance(v, str) and v in {t.ir for t in LOW_PRECISION} else v)
+                 for k, v in attrs.items()}
+    return str(core.check_node(n.type_name, n.version, attrs, ins, vals, outs))
+
+
+def _has_low_precision(n: Node) -> bool:
+    return any(i.element_type in LOW_PRECISION for i in n.inputs) or any(
+        o.element_type in LOW_PRECISION for o in n.outputs())
+
+
 def supported_nodes(core: types.ModuleType, model: Model, kernels: Mapping[tuple[str, str | None], Any]
                     ) -> dict[str, str]:
     """``{node name: reason}`` for every node without a kernel (empty reason means supported)."""
@@ -550,24 +593,62 @@ def supported_nodes(core: types.ModuleType, model: Model, kernels: Mapping[tuple
         if t not in builtin and not lowered:
             out[n.name] = f"no kernel for {t}"
             continue
-        if not all(o.partial_shape.rank is not None for o in n.outputs()) and t in ("NonZero", "Unique"):
-            out[n.name] = f"{t} has a data-dependent output shape"
-            continue
         if lowered:
             params_const = all(i.node.constant_value() is not None for i in n.inputs[1:3 if t == "Pad" else None])
             out[n.name] = "" if params_const else f"{t} needs constant parameters on the CPU device"
             continue
-        ins = [(i.element_type.ir, list(i.partial_shape.dims) if i.partial_shape.is_static else [])
-               for i in n.inputs]
-        vals = [i.node.constant_value() for i in n.inputs]
-        outs = [(o.element_type.ir, list(o.partial_shape.dims) if o.partial_shape.is_static else [])
-                for o in n.outputs()]
-        if any(not i.partial_shape.is_static for i in n.inputs):
-            # Shapes decided per inference: judge by element types only.
-            ins = [(ty, [1] * (i.partial_shape.rank or 0)) for (ty, _), i in zip(ins, n.inputs)]
-            outs = [(ty, [1] * (o.partial_shape.rank or 0)) for (ty, _), o in zip(outs, n.outputs())]
-        out[n.name] = str(core.check_node(t, n.version, attrs_dict(n), ins, vals, outs))
+        why = _node_reason(core, n)
+        if why and _has_low_precision(n) and not _node_reason(core, n, f32_types=True):
+            why = ""  # computed in f32 between Converts (lower_precision)
+        out[n.name] = why
     return out
+
+
+def lower_precision(core: types.ModuleType, model: Model, kernels: Mapping[tuple[str, str | None], Any]) -> None:
+    """Nodes of f16/bf16 (or f64) that have no kernel for that type compute in f32: their
+    inputs are converted to f32 and their outputs back to the model's type, so every value the
+    model exposes keeps its element type (f16 storage, f32 compute, rounded after each op as
+    the reference rounds)."""
+    builtin = set(core.kernel_types())
+    low_names = {t.ir for t in LOW_PRECISION}
+    as_f32: dict[Output, Output] = {}  # one f32 copy of each value, however many nodes read it
+    changed = False
+    for n in model.get_ordered_ops():
+        if (n.type_name in STRUCTURAL or n.type_name == "Convert" or not is_standard(n)
+                or find_plugin_kernel(kernels, n) is not None or n.type_name not in builtin
+                or not _has_low_precision(n)):
+            continue
+        if not _node_reason(core, n) or _node_reason(core, n, f32_types=True):
+            continue
+        new_inputs: list[Output] = []
+        for i in n.inputs:
+            if i.element_type in LOW_PRECISION:
+                if i not in as_f32:
+                    v = i.node.constant_value()
+                    tag = f"{i.node.name}/{i.index}/f32"
+                    if v is not None:
+                        c = Node.create("Constant", [], {"value": np.asarray(v, np.float32)}, name=tag)
+                    else:
+                        c = Node.create("Convert", [i], {"destination_type": "f32"}, name=tag)
+                    as_f32[i] = c.output(0)
+                new_inputs.append(as_f32[i])
+            else:
+                new_inputs.append(i)
+        update = {k: "f32" for k, v in attrs_dict(n).items() if isinstance(v, str) and v in low_names}
+        attrs = n.attrs
+        if update:
+            attrs = type(n.attrs).model_validate(n.attrs.model_dump() | update)
+        clone = Node(n.op, new_inputs, attrs, n.name)
+        for k, (old, new) in enumerate(zip(n.outputs(), clone.outputs())):
+            res = new
+            if old.element_type is not new.element_type:
+                res = Node.create("Convert", [new], {"destination_type": old.element_type.ir},
+                                  name=f"{n.name}/out{k}/{old.element_type.ir}").output(0)
+            res.set_names(old.names)
+            model.replace_output(old, res)
+        changed = True
+    if changed:
+        model.validate()
 
 
 #: inputs at most this large may be specialised on their values (see ``value_inputs``)

@@ -1,0 +1,219 @@
+// Interpolate-11 (and -4): resize chosen axes by constant sizes or scales after zero padding.
+// Every mode is separable: at build time each resized axis gets a sparse weight matrix
+// [out, in] computed exactly as the reference does (float32 coordinates, the same clamping and
+// rounding); at run time the axes are resized one after another in double precision.
+#include <cmath>
+#include <utility>
+#include <vector>
+
+#include "kernels/index_common.hpp"
+
+namespace opforge_cpu {
+
+namespace {
+struct AxisPlan {
+  int64_t axis = 0, n_in = 0, n_out = 0;
+  std::vector<std::vector<std::pair<int64_t, double>>> taps;  // by output index
+};
+
+float round_half_away(float x) { return std::copysign(std::floor(std::fabs(x) + 0.5f), x); }
+
+std::vector<float> original_coords(const std::string& mode, int64_t n_in, int64_t n_out, float s) {
+  std::vector<float> c(n_out);
+  const float half = 0.5f;
+  for (int64_t i = 0; i < n_out; ++i) {
+    const float x = static_cast<float>(i);
+    float v;
+    if (mode == "half_pixel") v = (x + half) / s - half;
+    else if (mode == "pytorch_half_pixel") v = n_out > 1 ? (x + half) / s - half : 0.0f;
+    else if (mode == "asymmetric") v = x / s;
+    else if (mode == "tf_half_pixel_for_nn") v = (x + half) / s;
+    else if (mode == "align_corners") v = n_out == 1 ? 0.0f : x * static_cast<float>(n_in - 1) / static_cast<float>(n_out - 1);
+    else throw CompileFailure("unknown coordinate_transformation_mode '" + mode + "'");
+    c[i] = v;
+  }
+  return c;
+}
+
+AxisPlan make_plan(const Attrs& a, int64_t axis, int64_t n_in, int64_t n_out, float scale, bool downsample) {
+  const std::string mode = a.s("mode");
+  const std::string ctm = a.s("coordinate_transformation_mode", "half_pixel");
+  AxisPlan p;
+  p.axis = axis;
+  p.n_in = n_in;
+  p.n_out = n_out;
+  std::vector<std::vector<double>> w(n_out, std::vector<double>(n_in, 0.0));
+  const std::vector<float> c = original_coords(ctm, n_in, n_out, scale);
+  auto clampi = [&](int64_t v) { return std::min<int64_t>(std::max<int64_t>(v, 0), n_in - 1); };
+  for (int64_t o = 0; o < n_out; ++o) {
+    const float x = c[o];
+    if (mode == "nearest") {
+      const std::string nm = a.s("nearest_mode", "round_prefer_floor");
+      float idx;
+      if (nm == "round_prefer_floor") idx = (x == std::trunc(x) + 0.5f) ? std::floor(x) : round_half_away(x);
+      else if (nm == "round_prefer_ceil") idx = round_half_away(x);
+      else if (nm == "floor") idx = std::floor(x);
+      else if (nm == "ceil") idx = std::ceil(x);
+      else idx = scale < 1 ? std::ceil(x) : std::trunc(x);
+      w[o][clampi(static_cast<int64_t>(idx))] = 1.0;
+    } else if (mode == "linear_onnx") {
+      const float cc = std::min(std::max(x, 0.0f), static_cast<float>(n_in - 1));
+      const int64_t i0 = std::min<int64_t>(static_cast<int64_t>(cc), n_in - 1), i1 = std::min<int64_t>(i0 + 1, n_in - 1);
+      float d0 = std::fabs(cc - static_cast<float>(i0)), d1 = std::fabs(cc - static_cast<float>(i1));
+      if (i0 == i1) d0 = d1 = 0.5f;
+      w[o][i0] += d1;
+      w[o][i1] += d0;
+    } else if (mode == "cubic") {
+      const double base = std::floor(x);
+      const double s = std::fabs(static_cast<double>(x) - base);
+      const double k = a.f("cube_coeff", -0.75);
+      const double co[4] = {((k * (s + 1) - 5 * k) * (s + 1) + 8 * k) * (s + 1) - 4 * k,
+                            ((k + 2) * s - (k + 3)) * s * s + 1,
+                            ((k + 2) * (1 - s) - (k + 3)) * (1 - s) * (1 - s) + 1,
+                            ((k * (2 - s) - 5 * k) * (2 - s) + 8 * k) * (2 - s) - 4 * k};
+      for (int i = 0; i < 4; ++i) w[o][clampi(static_cast<int64_t>(base) + i - 1)] += co[i];
+    } else if (mode == "linear") {
+      const bool aa = a.b("antialias", false) && downsample;
+      const float stretch = aa ? scale : 1.0f;
+      const int64_t radius = scale > 1 ? 2 : static_cast<int64_t>(std::ceil(2.0 / static_cast<double>(stretch)));
+      const int64_t center = static_cast<int64_t>(round_half_away(x));
+      double total = 0;
+      for (int64_t off = -radius; off <= radius; ++off) {
+        const int64_t src = center + off;
+        if (src < 0 || src >= n_in) continue;
+        const float dx = x - static_cast<float>(src);
+        const double wt = std::max(0.0, static_cast<double>(1.0f - std::fabs(stretch * dx)));
+        w[o][src] += wt;
+      }
+      for (double v : w[o]) total += v;
+      for (double& v : w[o]) v = total != 0 ? v / total : 0.0;
+    } else {
+      throw CompileFailure("Interpolate mode '" + mode + "' is not supported by the CPU device");
+    }
+  }
+  p.taps.resize(n_out);
+  for (int64_t o = 0; o < n_out; ++o)
+    for (int64_t i = 0; i < n_in; ++i)
+      if (w[o][i] != 0.0) p.taps[o].emplace_back(i, w[o][i]);
+  return p;
+}
+
+template <class T> class InterpolateKernel : public Kernel {
+ public:
+  explicit InterpolateKernel(const NodeDesc& n) {
+    in_shape_ = n.in(0).shape;
+    const int64_t rank = static_cast<int64_t>(in_shape_.size());
+    std::vector<int64_t> pb = n.attrs.ints("pads_begin", {0}), pe = n.attrs.ints("pads_end", {0});
+    pb.resize(rank, 0);
+    pe.resize(rank, 0);
+    pads_begin_ = pb;
+    padded_ = in_shape_;
+    for (int64_t i = 0; i < rank; ++i) padded_[i] += pb[i] + pe[i];
+    std::vector<int64_t> axes;
+    if (n.inputs.size() > 2) axes = n.const_ints(2);
+    else for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
+    const bool sizes_mode = n.attrs.s("shape_calculation_mode") == "sizes";
+    std::vector<int64_t> sizes;
+    std::vector<float> scales;
+    if (sizes_mode) {
+      std::vector<int64_t> v = n.const_ints(1);
+      for (size_t i = 0; i < axes.size(); ++i) {
+        sizes.push_back(v.at(i));
+        scales.push_back(static_cast<float>(v[i]) / static_cast<float>(padded_[axes[i]]));
+      }
+    } else {
+      std::vector<double> v = n.const_floats(1);
+      for (size_t i = 0; i < axes.size(); ++i) {
+        scales.push_back(static_cast<float>(v.at(i)));
+        sizes.push_back(static_cast<int64_t>(std::floor(static_cast<float>(padded_[axes[i]]) * scales.back() + 1e-5f)));
+      }
+    }
+    bool downsample = false;
+    for (float s : scales) downsample |= s < 1;
+    Shape cur = padded_;
+    for (size_t i = 0; i < axes.size(); ++i) {
+      plans_.push_back(make_plan(n.attrs, axes[i], cur[axes[i]], sizes[i], scales[i], downsample));
+      cur[axes[i]] = sizes[i];
+    }
+    round_ = n.attrs.s("mode") == "linear" && !is_float(n.in(0).dtype);
+  }
+  std::string impl_name() const override { return "interpolate"; }
+
+  void run(RunContext& ctx, const TensorView* in, TensorView* out, Bound*) override {
+    const T* x = in[0].ptr<T>();
+    const int64_t rank = static_cast<int64_t>(in_shape_.size());
+    std::vector<double> a(numel(padded_), 0.0), b;
+    {
+      const Shape ist = strides_of(in_shape_), pst = strides_of(padded_);
+      const int64_t n = numel(in_shape_);
+      for (int64_t i = 0; i < n; ++i) {
+        int64_t r = i, off = 0;
+        for (int64_t d = 0; d < rank; ++d) {
+          const int64_t c = r / ist[d];
+          r %= ist[d];
+          off += (c + pads_begin_[d]) * pst[d];
+        }
+        a[off] = static_cast<double>(x[i]);
+      }
+    }
+    Shape cur = padded_;
+    for (const AxisPlan& p : plans_) {
+      int64_t outer = 1, inner = 1;
+      for (int64_t d = 0; d < p.axis; ++d) outer *= cur[d];
+      for (int64_t d = p.axis + 1; d < rank; ++d) inner *= cur[d];
+      b.assign(outer * p.n_out * inner, 0.0);
+      parallel_range(outer * p.n_out, ctx.num_threads, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          const int64_t o = r / p.n_out, j = r % p.n_out;
+          double* dst = b.data() + (o * p.n_out + j) * inner;
+          for (const auto& [src, wt] : p.taps[j]) {
+            const double* s = a.data() + (o * p.n_in + src) * inner;
+            for (int64_t i = 0; i < inner; ++i) dst[i] += wt * s[i];
+          }
+        }
+      }, std::max<int64_t>(1, 8192 / std::max<int64_t>(1, inner)));
+      a.swap(b);
+      cur[p.axis] = p.n_out;
+    }
+    T* y = out[0].ptr<T>();
+    const int64_t n = static_cast<int64_t>(a.size());
+    for (int64_t i = 0; i < n; ++i) {
+      double v = a[i];
+      if constexpr (std::is_floating_point_v<T>) {
+        y[i] = static_cast<T>(v);
+      } else {
+        if (round_) v = std::copysign(std::floor(std::fabs(v) + 0.5), v);
+        if (std::isnan(v)) v = 0;
+        v = std::trunc(v);
+        v = std::min<double>(std::max<double>(v, static_cast<double>(std::numeric_limits<T>::lowest())),
+                             static_cast<double>(std::numeric_limits<T>::max()));
+        y[i] = static_cast<T>(v);
+      }
+    }
+  }
+
+ private:
+  Shape in_shape_, padded_;
+  std::vector<int64_t> pads_begin_;
+  std::vector<AxisPlan> plans_;
+  bool round_ = false;
+};
+}  // namespace
+
+std::unique_ptr<Kernel> make_interpolate(NodeDesc& n) {
+  std::unique_ptr<Kernel> k;
+  dispatch_numeric(n.in(0).dtype, [&](auto tag) { k = std::make_unique<InterpolateKernel<OPF_TYPE_OF(tag)>>(n); });
+  return k;
+}
+
+std::string check_interpolate(const NodeDesc& n) {
+  if (n.version != "opset11") return "Interpolate-" + n.version + " is not supported";
+  if (!n.is_const(1) || (n.inputs.size() > 2 && !n.is_const(2)))
+    return "Interpolate needs constant sizes/scales and axes on the CPU device";
+  const std::string mode = n.attrs.s("mode");
+  if (mode != "nearest" && mode != "linear" && mode != "linear_onnx" && mode != "cubic")
+    return "Interpolate mode '" + mode + "' is not supported by the CPU device";
+  return check_numeric(n);
+}
+
+}  // namespace opforge_cpu

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 from cpu_testing import check, rand, single
+from opforge.reference import evaluate_model
 
 F32 = np.float32
 I64 = np.int64
@@ -373,3 +374,86 @@ def test_top_k(core: Any, mode: str, sort: str, axis: int, k: int) -> None:
     model, feeds = single("TopK", [x, np.array(k, I64)], {1: np.array(k, I64)}, axis=axis, mode=mode, sort=sort,
                           index_element_type="i32")
     check(core, model, feeds)
+
+
+# --- Swish, adaptive pooling, L2 normalisations --------------------------------------------------
+@pytest.mark.parametrize("shape", [(7,), (2, 3, 4, 5)])
+@pytest.mark.parametrize("beta,beta_const", [(None, True), (0.5, True), (2.0, True), (0.5, False), (1.5, False)])
+def test_swish(core: Any, shape: tuple[int, ...], beta: float | None, beta_const: bool) -> None:
+    x = rand(shape, low=-6, high=6)
+    ins = [x] if beta is None else [x, np.array(beta, F32)]
+    model, feeds = single("Swish", ins, {1: np.array(beta, F32)} if beta is not None and beta_const else {})
+    check(core, model, feeds, rtol=1e-5, atol=1e-6)
+
+
+_ADAPTIVE = [((2, 3, 10), [4]), ((2, 3, 9), [9]), ((1, 2, 7, 9), [3, 4]), ((2, 3, 8, 8), [1, 1]),
+             ((1, 2, 5, 6), [7, 8]), ((1, 2, 5, 6, 7), [2, 3, 4]), ((1, 1, 4, 4, 4), [1, 1, 1])]
+
+
+@pytest.mark.parametrize("shape,out", _ADAPTIVE)
+def test_adaptive_avg_pool(core: Any, shape: tuple[int, ...], out: list[int]) -> None:
+    size = np.array(out, I64)
+    model, feeds = single("AdaptiveAvgPool", [rand(shape), size], {1: size})
+    check(core, model, feeds, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape,out", _ADAPTIVE)
+@pytest.mark.parametrize("index_type", ["i32", "i64"])
+def test_adaptive_max_pool(core: Any, shape: tuple[int, ...], out: list[int], index_type: str) -> None:
+    size = np.array(out, np.int32)
+    model, feeds = single("AdaptiveMaxPool", [rand(shape), size], {1: size}, index_element_type=index_type)
+    check(core, model, feeds)
+
+
+def test_adaptive_max_pool_ties(core: Any) -> None:
+    x = rand((2, 2, 6, 6), np.int32, low=-1, high=1)  # many ties: the first in row-major order wins
+    size = np.array([4, 3], I64)
+    model, feeds = single("AdaptiveMaxPool", [x, size], {1: size})
+    check(core, model, feeds)
+
+
+@pytest.mark.parametrize("op", ["AdaptiveAvgPool", "AdaptiveMaxPool"])
+def test_adaptive_pool_fed_output_shape(core: Any, op: str) -> None:
+    x = rand((1, 2, 9, 7))
+    model, _ = single(op, [x, np.array([3, 2], I64)])
+    compiled = core.compile_model(model, "CPU")
+    for out in ([3, 2], [4, 5], [1, 1]):
+        feeds = [x, np.array(out, I64)]
+        got = compiled(feeds).to_tuple()
+        want = evaluate_model(model, feeds)
+        assert got[0].shape == (1, 2, *out)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape,axes", [((2, 3, 4, 5), [1]), ((2, 3, 4, 5), [2, 3]), ((2, 3, 4, 5), [-1]),
+                                        ((2, 3, 4, 5), [0, 2]), ((2, 3, 4, 5), [1, 3]), ((2, 3, 4, 5), []),
+                                        ((6,), [0]), ((3, 1, 4), [0, 1, 2])])
+@pytest.mark.parametrize("eps,mode", [(1e-6, "add"), (1e-6, "max"), (10.0, "max"), (0.5, "add")])
+def test_normalize_l2(core: Any, shape: tuple[int, ...], axes: list[int], eps: float, mode: str) -> None:
+    x = rand(shape)
+    if not axes:
+        x.reshape(-1)[::3] = 0
+    ax = np.array(axes, I64)
+    model, feeds = single("NormalizeL2", [x, ax], {1: ax}, eps=eps, eps_mode=mode)
+    check(core, model, feeds, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape", [(3, 5), (2, 4, 6), (2, 3, 4, 5)])
+@pytest.mark.parametrize("bias", [1e-6, 1.0])
+def test_grn(core: Any, shape: tuple[int, ...], bias: float) -> None:
+    model, feeds = single("GRN", [rand(shape)], bias=bias)
+    check(core, model, feeds, rtol=1e-5, atol=1e-6)
+
+
+def test_new_ops_are_supported(core: Any) -> None:
+    x = rand((1, 2, 6, 6))
+    for op, ins, consts, attrs in [
+        ("Swish", [x], {}, {}),
+        ("AdaptiveAvgPool", [x, np.array([2, 2], I64)], {1: np.array([2, 2], I64)}, {}),
+        ("AdaptiveMaxPool", [x, np.array([2, 2], I64)], {1: np.array([2, 2], I64)}, {}),
+        ("NormalizeL2", [x, np.array([1], I64)], {1: np.array([1], I64)}, {"eps": 1e-6, "eps_mode": "add"}),
+        ("GRN", [x], {}, {"bias": 1.0}),
+    ]:
+        model, _ = single(op, ins, consts, **attrs)
+        assert "node" in core.query_model(model, "CPU"), op

@@ -236,6 +236,16 @@ std::unique_ptr<Kernel> make_deformable_convolution(NodeDesc& n);
 std::string check_deformable_convolution(const NodeDesc& n);
 std::unique_ptr<Kernel> make_roi_align(NodeDesc& n);
 std::string check_roi_align(const NodeDesc& n);
+std::unique_ptr<Kernel> make_swish(NodeDesc& n);
+std::string check_swish(const NodeDesc& n);
+std::unique_ptr<Kernel> make_adaptive_avg_pool(NodeDesc& n);
+std::string check_adaptive_avg_pool(const NodeDesc& n);
+std::unique_ptr<Kernel> make_adaptive_max_pool(NodeDesc& n);
+std::string check_adaptive_max_pool(const NodeDesc& n);
+std::unique_ptr<Kernel> make_normalize_l2(NodeDesc& n);
+std::string check_normalize_l2(const NodeDesc& n);
+std::unique_ptr<Kernel> make_grn(NodeDesc& n);
+std::string check_grn(const NodeDesc& n);
 
 const std::vector<KernelEntry>& kernel_table() {
   // type, factory, support check (nullptr: all nodes of the type), layout-flexible
@@ -362,6 +372,11 @@ const std::vector<KernelEntry>& kernel_table() {
       {"Col2Im", make_col2im, check_col2im, false},
       {"DeformableConvolution", make_deformable_convolution, check_deformable_convolution, false},
       {"ROIAlign", make_roi_align, check_roi_align, false},
+      {"Swish", make_swish, check_swish, false},
+      {"AdaptiveAvgPool", make_adaptive_avg_pool, check_adaptive_avg_pool, false},
+      {"AdaptiveMaxPool", make_adaptive_max_pool, check_adaptive_max_pool, false},
+      {"NormalizeL2", make_normalize_l2, check_normalize_l2, false},
+      {"GRN", make_grn, check_grn, false},
   };
   return table;
 }

@@ -36,8 +36,10 @@ SLOW = [
 
 #: Networks whose f32 rounding noise exceeds 1e-4 of the output: with this calibration both paddle's
 #: f32 run and opforge's differ from paddle's float64 run of the same network by 1.1e-4 / 1.6e-4
-#: (resnet101, measured), so they can only agree with each other to a few 1e-4.
-REL = {"resnet101": 5e-4, "resnet152": 5e-4}
+#: (resnet101, measured), so they can only agree with each other to a few 1e-4. resnet152 is deeper
+#: still: opforge's CPU device (oneDNN's blocked convolutions sum in another order) lands 5.1e-4
+#: from paddle where the NumPy reference lands under 5e-4.
+REL = {"resnet101": 5e-4, "resnet152": 1e-3}
 
 
 def _id(case: tuple[str, int, dict[str, Any]]) -> str:

@@ -42,4 +42,4 @@ class BlockRearrange(Op):
     def output_shape(cls, ctx: InferContext, data: PartialShape, n: int, block_size: int) -> PartialShape:
         """The output shape for data of ``n`` (1 or more) spatial dimensions and a positive
         ``block_size``."""
-        raise NotImplementedError(f"{cls.__name__} defines no output_shape()")
+        raise ctx.error(f"{cls.__name__} defines no output_shape()")  # each subclass overrides it

@@ -12,6 +12,7 @@ from opforge.graph import Model, Node
 from opforge.runtime.device import Executable
 
 from opforge_gpu.library import BuiltinKernels
+from opforge_gpu.library.dynamic import after, apply_counts, dynamic_nodes
 from opforge_gpu.lowering import (
     MAX_VALUE_INPUT,
     STRUCTURAL,
@@ -58,14 +59,20 @@ class GpuExecutable(Executable):
             self.plan(tuple(s.to_tuple() for s in shapes))
 
     # --- plans -----------------------------------------------------------------------------
-    def plan(self, shapes: tuple[tuple[int, ...], ...], values: dict[int, np.ndarray] | None = None) -> Plan:
+    def plan(self, shapes: tuple[tuple[int, ...], ...], values: dict[int, np.ndarray] | None = None,
+             counts: tuple[int, ...] = ()) -> Plan:
+        """The plan for these shapes and values; ``counts`` are the output sizes observed so far of
+        the data-dependent nodes (NonZero...) in order: the plan stops at the count pass of the
+        next one (``plan.probe``), or is complete."""
         key: Any = shapes
         if values:
             key = (shapes, tuple((k, values[k].dtype.str, values[k].tobytes()) for k in sorted(values)))
+        if counts:
+            key = (key, counts)
         with self._lock:
             got = self._plans.get(key)
             if got is None:
-                got = self._plans[key] = self._build(shapes, values)
+                got = self._plans[key] = self._build(shapes, values, counts)
             return got
 
     def plan_key(self, inputs: Sequence[np.ndarray]) -> tuple[Any, dict[int, np.ndarray]]:
@@ -83,11 +90,17 @@ class GpuExecutable(Executable):
             values[k] = v
         return shapes, values
 
-    def _build(self, shapes: tuple[tuple[int, ...], ...], values: dict[int, np.ndarray] | None = None) -> Plan:
+    def _build(self, shapes: tuple[tuple[int, ...], ...], values: dict[int, np.ndarray] | None = None,
+               counts: tuple[int, ...] = ()) -> Plan:
         m = specialise(self.model, shapes, values)
+        stop = apply_counts(m, counts)
+        stop_after = set() if stop is None else after(m, stop)
+        counts_of = dict(zip((n.id for n in dynamic_nodes(m)), counts))
         impls: dict[int, KernelImpl] = {}
         for node in m.get_ordered_ops():
             if node.type_name in STRUCTURAL:
+                continue
+            if stop is not None and node is not stop and node.id in stop_after:
                 continue
             impl = self.choose(node)
             if impl is None:
@@ -96,7 +109,8 @@ class GpuExecutable(Executable):
                     f"{self.device_name} for input shapes {list(shapes)}"
                 )
             impls[node.id] = impl
-        epilogues = plan_epilogues(m, lambda n: isinstance(impls.get(n.id), BuiltinKernels))
+        epilogues = plan_epilogues(m, lambda n: isinstance(impls.get(n.id), BuiltinKernels)
+                                   and n.id not in stop_after and n is not stop)
         absorbed: set[int] = set()
         at_last: dict[int, Node] = {}
         for anchor_id, ep in epilogues.items():
@@ -114,6 +128,19 @@ class GpuExecutable(Executable):
         for node in m.get_ordered_ops():
             if node.type_name in STRUCTURAL:
                 continue
+            if stop is not None and node is stop:
+                lw.count = None
+                self._lower(node, lw, impls[node.id], None)
+                assert lw.probe is not None
+                plan.outputs.append(lw.probe.id)
+                plan.output_storages.append(lw.probe.storage)
+                plan.probe = True
+                plan.finish()
+                return plan
+            if node.id in stop_after:
+                continue
+            if node.id in counts_of:
+                lw.count = counts_of[node.id]
             anchor = at_last.get(node.id)
             if anchor is not None:
                 self._lower(anchor, lw, impls[anchor.id], epilogues[anchor.id])
@@ -150,7 +177,24 @@ class GpuExecutable(Executable):
     def infer(self, inputs: Sequence[np.ndarray], state: Any) -> list[np.ndarray]:
         st: RequestState = state if isinstance(state, RequestState) else self.create_state()
         shapes, values = self.plan_key(inputs)
-        plan = self.plan(shapes, values)
+        counts: tuple[int, ...] = ()
+        st.events.clear()
+        while True:
+            plan = self.plan(shapes, values, counts)
+            outs, mem = self._run(plan, inputs, st)
+            if mem.errors is not None:
+                self._raise_index_error(plan, mem)
+            if not plan.probe:
+                break
+            # a data-dependent node counted its output: plan (and run) again with that size
+            counts += (int(outs[0].reshape(-1)[0]),)
+        result = []
+        for o, port in zip(outs, self.model.outputs):
+            want = port.element_type
+            result.append(o.astype(want.np, copy=False) if o.dtype != want.np else o)
+        return result
+
+    def _run(self, plan: Plan, inputs: Sequence[np.ndarray], st: RequestState) -> tuple[list[np.ndarray], Any]:
         mem = st.memory.get(id(plan))
         if mem is None or mem.plan is not plan:
             mem = st.memory[id(plan)] = RequestMemory(plan, st.queue)
@@ -168,7 +212,6 @@ class GpuExecutable(Executable):
                 mem.errors_host[:] = 0
                 cl.enqueue_copy(q, mem.errors, mem.errors_host, is_blocking=True)
             mem.errors_dirty = mem.errors is not None
-            st.events.clear()
             for launch, (k, g, loc) in zip(plan.launches, mem.kernels):
                 ev = cl.enqueue_nd_range_kernel(q, k, g, loc)
                 if self.profiling:
@@ -188,13 +231,7 @@ class GpuExecutable(Executable):
             q.finish()
         except cl.Error as err:
             raise KernelError(f"inference on {self.device_name} ({self.dev.info.description}) failed: {err}") from err
-        if mem.errors is not None:
-            self._raise_index_error(plan, mem)
-        result = []
-        for o, port in zip(outs, self.model.outputs):
-            want = port.element_type
-            result.append(o.astype(want.np, copy=False) if o.dtype != want.np else o)
-        return result
+        return outs, mem
 
     def _raise_index_error(self, plan: Plan, mem: RequestMemory) -> None:
         """Raise the index out of range a kernel reported in this inference, if any."""

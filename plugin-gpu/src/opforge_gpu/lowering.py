@@ -93,6 +93,10 @@ class Lowering:
         self.node: Node | None = None
         #: output ports something reads: kernels may skip computing the others
         self.used: set[tuple[int, int]] = set()
+        #: data-dependent nodes (library/dynamic.py): the observed output size (None: count only,
+        #: and set ``probe`` to the one-element i32 tensor holding the count)
+        self.count: int | None = None
+        self.probe: Tensor | None = None
 
     # --- tensors ---------------------------------------------------------------------------
     def storage(self, t: Type, what: str = "") -> Storage:

@@ -1,0 +1,212 @@
+"""Ops whose output size depends on the data: NonZero, Unique (``kernels/dynamic.cl``).
+
+A plan stops at the count pass of the first such node whose size is not known yet (its only
+output is the count, ``Plan.probe``); the executable reads it and asks for the plan with that
+size, where the node's outputs get static shapes and every node after it is re-inferred and
+planned for them (one plan per observed size, like one plan per input shape)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from opforge.element_type import Type
+from opforge.graph import Model, Node
+from opforge.op import TensorSpec
+from opforge.shape import PartialShape
+
+from opforge_gpu.library import kernel
+from opforge_gpu.storage import storage_for, supported_type
+
+if TYPE_CHECKING:
+    from opforge_gpu.lowering import Epilogue, Lowering
+
+FILE = "dynamic.cl"
+WG = 256
+
+
+def _nonzero_shapes(node: Node, count: int) -> list[tuple[int, ...]]:
+    return [(max(len(node.inputs[0].shape), 1), count)]
+
+
+def _unique_geometry(node: Node) -> tuple[int, int, int, int | None]:
+    """(outer, L, inner, axis) of the slices compared (axis None: the flattened input)."""
+    shape = node.inputs[0].shape
+    if len(node.inputs) < 2:
+        return 1, int(np.prod(shape)), 1, None
+    ax = int(np.asarray(node.inputs[1].node.constant_value()).reshape(-1)[0]) % len(shape)
+    return int(np.prod(shape[:ax])), shape[ax], int(np.prod(shape[ax + 1:])), ax
+
+
+def _unique_shapes(node: Node, count: int) -> list[tuple[int, ...]]:
+    _, n, _, ax = _unique_geometry(node)
+    shape = list(node.inputs[0].shape)
+    if ax is not None:
+        shape[ax] = count
+    values = tuple(shape) if ax is not None else (count,)
+    return [values, (count,), (n,), (count,)]
+
+
+#: op type -> the output shapes for an observed count
+DYNAMIC: dict[str, Callable[[Node, int], list[tuple[int, ...]]]] = {
+    "NonZero": _nonzero_shapes, "Unique": _unique_shapes,
+}
+
+
+def dynamic_nodes(model: Model) -> list[Node]:
+    return [n for n in model.get_ordered_ops() if n.type_name in DYNAMIC and n.version.startswith("opset")]
+
+
+def apply_counts(model: Model, counts: tuple[int, ...]) -> Node | None:
+    """Give the first ``len(counts)`` data-dependent nodes their observed output shapes and
+    re-infer the nodes after them; the next data-dependent node (None: none)."""
+    nodes = dynamic_nodes(model)
+    if not nodes:
+        return None
+    known = {n.id: c for n, c in zip(nodes, counts)}
+    if known:
+        for node in model.get_ordered_ops():
+            if node.type_name in ("Parameter", "Constant"):
+                continue
+            node.validate_and_infer()
+            if node.id in known:
+                shapes = DYNAMIC[node.type_name](node, known[node.id])
+                node._set_specs([TensorSpec(s.type, PartialShape(list(shp)))
+                                 for s, shp in zip(node.output_specs, shapes)])
+    return nodes[len(counts)] if len(counts) < len(nodes) else None
+
+
+def after(model: Model, node: Node) -> set[int]:
+    """Ids of the nodes ordered after ``node`` (planned once its size is known)."""
+    ops = model.get_ordered_ops()
+    k = next(i for i, n in enumerate(ops) if n is node)
+    return {n.id for n in ops[k + 1:]}
+
+
+def _count_tensor(lw: Lowering) -> Any:
+    i32 = storage_for(Type.i32)
+    assert i32 is not None
+    t = lw.temp([1], i32)
+    lw.probe = t
+    return t
+
+
+# --- NonZero ----------------------------------------------------------------------------------
+def _nonzero_supports(node: Node) -> str | None:
+    t = node.inputs[0].element_type
+    if not supported_type(t):
+        return f"NonZero of {t} has no GPU kernel"
+    return None
+
+
+@kernel("NonZero", supports=_nonzero_supports)
+def lower_nonzero(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
+    x = lw.input(node, 0)
+    shape = list(x.shape) or [1]
+    defines: dict[str, Any] = {"NONZERO": 1, "WG": WG, "Y_T": "int"}
+    defines.update(x.storage.macros("X"))
+    if lw.count is None:
+        cnt = _count_tensor(lw)
+        lw.launch(FILE, "nonzero_count", defines, [x, cnt, lw.params([x.size, len(shape), *shape])], [WG], [WG],
+                  node=node)
+        return
+    y = lw.new_output(node)
+    defines["Y_T"] = y.storage.ctype
+    prm = lw.params([x.size, len(shape), *shape, lw.count])
+    if lw.count:
+        lw.launch(FILE, "nonzero_fill", defines, [x, y, prm], [WG], [WG], node=node)
+
+
+# --- Unique -----------------------------------------------------------------------------------
+def _unique_supports(node: Node) -> str | None:
+    t = node.inputs[0].element_type
+    if not supported_type(t):
+        return f"Unique of {t} has no GPU kernel"
+    if len(node.inputs) > 1 and node.inputs[1].node.constant_value() is None:
+        return "the axis of Unique must be a constant on GPU"
+    return None
+
+
+@kernel("Unique", supports=_unique_supports)
+def lower_unique(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
+    x = lw.input(node, 0)
+    outer, n, inner, _ = _unique_geometry(node)
+    i32 = storage_for(Type.i32)
+    assert i32 is not None
+    defines: dict[str, Any] = {"UNIQUE": 1, "WG": WG, "SORTED": int(bool(node.attrs.sorted))}  # type: ignore[attr-defined]
+    defines.update(x.storage.macros("X"))
+    defines.update(x.storage.macros("Y"))
+    defines.update({"I_T": "int", "C_T": "int"})
+    first, rank, cnt = (lw.temp([max(n, 1)], i32) for _ in range(3))
+    prm = lw.params([outer, n, inner])
+    lw.launch(FILE, "unique_first", defines, [x, first, prm], [n], [64], node=node)
+    lw.launch(FILE, "unique_rank", defines, [x, first, rank, cnt, prm], [n], [64], node=node)
+    if lw.count is None:
+        c = _count_tensor(lw)
+        lw.launch(FILE, "unique_count", defines, [first, c, prm], [WG], [WG], node=node)
+        return
+    outs = [lw.new_output(node, i) for i in range(4)]
+    defines.update(outs[0].storage.macros("Y"))
+    defines["I_T"] = outs[1].storage.ctype
+    defines["C_T"] = outs[3].storage.ctype
+    lw.launch(FILE, "unique_fill", defines, [x, first, rank, cnt, *outs, lw.params([outer, n, inner, lw.count])],
+              [n], [64], node=node)
+
+
+# --- NonMaxSuppression ------------------------------------------------------------------------
+def _nms_shapes(node: Node, count: int) -> list[tuple[int, ...]]:
+    return [(count, 3), (count, 3), (1,)]
+
+
+DYNAMIC["NonMaxSuppression"] = _nms_shapes
+
+
+def _nms_supports(node: Node) -> str | None:
+    for i in range(len(node.inputs)):
+        t = node.inputs[i].element_type
+        if not supported_type(t) or (i != 2 and not t.is_float):
+            return f"NonMaxSuppression with input {i} of {t} has no GPU kernel"
+    if len({node.inputs[i].element_type for i in range(3, len(node.inputs))}) > 1:
+        return "NonMaxSuppression thresholds of different element types have no GPU kernel"
+    return None
+
+
+@kernel("NonMaxSuppression", supports=_nms_supports)
+def lower_nms(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
+    a: Any = node.attrs
+    boxes, scores = lw.input(node, 0), lw.input(node, 1)
+    nb, nc, n = scores.shape
+    f32, i32 = storage_for(Type.f32), storage_for(Type.i32)
+    assert f32 is not None and i32 is not None
+    opt = [lw.input(node, i) if len(node.inputs) > i and int(np.prod(node.inputs[i].shape)) else None
+           for i in range(2, 6)]
+    defines: dict[str, Any] = {"NMS": 1, "WG": WG, "CENTER": int(a.box_encoding == "center"),
+                               "SORT_DESC": int(bool(a.sort_result_descending)), "I_T": "int", "Y_T": "float",
+                               "STORE_Y(p, i, v)": "((p)[i] = (v))"}
+    defines.update(boxes.storage.macros("B"))
+    defines.update(scores.storage.macros("S"))
+    defines.update((opt[0].storage if opt[0] is not None else i32).macros("M"))
+    floats = [t for t in opt[1:] if t is not None]
+    defines.update((floats[0].storage if floats else f32).macros("T"))
+    for name, t in zip(("HAS_MAX", "HAS_IOU", "HAS_SCORE", "HAS_SIGMA"), opt):
+        defines[name] = int(t is not None)
+    args = [t if t is not None else lw.dummy() for t in opt]
+    size = max(nb * nc * n, 1)
+    work, alive, sel_box, sel_score = lw.temp([size], f32), lw.temp([size], i32), lw.temp([size], i32), \
+        lw.temp([size], f32)
+    nsel = lw.temp([max(nb * nc, 1)], i32)
+    prm = lw.params([nb, nc, n])
+    lw.launch(FILE, "nms_select", defines, [boxes, scores, *args, work, alive, sel_box, sel_score, nsel, prm],
+              [nb * nc], [1], node=node)
+    if lw.count is None:
+        c = _count_tensor(lw)
+        lw.launch(FILE, "nms_count", defines, [nsel, c, prm], [WG], [WG], node=node)
+        return
+    idx, out_scores, valid = (lw.new_output(node, i) for i in range(3))
+    defines["I_T"] = idx.storage.ctype
+    del defines["STORE_Y(p, i, v)"]
+    defines.update(out_scores.storage.macros("Y"))
+    lw.launch(FILE, "nms_fill", defines, [sel_box, sel_score, nsel, idx, out_scores, valid,
+                                          lw.params([nb, nc, n, lw.count])], [max(nb * nc * n, 1)], [64], node=node)
+

@@ -2,6 +2,7 @@
 // LayerNorm pattern (MVN * gamma + beta) it passes gamma and beta as inputs 2 and 3
 // ("has_scale"/"has_shift"), applied in the same pass over the row.
 #include "kernels/common.hpp"
+#include "core/dnnl_util.hpp"
 
 namespace opforge_cpu {
 
@@ -74,9 +75,61 @@ template <class T> class MvnKernel : public Kernel {
   bool norm_var_ = true, inside_ = true, has_scale_ = false, has_shift_ = false;
   double eps_ = 1e-9;
 };
+
+// f32 LayerNorm over the trailing axes (inside_sqrt, per-column or no gamma/beta): oneDNN's
+// layer_normalization primitive (vectorised; the hand-written loop above is scalar).
+class DnnlLayerNorm : public DnnlKernel {
+ public:
+  DnnlLayerNorm(const NodeDesc& n, int64_t rows, int64_t cols, bool scale, bool shift) {
+    dnnl::memory::desc md({rows, cols}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::ab);
+    auto flags = dnnl::normalization_flags::none;
+    if (scale) flags = flags | dnnl::normalization_flags::use_scale;
+    if (shift) flags = flags | dnnl::normalization_flags::use_shift;
+    dnnl::layer_normalization_forward::primitive_desc pd(cpu_engine(), dnnl::prop_kind::forward_inference, md, md,
+                                                         static_cast<float>(n.attrs.f("eps", 1e-9)), flags,
+                                                         default_attr());
+    set_primitive(dnnl::layer_normalization_forward(pd), pd);
+    dnnl::memory::desc cmd({cols}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::a);
+    arg_input(DNNL_ARG_SRC, 0, md);
+    if (scale) arg_input(DNNL_ARG_SCALE, 2, cmd);
+    if (shift) arg_input(DNNL_ARG_SHIFT, 3, cmd);
+    arg_output(DNNL_ARG_DST, 0, md);
+  }
+  int inplace_input(int out) const override { return out == 0 ? 0 : -1; }
+  std::string impl_name() const override { return "layer_norm:" + DnnlKernel::impl_name(); }
+};
+
+std::unique_ptr<Kernel> try_dnnl_layer_norm(const NodeDesc& n) {
+  if (n.in(0).dtype != DType::f32 || n.in(0).blocked) return nullptr;
+  if (!n.attrs.b("normalize_variance", true) || n.attrs.s("eps_mode", "inside_sqrt") != "inside_sqrt") return nullptr;
+  const Shape& s = n.in(0).shape;
+  const int64_t r = static_cast<int64_t>(s.size());
+  if (r == 0) return nullptr;
+  std::vector<bool> red(r, false);
+  for (auto a : n.const_ints(1)) red[normalize_axis(a, r)] = true;
+  int64_t first = r;
+  for (int64_t i = r - 1; i >= 0 && red[i]; --i) first = i;
+  if (first == r) return nullptr;
+  int64_t rows = 1, cols = 1;
+  for (int64_t i = 0; i < first; ++i) rows *= s[i];
+  for (int64_t i = first; i < r; ++i) cols *= s[i];
+  if (rows < 1 || cols < 2) return nullptr;
+  const bool scale = n.attrs.b("has_scale", false), shift = n.attrs.b("has_shift", false);
+  auto covers = [&](int i) {
+    const auto& sh = n.inputs[i].info.shape;
+    return n.inputs[i].info.dtype == DType::f32 && !sh.empty() && numel(sh) == cols;
+  };
+  if ((scale && !covers(2)) || (shift && !covers(3))) return nullptr;
+  try {
+    return std::make_unique<DnnlLayerNorm>(n, rows, cols, scale, shift);
+  } catch (const dnnl::error&) {
+    return nullptr;
+  }
+}
 }  // namespace
 
 std::unique_ptr<Kernel> make_mvn(NodeDesc& n) {
+  if (auto k = try_dnnl_layer_norm(n)) return k;
   std::unique_ptr<Kernel> k;
   dispatch_float(n.in(0).dtype, [&](auto tag) { k = std::make_unique<MvnKernel<OPF_TYPE_OF(tag)>>(n); });
   return k;

@@ -91,6 +91,7 @@ def specialize(model: Model, shapes: Mapping[int, tuple[int, ...]] | None,
     _fold_shape_of(m)
     _fold_batch_norm(m)
     _rewrite_gelu(m)
+    _rewrite_layer_norm(m)
     _fold(m)
     return m
 
@@ -219,6 +220,85 @@ def _rewrite_gelu(m: Model) -> None:
             continue
         gelu = Node.create("Gelu", [x], {"approximation_mode": "ERF"}, name=f"{end.name}/gelu")
         m.replace_output(end.output(0), gelu.output(0))
+        uses = m.consumers()
+
+
+def _last_axis_mean(node: Node) -> Output | None:
+    """The input of ReduceMean(x, [last axis], keep_dims=True); None for anything else."""
+    if node.type_name != "ReduceMean" or not is_standard(node) or not getattr(node.attrs, "keep_dims", False):
+        return None
+    x = node.inputs[0]
+    if x.element_type is not Type.f32 or not x.partial_shape.is_static or len(x.shape) < 1:
+        return None
+    axes = node.inputs[1].node.constant_value()
+    if axes is None or np.asarray(axes).size != 1:
+        return None
+    rank = len(x.shape)
+    a = int(np.asarray(axes).reshape(-1)[0])
+    return x if a in (-1, rank - 1) else None
+
+
+def _rewrite_layer_norm(m: Model) -> None:
+    """The decomposed layer norm exporters write -> MVN over the last axis (inside_sqrt), whose
+    gamma/beta tail the emitter then fuses:
+    d = x - mean(x); v = mean(d * d); y = d / sqrt(v + eps)  (or d * (1 / sqrt(v + eps)))."""
+    uses = m.consumers()
+
+    def other(n: Node, out: Output) -> Output | None:
+        if len(n.inputs) != 2:
+            return None
+        if n.inputs[0] == out:
+            return n.inputs[1]
+        return n.inputs[0] if n.inputs[1] == out else None
+
+    for mean in m.get_ordered_ops():
+        x = _last_axis_mean(mean)
+        if x is None:
+            continue
+        users = [u for u, _ in uses.get(mean.output(0), [])]
+        if len(users) != 1 or users[0].type_name != "Subtract" or not is_standard(users[0]):
+            continue
+        sub = users[0]
+        if sub.inputs[0] != x or sub.inputs[1] != mean.output(0):
+            continue
+        d = sub.output(0)
+        var_mean: Node | None = None
+        for u, _ in uses.get(d, []):
+            if u.type_name == "Multiply" and u.inputs[0] == d and u.inputs[1] == d:
+                var_mean = _single_user(uses, u.output(0))
+            elif u.type_name == "Power" and u.inputs[0] == d and _const_scalar(u.inputs[1]) == 2.0:
+                var_mean = _single_user(uses, u.output(0))
+            if var_mean is not None:
+                break
+        if var_mean is None or _last_axis_mean(var_mean) is None:
+            continue
+        add = _single_user(uses, var_mean.output(0))
+        if add is None or add.type_name != "Add" or not is_standard(add):
+            continue
+        eps_out = other(add, var_mean.output(0))
+        eps = _const_scalar(eps_out) if eps_out is not None else None
+        if eps is None or eps < 0:
+            continue
+        sqrt = _single_user(uses, add.output(0))
+        if sqrt is None or sqrt.type_name != "Sqrt":
+            continue
+        end: Node | None = None
+        div = _single_user(uses, sqrt.output(0))
+        if div is not None and div.type_name == "Divide" and is_standard(div):
+            if div.inputs[0] == d and div.inputs[1] == sqrt.output(0):
+                end = div
+            elif _const_scalar(div.inputs[0]) == 1.0 and div.inputs[1] == sqrt.output(0):
+                mul = _single_user(uses, div.output(0))
+                if mul is not None and mul.type_name == "Multiply" and is_standard(mul) and \
+                        other(mul, div.output(0)) == d:
+                    end = mul
+        if end is None or tuple(end.output(0).shape) != tuple(x.shape):
+            continue
+        axes = Node.create("Constant", [], {"value": np.array([len(x.shape) - 1], np.int64)},
+                           name=f"{mean.name}/axes")
+        mvn = Node.create("MVN", [x, axes.output(0)], {"normalize_variance": True, "eps": float(eps),
+                                                       "eps_mode": "inside_sqrt"}, name=f"{end.name}/mvn")
+        m.replace_output(end.output(0), mvn.output(0))
         uses = m.consumers()
 
 

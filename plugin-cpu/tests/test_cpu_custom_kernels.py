@@ -22,7 +22,8 @@ from opforge.graph import Model
 pytest.importorskip("opforge_template_extension")
 from opforge_template_extension.op import OPSET, TemplateIdentity
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "template_kernel" / "template_kernel.cpp"
+# the template extension's kernel source: the example every third party copies
+EXAMPLE = (Path(__file__).resolve().parents[2] / "plugins" / "template-extension" / "csrc" / "template_kernel.cpp")
 
 
 def plugin(kernel: Any) -> types.SimpleNamespace:

@@ -15,7 +15,9 @@ from opforge.plugins import PluginInfo
 from opforge_gpu.custom.config import KernelConfigError, eval_formula, load_config, parse_dim
 
 HERE = Path(__file__).parent
-EXAMPLE = HERE.parent / "examples" / "template_kernel" / "identity.xml"
+# the template extension's GPU kernel, used here as a loose CONFIG_FILE
+EXAMPLE = (HERE.parents[1] / "plugins" / "template-extension" / "src" / "opforge_template_extension" / "gpu"
+           / "identity.xml")
 
 
 class WeightedAttrs(opforge.OpAttrs):

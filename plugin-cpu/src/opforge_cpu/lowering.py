@@ -264,9 +264,7 @@ def _rewrite_layer_norm(m: Model) -> None:
         d = sub.output(0)
         var_mean: Node | None = None
         for u, _ in uses.get(d, []):
-            if u.type_name == "Multiply" and u.inputs[0] == d and u.inputs[1] == d:
-                var_mean = _single_user(uses, u.output(0))
-            elif u.type_name == "Power" and u.inputs[0] == d and _const_scalar(u.inputs[1]) == 2.0:
+            if (u.type_name == "Multiply" and u.inputs[0] == d and u.inputs[1] == d) or (u.type_name == "Power" and u.inputs[0] == d and _const_scalar(u.inputs[1]) == 2.0):
                 var_mean = _single_user(uses, u.output(0))
             if var_mean is not None:
                 break

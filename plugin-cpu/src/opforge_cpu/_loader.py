@@ -41,8 +41,8 @@ def load_core() -> ModuleType:
     """
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
-        from opforge_cpu import _core
+        from opforge_cpu import _core  # type: ignore[attr-defined]  # compiled at install
     except ImportError:
         _preload_onednn()
-        from opforge_cpu import _core
+        from opforge_cpu import _core  # type: ignore[attr-defined]  # compiled at install
     return _core

@@ -33,7 +33,7 @@ def kernel(*type_names: str, supports: SupportFn) -> Callable[[LowerFn], LowerFn
 def _load() -> dict[str, tuple[SupportFn, LowerFn]]:
     # Imported here, not at the top: the modules register into _REGISTRY as they import (and any
     # one of them may already have been imported on its own).
-    from opforge_gpu.library import dynamic, elementwise, extra, index, movement, nn  # noqa: F401
+    from opforge_gpu.library import dynamic, elementwise, extra, index, movement, nn, spectral  # noqa: F401
 
     return _REGISTRY
 

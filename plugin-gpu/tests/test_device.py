@@ -13,7 +13,7 @@ import opforge
 import pytest
 from gpu_util import param, rand
 from opforge.errors import DeviceNotFoundError, PropertyError, UnsupportedOpError
-from opforge.graph import Model
+from opforge.graph import Model, Node
 
 
 def test_enumeration_and_names(core: opforge.Core) -> None:
@@ -67,14 +67,29 @@ def test_import_does_not_touch_opencl() -> None:
     assert res == {"cl": False, "gpu": True}
 
 
+class NoKernel(opforge.Op):
+    """A test-only custom op (a copy) with no GPU kernel anywhere."""
+
+    type_name = "NoKernel"
+    version = "gpu_test"
+
+    @classmethod
+    def infer(cls, ctx: opforge.InferContext) -> list[opforge.TensorSpec]:
+        return [opforge.TensorSpec(ctx.input_type(0), ctx.input_shape(0))]
+
+    @classmethod
+    def evaluate(cls, attrs: object, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        return [inputs[0].copy()]
+
+
 def test_query_model_is_exact_and_compile_lists_unsupported(core: opforge.Core) -> None:
     x = param([2, 3])
-    nz = opforge.op("Identity", x, name="identity")
-    y = opforge.op("Relu", nz, name="relu")
+    nk = Node.create(NoKernel, [x], {}, "nokernel")
+    y = opforge.op("Relu", nk, name="relu")
     m = Model([y], [x])
     supported = core.query_model(m, "GPU")
-    assert "relu" in supported and "identity" not in supported
-    with pytest.raises(UnsupportedOpError, match=r"'identity' \(Identity-opset"):
+    assert "relu" in supported and "nokernel" not in supported
+    with pytest.raises(UnsupportedOpError, match=r"'nokernel' \(NoKernel-gpu_test"):
         core.compile_model(m, "GPU")
 
 

@@ -8,6 +8,7 @@ import opforge
 import pytest
 from gpu_util import check, const, param, rand
 from opforge.graph import Model
+from opforge.reference import evaluate_model
 
 
 def _supported(core: opforge.Core, m: Model) -> None:
@@ -168,3 +169,107 @@ def test_recurrent_sequences(core: opforge.Core, op: str, direction: str, extra:
     feeds = [rand(s, seed=i) for i, s in enumerate(shapes)] + [np.array([5, 0, 3], np.int32)]
     feeds += [rand(p.output(0).shape, seed=7 + i, low=-0.3, high=0.3) for i, p in enumerate(ws)]
     check(core, m, feeds, rtol=1e-4, atol=1e-4)
+
+
+# --- Identity, Reverse, Roll, ScatterUpdate ---------------------------------------------------
+@pytest.mark.parametrize(("shape", "et", "dtype"), [([2, 3], "f32", np.float32), ([4], "i64", np.int64),
+                                                     ([], "f32", np.float32), ([2, 0, 3], "f32", np.float32),
+                                                     ([3, 2], "boolean", np.bool_)])
+def test_identity(core: opforge.Core, shape: list, et: str, dtype: object) -> None:
+    x = param(shape, et)
+    m = Model([opforge.op("Identity", x, name="identity")], [x])
+    _supported(core, m)
+    check(core, m, [rand(shape, dtype)])
+
+
+def test_identity_inside_a_graph(core: opforge.Core) -> None:
+    # the alias of the input is read by the next node and is itself an output; the input stays intact
+    x = param([2, 3, 4])
+    i = opforge.op("Identity", opforge.op("Relu", x), name="identity")
+    m = Model([i, opforge.op("Multiply", i, const(2.0)), opforge.op("Sigmoid", x)], [x])
+    _supported(core, m)
+    check(core, m, [rand([2, 3, 4])])
+    check(core, m, [rand([2, 3, 4], seed=1)], config={"INFERENCE_PRECISION_HINT": "f16"}, rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize(("shape", "mode", "axes"), [
+    ([2, 3, 4], "index", [0, 2]), ([2, 3, 4], "index", [-1]), ([2, 3, 4], "index", []), ([5], "index", [0]),
+    ([2, 3, 4], "mask", [False, True, True]), ([2, 3], "mask", [False, False]), ([2, 3, 4, 2], "index", [1, 2]),
+])
+def test_reverse(core: opforge.Core, shape: list, mode: str, axes: list) -> None:
+    x = param(shape)
+    a = const(axes, np.bool_ if mode == "mask" else np.int64) if axes or mode == "mask" else const([], np.int64)
+    m = Model([opforge.op("Reverse", x, a, mode=mode)], [x])
+    _supported(core, m)
+    check(core, m, [rand(shape)])
+
+
+def test_reverse_axes_fed_at_run_time(core: opforge.Core) -> None:
+    x = param([3, 4], "i32")
+    a = param([1], "i64", "axes")
+    m = Model([opforge.op("Reverse", x, a, mode="index")], [x, a])
+    _supported(core, m)
+    data = rand([3, 4], np.int32, low=-9, high=9)
+    for axes in ([0], [1], [-1]):
+        check(core, m, [data, np.array(axes, np.int64)])
+
+
+@pytest.mark.parametrize(("shape", "shift", "axes"), [
+    ([2, 3, 4], 1, [0, 2]), ([2, 3, 4], [2, -1], [1, 2]), ([5], [-7], [0]), ([3, 4], [1, 2, 3], [0, 1, -2]),
+    ([2, 3, 4], [0], [1]), ([4, 5], 12, [1]),
+])
+def test_roll(core: opforge.Core, shape: list, shift: object, axes: list) -> None:
+    x = param(shape)
+    m = Model([opforge.op("Roll", x, const(shift, np.int64), const(axes, np.int64))], [x])
+    _supported(core, m)
+    check(core, m, [rand(shape)])
+
+
+def test_roll_shift_and_axes_fed_at_run_time(core: opforge.Core) -> None:
+    x = param([3, 4, 2], "f32")
+    s, a = param([2], "i32", "shift"), param([2], "i64", "axes")
+    m = Model([opforge.op("Roll", x, s, a)], [x, s, a])
+    _supported(core, m)
+    data = rand([3, 4, 2])
+    for shift, axes in (([1, 1], [0, 1]), ([-3, 5], [1, 2]), ([2, 2], [0, 0])):
+        check(core, m, [data, np.array(shift, np.int32), np.array(axes, np.int64)])
+    b = param([4, 3], "boolean")
+    mb = Model([opforge.op("Roll", b, const(-1, np.int64), const([0, 1], np.int64))], [b])
+    check(core, mb, [rand([4, 3], np.bool_)])
+
+
+@pytest.mark.parametrize(("shape", "ishape", "axis", "itype"), [
+    ([5, 3], [2], 0, np.int64), ([2, 6, 3], [2, 2], 1, np.int32), ([2, 3, 4], [3], -1, np.int64),
+    ([4], [], 0, np.int64), ([3, 4], [0], 1, np.int64),
+])
+def test_scatter_update(core: opforge.Core, shape: list, ishape: list, axis: int, itype: object) -> None:
+    rank = len(shape)
+    ax = axis % rank
+    ushape = [*shape[:ax], *ishape, *shape[ax + 1:]]
+    x, u = param(shape, name="x"), param(ushape, name="u")
+    idx = np.random.default_rng(3).integers(0, shape[ax], ishape).astype(itype)
+    y = opforge.op("ScatterUpdate", x, const(idx, itype), u, const(axis, np.int64))
+    m = Model([y], [x, u])
+    _supported(core, m)
+    check(core, m, [rand(shape), rand(ushape, seed=1)])
+
+
+def test_scatter_update_duplicates_run_time_axis_and_errors(core: opforge.Core) -> None:
+    from opforge.errors import KernelError
+
+    x, i, u = param([3, 3], "i32", "x"), param([3], "i64", "i"), param([3, 3], "i32", "u")
+    a = param([], "i64", "axis")
+    y = opforge.op("ScatterUpdate", x, i, u, a, name="su")
+    m = Model([y], [x, i, u, a])
+    _supported(core, m)
+    data, upd = rand([3, 3], np.int32, low=-9, high=9), rand([3, 3], np.int32, seed=1, low=-9, high=9)
+    dup = np.array([1, 2, 1], np.int64)  # the last duplicate wins
+    check(core, m, [data, dup, upd, np.array(0, np.int64)])
+    check(core, m, [data, dup, upd, np.array(1, np.int64)])
+    compiled = core.compile_model(m, "GPU")
+    for bad, msg in ((np.array([0, 3, 1], np.int64), "index 3 "), (np.array([0, -1, 1], np.int64), "index -1 ")):
+        with pytest.raises(KernelError, match="node 'su'") as info:
+            compiled([data, bad, upd, np.array(1, np.int64)])
+        assert msg in str(info.value) and "axis 1 of size 3" in str(info.value) and "0..2" in str(info.value)
+    np.testing.assert_array_equal(compiled([data, dup, upd, np.array(1, np.int64)])[0],
+                                  evaluate_model(m, [data, dup, upd, np.array(1, np.int64)])[0])

@@ -372,3 +372,47 @@ void rnn_seq(__global const X_T* x, __global const X_T* h0, __global const X_T* 
     }
 }
 #endif
+
+#ifdef ROLL_REVERSE
+// Roll and Reverse: y[c] = x[source of c], elements moved as raw bits. Per axis the source
+// coordinate is dim-1-c (flip) or (c - shift) mod dim (shift already reduced to 0..dim-1).
+// P: n rank dims[rank] shift[rank] flip[rank]
+__kernel void roll_reverse(__global const RAW_T* x, __global RAW_T* y, __global const int* P) {
+    const int i = get_global_id(0);
+    if (i >= P[0]) return;
+    const int rank = P[1];
+    int r = i, off = 0, stride = 1;
+    for (int d = rank - 1; d >= 0; --d) {
+        const int dim = P[2 + d];
+        const int c = r % dim;
+        r /= dim;
+        int s = P[2 + 2 * rank + d] ? dim - 1 - c : c - P[2 + rank + d];
+        if (s < 0) s += dim;
+        off += s * stride;
+        stride *= dim;
+    }
+    y[i] = x[off];
+}
+#endif
+
+#ifdef SCATTER_UPDATE
+// y already holds a copy of data, viewed [outer, A, inner]; updates [outer, n, inner]. One
+// work-item per (outer, inner) column applies the n updates in order: the last duplicate wins.
+// Negative indices are out of range (as OpenVINO): skipped and reported.
+// P: columns inner A n axis
+__kernel void scatter_update(__global const RAW_T* upd, __global const I_T* idx, __global RAW_T* y,
+                             __global const int* P, __global int* err, const int check) {
+    const int t = get_global_id(0);
+    if (t >= P[0]) return;
+    const int inner = P[1], A = P[2], n = P[3];
+    const int o = t / inner, q = t % inner;
+    for (int j = 0; j < n; ++j) {
+        const long v = (long)idx[j];
+        if (v < 0 || v >= A) {
+            if (t == 0) report_index(err, check, v, A, P[4]);
+            continue;
+        }
+        y[((long)o * A + v) * inner + q] = upd[((long)o * n + j) * inner + q];
+    }
+}
+#endif

@@ -1,5 +1,6 @@
-"""Einsum, GRN, NormalizeL2, adaptive pooling and Eye (``kernels/extra.cl``; the normalisations
-reuse the reduction of ``reduce.cl`` and the broadcasting division of ``copy.cl``)."""
+"""Einsum, GRN, NormalizeL2, adaptive pooling, Eye, Identity (a view), Reverse, Roll and
+ScatterUpdate (``kernels/extra.cl``; the normalisations reuse the reduction of ``reduce.cl`` and
+the broadcasting division of ``copy.cl``)."""
 
 from __future__ import annotations
 
@@ -364,3 +365,97 @@ def lower_rnn_sequence(node: Node, lw: Lowering, ep: Epilogue | None = None) -> 
     co = outs[2] if s == 2 else lw.dummy()
     lw.launch(FILE, "rnn_seq", defines, [x, h0, c0, lens, w, r, b, outs[0], outs[1], co, prm],
               [batch * nd * 64], [64], node=node)
+
+
+# --- Identity, Reverse, Roll, ScatterUpdate ---------------------------------------------------
+def _data_supports(*value_ports: int) -> Any:
+    def check(node: Node) -> str | None:
+        for t in (node.inputs[0].element_type, node.output_specs[0].type):
+            if not supported_type(t):
+                return f"{node.type_name} of {t} has no GPU kernel"
+        if node.inputs[0].partial_shape.rank is None:
+            return "input of unknown rank"
+        return _plan_values(node, value_ports)
+    return check
+
+
+@kernel("Identity", supports=_data_supports())
+def lower_identity(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
+    # A view of the input's buffer, as Reshape: nothing writes a tensor after it is produced.
+    from opforge_gpu.lowering import static_shape
+
+    x = lw.input(node, 0)
+    lw.set_output(node, 0, lw.view(x, static_shape(node, 0)))
+
+
+def _ints_of(node: Node, i: int) -> np.ndarray:
+    return np.asarray(node.inputs[i].node.constant_value())
+
+
+def _roll_reverse(node: Node, lw: Lowering, shifts: list[int], flips: list[int]) -> None:
+    x = lw.input(node, 0)
+    y = lw.new_output(node)
+    if not y.size:
+        return
+    dims = [int(d) for d in x.shape]
+    if not dims:
+        dims, shifts, flips = [1], [0], [0]
+    defines: dict[str, Any] = {"ROLL_REVERSE": 1, "RAW_T": x.storage.raw}
+    prm = lw.params([y.size, len(dims), *dims, *shifts, *flips])
+    lw.launch(FILE, "roll_reverse", defines, [x, y, prm], [y.size], [WG], node=node)
+
+
+@kernel("Reverse", supports=_data_supports(1))
+def lower_reverse(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
+    from opforge.opset.reverse import reverse_axes
+
+    rank = len(node.inputs[0].shape)
+    axes = reverse_axes(str(node.attrs.mode),  # type: ignore[attr-defined]
+                        [int(v) for v in _ints_of(node, 1).reshape(-1)], rank)
+    _roll_reverse(node, lw, [0] * rank, [int(d in axes) for d in range(rank)])
+
+
+@kernel("Roll", supports=_data_supports(1, 2))
+def lower_roll(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
+    from opforge.opset.roll import roll_plan
+
+    dims = [int(d) for d in node.inputs[0].shape]
+    shift_v = _ints_of(node, 1)
+    shifts, axes = roll_plan([int(v) for v in shift_v.reshape(-1)], [int(v) for v in _ints_of(node, 2).reshape(-1)],
+                             shift_v.ndim == 0, len(dims))
+    total = [0] * len(dims)
+    for s, d in zip(shifts, axes):
+        total[d] += s
+    _roll_reverse(node, lw, [t % d if d else 0 for t, d in zip(total, dims)], [0] * len(dims))
+
+
+def _scatter_update_supports(node: Node) -> str | None:
+    bad = _data_supports(3)(node)
+    if bad:
+        return bad
+    if node.inputs[1].element_type.ir not in ("i32", "i64"):
+        return f"indices of type {node.inputs[1].element_type} (i32/i64 only)"
+    return None
+
+
+@kernel("ScatterUpdate", supports=_scatter_update_supports)
+def lower_scatter_update(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
+    from opforge_gpu.library.index import copy_all
+
+    data, idx, upd = (lw.input(node, i) for i in range(3))
+    y = lw.new_output(node)
+    copy_all(lw, node, data, y)
+    rank = len(data.shape)
+    axis = int(_ints_of(node, 3).reshape(-1)[0])
+    axis = axis + rank if axis < 0 else axis
+    outer = int(np.prod(data.shape[:axis]))
+    inner = int(np.prod(data.shape[axis + 1:]))
+    n = idx.size
+    if not n or not outer * inner:
+        return
+    defines: dict[str, Any] = {"SCATTER_UPDATE": 1, "INDEX_ERRORS": 1, "RAW_T": y.storage.raw,
+                               "I_T": idx.storage.ctype}
+    prm = lw.params([outer * inner, inner, data.shape[axis], n, axis])
+    check = lw.index_check("index {value} is out of range for axis {which} of size {size} (expected {low}..{high})",
+                           negative=False)
+    lw.launch(FILE, "scatter_update", defines, [upd, idx, y, prm, *check], [outer * inner], [WG], node=node)

@@ -239,15 +239,28 @@ struct PyState {
 
 class PyProgram {
  public:
+  PyProgram() {
+    // A constant every reader packed: drop our reference so only the packed copy remains.
+    prog_.on_release = [this](int t) {
+      py::gil_scoped_acquire gil;
+      if (t >= 0 && static_cast<size_t>(t) < keep_.size()) keep_[t] = py::object();
+    };
+  }
+
   int add_tensor(const std::string& dtype, const std::vector<int64_t>& shape, py::object value) {
     const void* data = nullptr;
+    py::array arr;
     if (!value.is_none()) {
-      py::array arr = py::array::ensure(value, py::array::c_style);
+      arr = py::array::ensure(value, py::array::c_style);
       if (!arr) throw CompileFailure("constant is not a contiguous array");
       data = arr.data();
-      keep_.push_back(arr);
     }
-    return prog_.add_tensor(dtype_from_name(dtype), shape, data);
+    int t = prog_.add_tensor(dtype_from_name(dtype), shape, data);
+    if (data) {
+      if (keep_.size() <= static_cast<size_t>(t)) keep_.resize(t + 1);
+      keep_[t] = std::move(arr);
+    }
+    return t;
   }
 
   void add_node(const std::string& name, const std::string& type, const std::string& version, py::dict attrs,
@@ -369,9 +382,24 @@ class PyProgram {
 
   int64_t python_calls() const { return prog_.python_calls(); }
 
+  // The array constant tensor `t` reads (None for non-constants and released constants).
+  py::object constant(int t) const {
+    if (t < 0 || static_cast<size_t>(t) >= keep_.size() || !keep_[t]) return py::none();
+    return keep_[t];
+  }
+
+  // Constant tensors dropped after every reader packed them.
+  std::vector<int> released() const {
+    std::vector<int> out;
+    const auto& ts = prog_.tensors();
+    for (size_t i = 0; i < ts.size(); ++i)
+      if (ts[i].released) out.push_back(static_cast<int>(i));
+    return out;
+  }
+
  private:
   Program prog_;
-  std::vector<py::array> keep_;
+  std::vector<py::object> keep_;  // by tensor: the arrays constants point into
 };
 
 std::string check_node(const std::string& type, const std::string& version, py::dict attrs,
@@ -441,6 +469,8 @@ PYBIND11_MODULE(_core, m) {
       .def("profile", &PyProgram::profile)
       .def("steps", &PyProgram::steps)
       .def("memory_plan", &PyProgram::memory_plan)
+      .def("constant", &PyProgram::constant)
+      .def("released", &PyProgram::released)
       .def_property_readonly("python_calls", &PyProgram::python_calls);
 
   m.def("check_node", &check_node);

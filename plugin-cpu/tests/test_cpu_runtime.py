@@ -227,3 +227,43 @@ def test_decomposed_layer_norm_becomes_mvn(core: Any) -> None:
     check(core, model, [rand((2, 5, 8))], rtol=1e-5, atol=1e-5)
     steps = core.compile_model(model, "CPU")._executable.programs()[((2, 5, 8),)].program.steps()
     assert [s["type"] for s in steps] == ["MVN"], steps
+
+
+def test_packed_weights_are_released_and_dynamic_replan_still_works(core: Any) -> None:
+    """Weights every reader packed are dropped after compiling (C++ and the kept graph), yet a
+    dynamic model planned again for a new input shape still reads the original weights."""
+    from cpu_testing import evaluate_model
+    from opforge_cpu.lowering import RELEASED_KEY
+
+    def block(batch: int | None) -> Model:
+        x = param("x", [batch, 8, None if batch is None else 10, None if batch is None else 10])
+        w = const(rand((8, 8, 3, 3), seed=1) * 0.2)
+        conv = opforge.op("Convolution", x, w, strides=[1, 1], pads_begin=[1, 1], pads_end=[1, 1],
+                          dilations=[1, 1], name="conv")
+        g, b, m, v = (const(rand((8,), seed=s, low=0.5, high=1.5)) for s in range(2, 6))
+        bn = opforge.op("BatchNormInference", conv, g, b, m, v, epsilon=1e-5, name="bn")
+        return Model([opforge.op("Relu", bn, name="act")], [x], name="block")
+
+    # Static: the program released the folded weights; the runtime graph keeps a stand-in.
+    static = block(1)
+    compiled = core.compile_model(static, "CPU")
+    feed = rand((1, 8, 10, 10), seed=7)
+    np.testing.assert_allclose(compiled([feed])[0], evaluate_model(static, [feed])[0], rtol=1e-4, atol=1e-4)
+    (prog,) = compiled._executable.programs().values()
+    assert prog.program.released()
+    assert prog.model.rt_info.get(RELEASED_KEY)
+    # The caller's model is untouched.
+    assert not static.rt_info.get(RELEASED_KEY)
+    assert all(not n.rt_info.get(RELEASED_KEY) for n in static.get_ordered_ops())
+    np.testing.assert_allclose(compiled([feed])[0], evaluate_model(static, [feed])[0], rtol=1e-4, atol=1e-4)
+
+    # Dynamic: each shape is planned from the unspecialised model, whose weights stay.
+    dynamic = block(None)
+    compiled = core.compile_model(dynamic, "CPU")
+    for n, hw in ((1, 10), (3, 6), (1, 10), (2, 12)):
+        a = rand((n, 8, hw, hw), seed=n + hw)
+        np.testing.assert_allclose(compiled([a])[0], evaluate_model(dynamic, [a])[0], rtol=1e-4, atol=1e-4)
+    programs = compiled._executable.programs()
+    assert len(programs) == 3
+    assert all(p.program.released() for p in programs.values())
+    assert not compiled._executable._model.rt_info.get(RELEASED_KEY)

@@ -24,6 +24,11 @@ if TYPE_CHECKING:
 
 _ids = itertools.count(1)
 
+#: ``rt_info`` key a device sets on a Constant whose values it released after packing its own copy
+#: (to save memory); the value says who. Such a constant has no usable values any more: the
+#: reference, constant folding and the IR writer refuse it instead of computing with zeros.
+WEIGHTS_RELEASED = "weights_released"
+
 
 class Output:
     """An output port of a node: what other nodes take as input."""
@@ -191,8 +196,8 @@ class Node:
         return self.inputs[i]
 
     def constant_value(self) -> np.ndarray | None:
-        """The value of a ``Constant`` node, else None."""
-        if self.type_name == "Constant":
+        """The value of a ``Constant`` node, else None (also when a device released it)."""
+        if self.type_name == "Constant" and not self.rt_info.get(WEIGHTS_RELEASED):
             return self.attrs.value  # type: ignore[attr-defined, no-any-return]
         return None
 

@@ -13,13 +13,18 @@ import numpy as np
 
 from opforge.element_type import Type
 from opforge.errors import KernelError, OpforgeError
-from opforge.graph import Model, Node
+from opforge.graph import WEIGHTS_RELEASED, Model, Node
 from opforge.runtime.inputs import bind_inputs
 from opforge.shape import shape_str
 
 
 def evaluate_node(node: Node, inputs: list[np.ndarray]) -> list[np.ndarray]:
     """Run one node's reference; errors name the node."""
+    if node.rt_info.get(WEIGHTS_RELEASED):
+        raise KernelError(
+            f"constant '{node.name}' was released by {node.rt_info[WEIGHTS_RELEASED]} after packing its "
+            "own copy; evaluate the model you compiled, not the compiled model's runtime graph"
+        )
     try:
         outs = node.op.evaluate(node.attrs, inputs)
     except OpforgeError:

@@ -228,3 +228,20 @@ def test_no_frontend_for_a_format_names_the_installed_ones(core: opforge.Core, t
     p.write_bytes(b"\x00\x01 not a model")
     with pytest.raises(opforge.errors.ModelFormatError, match=r"no installed frontend can read .*model.weird"):
         core.read_model(p)
+
+
+def test_constants_a_device_released_are_refused_not_read_as_zeros(tmp_path: object) -> None:
+    import pathlib
+
+    from opforge.errors import KernelError, ModelValidationError
+    from opforge.graph import WEIGHTS_RELEASED
+
+    x = opforge.op("Parameter", element_type="f32", shape=[3], name="x")
+    w = opforge.op("Constant", value=np.ones(3, np.float32), name="w")
+    model = Model([opforge.op("Add", x, w)], [x])
+    w.rt_info[WEIGHTS_RELEASED] = "device TEST"
+    assert w.constant_value() is None  # shape inference and folding see an unknown value
+    with pytest.raises(KernelError, match="constant 'w' was released by device TEST"):
+        evaluate_model(model, [X[0]])
+    with pytest.raises(ModelValidationError, match="constant 'w' was released by device TEST"):
+        opforge.save_model(model, pathlib.Path(str(tmp_path)) / "m.xml")

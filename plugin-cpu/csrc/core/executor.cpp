@@ -55,6 +55,10 @@ void Program::build_kernels() {
   for (size_t s = 0; s < specs_.size(); ++s)
     for (int t : specs_[s].inputs)
       if (t >= 0) readers[t].push_back(static_cast<int>(s));
+  // Constants still to be built by a reader, and whether every reader so far packed them.
+  std::vector<int> pending(tensors_.size(), 0);
+  std::vector<char> all_packed(tensors_.size(), 1);
+  for (size_t t = 0; t < tensors_.size(); ++t) pending[t] = static_cast<int>(readers[t].size());
 
   auto flexible = [&](int spec_index) {
     const auto& sp = specs_[spec_index];
@@ -130,6 +134,17 @@ void Program::build_kernels() {
       info.blocked = d.outputs[i].blocked;
       info.md = d.outputs[i].md;
       tensors_[sp.outputs[i]].producer = static_cast<int>(steps_.size());
+    }
+    // Release constants that every reader has now packed (the peak holds one copy, not two).
+    for (size_t i = 0; i < sp.inputs.size(); ++i) {
+      int t = sp.inputs[i];
+      if (t < 0 || t >= static_cast<int>(pending.size()) || !tensors_[t].const_data) continue;
+      if (!k->packs_input(static_cast<int>(i))) all_packed[t] = 0;
+      if (--pending[t] == 0 && all_packed[t] && !tensors_[t].is_output && !tensors_[t].is_input) {
+        tensors_[t].const_data = nullptr;
+        tensors_[t].released = true;
+        if (on_release) on_release(t);
+      }
     }
     Step st;
     st.name = sp.name;

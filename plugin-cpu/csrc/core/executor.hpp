@@ -45,6 +45,7 @@ struct ProgTensor {
   int buffer = -1;     // arena buffer, -1 for constants
   bool is_input = false;
   bool is_output = false;
+  bool released = false;  // a constant every reader packed: its data was dropped after packing
 };
 
 struct Step {
@@ -81,6 +82,9 @@ class Program {
   void add_node(NodeSpec spec);
   void set_io(const std::vector<int>& inputs, const std::vector<int>& outputs);
   void finalize(int num_threads, bool profiling);
+  // Called (without the GIL) with each constant tensor released during finalize: every kernel
+  // reading it packed its own copy, so the owner of `const_data` may free it.
+  std::function<void(int)> on_release;
 
   std::unique_ptr<State> create_state() const;
   // Runs every step for inputs already copied into the state (see input_view); no GIL needed.

@@ -81,6 +81,9 @@ class Kernel {
   virtual std::string impl_name() const { return "ref"; }
   // Runs Python (a NumPy kernel): the executor takes the GIL around it.
   virtual bool needs_gil() const { return false; }
+  // Constant input `i` was copied (packed) into the kernel when it was built and is never read
+  // at run time: once every reader packed it, the program may release the original.
+  virtual bool packs_input(int i) const { return false; }
 };
 
 using KernelFactory = std::unique_ptr<Kernel> (*)(NodeDesc& node);

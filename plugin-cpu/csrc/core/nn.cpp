@@ -118,6 +118,8 @@ class WindowKernel : public Kernel {
   dnnl::memory::desc src_md_, src_user_md_, dst_md_, weights_md_, bias_md_, scratch_md_, workspace_md_;
   dnnl::memory weights_;
   int weights_input_ = -1, bias_input_ = -1, sum_input_ = -1;
+  bool weights_packed_ = false;
+  bool packs_input(int i) const override { return i == 1 && weights_packed_; }
   size_t prim_scratch_ = 0, src_bytes_ = 0, workspace_bytes_ = 0;
   std::string impl_;
 };
@@ -186,7 +188,10 @@ std::unique_ptr<Kernel> make_dnnl_conv(NodeDesc& n, bool grouped) {
   (void)grouped;
   k->finish(dnnl::convolution_forward(pd), pd, user_src);
   k->weights_md_ = pd.weights_desc();
-  if (w_const) k->weights_ = pack_constant(n.inputs[1].const_data, w_plain, pd.weights_desc());
+  if (w_const) {
+    k->weights_ = pack_constant(n.inputs[1].const_data, w_plain, pd.weights_desc());
+    k->weights_packed_ = true;
+  }
   else k->weights_input_ = 1;
   if (has_bias) {
     k->bias_md_ = bias_md;
@@ -262,8 +267,10 @@ std::unique_ptr<Kernel> make_dnnl_deconv(NodeDesc& n, bool grouped) {
   auto k = std::make_unique<WindowKernel>();
   k->finish(dnnl::deconvolution_forward(pd), pd, user_src);
   k->weights_md_ = pd.weights_desc();
-  if (w_const) k->weights_ = pack_constant(n.inputs[1].const_data, w_user, pd.weights_desc());
-  else {
+  if (w_const) {
+    k->weights_ = pack_constant(n.inputs[1].const_data, w_user, pd.weights_desc());
+    k->weights_packed_ = true;
+  } else {
     k->weights_md_ = w_user;
     k->weights_input_ = 1;
     if (pd.weights_desc() != w_user) throw CompileFailure("non-constant deconvolution weights in this layout are not supported");
@@ -324,7 +331,9 @@ namespace {
 class MatMulKernel : public DnnlKernel {
  public:
   int sum_input = -1;
+  bool weights_packed = false;
   int required_inplace_input(int out) const override { return out == 0 ? sum_input : -1; }
+  bool packs_input(int i) const override { return i == 1 && weights_packed; }
   void setup(const dnnl::primitive& p, const dnnl::primitive_desc_base& pd) { set_primitive(p, pd); }
   void in(int arg, int idx, const dnnl::memory::desc& md) { arg_input(arg, idx, md); }
   void out(int arg, int idx, const dnnl::memory::desc& md) { arg_output(arg, idx, md); }
@@ -394,7 +403,10 @@ std::unique_ptr<Kernel> make_dnnl_matmul(NodeDesc& n) {
   auto k = std::make_unique<MatMulKernel>();
   k->setup(dnnl::matmul(pd), pd);
   k->in(DNNL_ARG_SRC, 0, amd);
-  if (w_const) k->cst(DNNL_ARG_WEIGHTS, pack_constant(n.inputs[1].const_data, bmd_user, pd.weights_desc()));
+  if (w_const) {
+    k->cst(DNNL_ARG_WEIGHTS, pack_constant(n.inputs[1].const_data, bmd_user, pd.weights_desc()));
+    k->weights_packed = true;
+  }
   else k->in(DNNL_ARG_WEIGHTS, 1, bmd_user);
   if (has_bias) k->in(DNNL_ARG_BIAS, 2, bias_md);
   k->out(DNNL_ARG_DST, 0, cmd);

@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 from opforge.element_type import Type
 from opforge.errors import PluginValidationError, UnsupportedOpError
-from opforge.graph import Model, Node, Output
+from opforge.graph import WEIGHTS_RELEASED, Model, Node, Output
+from opforge.opset.constant import ConstantAttrs
 from opforge.shape import PartialShape
 from opforge.transformations.constant_folding import ConstantFolding
 from opforge.transformations.dead_code import DeadCodeElimination
@@ -69,6 +70,12 @@ def find_plugin_kernel(kernels: Mapping[tuple[str, str | None], Any], node: Node
 
 
 # ---------------------------------------------------------------------------------- rewrites
+#: rt_info key set on a model (and on each Constant) whose constant payloads were released:
+#: every kernel reading them packed its own copy, so the graph keeps only a zero-byte stand-in.
+#: The core's key, so the reference, constant folding and the IR writer refuse those constants.
+RELEASED_KEY = WEIGHTS_RELEASED
+
+
 def specialize(model: Model, shapes: Mapping[int, tuple[int, ...]] | None,
                values: Mapping[int, np.ndarray] | None = None) -> Model:
     """Static-shape copy of ``model`` (inputs set to ``shapes`` by index), constant folded, with
@@ -77,6 +84,10 @@ def specialize(model: Model, shapes: Mapping[int, tuple[int, ...]] | None,
     ``values`` (by input index) turns small inputs that act as parameters (axes, pads, a shape,
     ``k``, the bounds of a Range) into constants for this program: the model's readers of that
     input read the value instead, and everything computed from it folds."""
+    if model.rt_info.get(RELEASED_KEY):
+        raise UnsupportedOpError(
+            f"model '{model.name}': its constant weights were released after the CPU device packed them; "
+            "it cannot be planned again")
     m = model.clone() if (shapes or values) else model
     if shapes:
         m.reshape({i: list(s) for i, s in shapes.items()})
@@ -374,6 +385,8 @@ class Emitter:
         self.done: set[int] = set()
         self.python_nodes: list[str] = []
         self.abi_nodes: list[str] = []
+        #: tensor -> the Constant node whose array the program reads (see ``_lend_constants``)
+        self.const_nodes: dict[int, Node] = {}
 
     # --- tensors ---------------------------------------------------------------------------
     def tensor(self, out: Output) -> int:
@@ -389,6 +402,8 @@ class Emitter:
         arr = None if value is None else contiguous(value)
         t = self.prog.add_tensor(spec.type.ir, list(spec.shape.to_tuple()), arr)
         self.tid[out] = t
+        if arr is not None and arr is value and out.node.type_name == "Constant":
+            self.const_nodes[t] = out.node
         return t
 
     def const_tensor(self, value: np.ndarray) -> int:
@@ -410,8 +425,36 @@ class Emitter:
             self.done.update(self.absorbed)
         outputs = [self.tensor(r.inputs[0]) for r in m.results]
         self.prog.set_io(inputs, outputs)
-        self.prog.finalize(num_threads, profiling)
+        self._lend_constants()
+        try:
+            self.prog.finalize(num_threads, profiling)
+        finally:
+            self._take_back_constants()
         return self.prog
+
+    def _lend_constants(self) -> None:
+        """While the program packs weights, it holds the only reference to each constant array
+        the model gave it, so an array every reader packed is freed as soon as it is packed
+        (the peak holds the packed copy, not the packed copy plus the graph's)."""
+        for node in self.const_nodes.values():
+            v = node.attrs.value  # type: ignore[attr-defined]
+            node.attrs = ConstantAttrs(value=np.broadcast_to(np.zeros((), v.dtype), v.shape))
+
+    def _take_back_constants(self) -> None:
+        """Constants the program did not release go back into the graph; released ones keep
+        a zero-byte stand-in of their shape and type, and the model is marked (it can no longer
+        be specialised again: dynamic models keep their unspecialised original for that)."""
+        released = False
+        for t, node in self.const_nodes.items():
+            v = self.prog.constant(t)
+            if v is None:
+                node.rt_info[RELEASED_KEY] = "the CPU device"
+                released = True
+            else:
+                node.attrs = ConstantAttrs(value=v)
+        if released:
+            self.model.rt_info[RELEASED_KEY] = "the CPU device"
+        self.const_nodes = {}
 
     def add(self, node: Node, type_name: str, attrs: dict[str, Any], inputs: list[int], outputs: list[Output],
             fused: list[str], **extra: Any) -> None:

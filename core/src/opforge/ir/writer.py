@@ -36,7 +36,7 @@ import numpy as np
 
 from opforge.element_type import PRECISION_NAMES, Type
 from opforge.errors import ModelValidationError
-from opforge.graph import Model, Node, Output
+from opforge.graph import WEIGHTS_RELEASED, Model, Node, Output
 from opforge.shape import PartialShape
 
 if TYPE_CHECKING:
@@ -247,6 +247,11 @@ class _Writer:
                 self.out_ports[(node.id, j)] = (lid, pid)
 
     def _constant(self, parent: ET.Element, node: Node) -> None:
+        if node.rt_info.get(WEIGHTS_RELEASED):
+            raise ModelValidationError(
+                f"constant '{node.name}' was released by {node.rt_info[WEIGHTS_RELEASED]} after packing its own "
+                "copy; save the model you compiled, not the compiled model's runtime graph"
+            )
         value: np.ndarray = node.attrs.value  # type: ignore[attr-defined]
         out = node.output(0)
         compress = self.compress and value.dtype == np.float32 and _fits_f16(value)

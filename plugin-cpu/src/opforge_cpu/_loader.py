@@ -34,12 +34,17 @@ def _preload_onednn() -> None:
 def load_core() -> ModuleType:
     """The ``opforge_cpu._core`` extension module.
 
-    OpenMP threads wait passively (``OMP_WAIT_POLICY=PASSIVE``) unless the user chose otherwise:
-    libgomp's default spinning costs little on an idle machine but, with the cores shared with
-    other work, spinning threads steal the time of the ones with work to do (measured: resnet18
-    at 2 threads 5-8x slower under load). Takes effect only if libgomp is not loaded yet.
+    Unless the user chose a wait policy, OpenMP threads spin briefly between parallel regions
+    and then sleep (``GOMP_SPINCOUNT=20000``, a few tens of microseconds). Measured on the bench
+    models at 2 threads, opforge/OpenVINO: sleeping at once (``OMP_WAIT_POLICY=PASSIVE``) pays a
+    wake-up per op, 1.08 / 1.87 / 1.52 / 0.96 (resnet18 / mobilenet_v2 / bert_small / mlp);
+    libgomp's default long spin, 1.01 / 0.97 / 1.04 / 0.89 on a quiet machine but 5-8x slower when
+    the cores are shared (spinning threads steal the time of the ones with work); the short spin,
+    1.02 / 0.88 / 0.96 / 0.66, keeps consecutive ops of one inference on awake threads and lets
+    them sleep as soon as the inference is over. Takes effect only if libgomp is not loaded yet.
     """
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    if "OMP_WAIT_POLICY" not in os.environ:
+        os.environ.setdefault("GOMP_SPINCOUNT", "20000")
     try:
         from opforge_cpu import _core  # type: ignore[attr-defined]  # compiled at install
     except ImportError:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import types
 from pathlib import Path
 from typing import Any
 
@@ -230,3 +231,17 @@ def test_kernel_registered_by_a_plugin_from_package_resources(core: opforge.Core
     np.testing.assert_allclose(c.compile_model(m, "GPU")([data])[0], want, rtol=1e-5)
     assert set(c.query_model(m, "GPU")) == {n.name for n in m.get_ordered_ops()}
 
+
+
+def test_build_errors_are_mapped_back_when_the_compiler_ignores_line_directives(tmp_path: Path) -> None:
+    # NVIDIA's OpenCL compiler reports "<kernel>:LINE" counted over the whole assembled program;
+    # the message must still name the .cl file and its own line.
+    from opforge_gpu.opencl import format_build_error
+
+    cl = tmp_path / "leaky.cl"
+    cl.write_text("__kernel void k(__global float* b) {\n    b[1] = undeclared_thing;\n}\n")
+    source = '#define X 1\n#define Y 2\n#line 1 "leaky.cl"\n' + cl.read_text()
+    log = "<kernel>:5:12: error: use of undeclared identifier 'undeclared_thing'"
+    info = types.SimpleNamespace(description="NVIDIA H200 (test)")
+    msg = format_build_error("custom kernel 'k'", info, log, source, {"leaky.cl": str(cl)})  # type: ignore[arg-type]
+    assert f"at {cl}:2: `b[1] = undeclared_thing;`" in msg

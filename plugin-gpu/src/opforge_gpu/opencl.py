@@ -258,11 +258,32 @@ def format_build_error(what: str, info: DeviceInfo, log: str, source: str, files
     for m in _LOC.finditer(log):
         if m.group("kind") == "error" or m.group("kind") is None:
             fname, line = m.group("file"), int(m.group("line"))
+            if fname.startswith("<"):
+                # Some compilers (NVIDIA's) ignore #line and count lines of the whole program
+                # ("<kernel>:32:12"): map that back through our own #line directives.
+                fname, line = _unmap_line(source, line, fname)
             quoted = _quote_line(files.get(fname), line)
             where = f" at {files.get(fname, fname)}:{line}" + (f": `{quoted}`" if quoted else "")
             break
     log_text = "\n".join("    " + ln for ln in log.strip().splitlines()[:60])
     return (f"OpenCL build of {what} failed on {info.description}{where}. Build log:\n{log_text}")
+
+
+_LINE_DIRECTIVE = re.compile(r'^\s*#line\s+(\d+)\s+"([^"]+)"')
+
+
+def _unmap_line(source: str, line: int, default: str) -> tuple[str, int]:
+    """The (file, line) a line number of the assembled program comes from, following the
+    ``#line N "file"`` directives the program was built with; ``default`` when none applies."""
+    current: tuple[str, int, int] | None = None  # (file, its line number, program line it starts at)
+    for i, text in enumerate(source.splitlines()[: max(line - 1, 0)], start=1):
+        m = _LINE_DIRECTIVE.match(text)
+        if m:
+            current = (m.group(2), int(m.group(1)), i + 1)
+    if current is None:
+        return default, line
+    fname, first, starts_at = current
+    return fname, first + (line - starts_at)
 
 
 def _quote_line(path: str | None, line: int) -> str:

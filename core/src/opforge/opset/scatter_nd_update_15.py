@@ -15,7 +15,7 @@ from pydantic import field_validator
 
 from opforge.op import InferContext, Op, OpAttrs, TensorSpec
 from opforge.opset._nn_util import lower_enum
-from opforge.opset._shape_util import check_index_type, check_indices, infer_errors, same_types
+from opforge.opset._shape_util import check_indices
 from opforge.opset.scatter_nd_update import ScatterNDUpdate, check_scatter_nd_shapes
 from opforge.shape import PartialShape
 
@@ -41,11 +41,8 @@ class ScatterNDUpdate15(Op):
 
     @classmethod
     def infer(cls, ctx: InferContext) -> list[TensorSpec]:
-        check_index_type(ctx, 1, "indices")
-        t = same_types(ctx, (0, 2), "data and updates")
-        with infer_errors(ctx):
-            check_scatter_nd_shapes(ctx.input_shape(0), ctx.input_shape(1), ctx.input_shape(2))
-        return [TensorSpec(t, ctx.input_shape(0))]
+        # the reduction changes values only: shapes and types are those of version 4
+        return ScatterNDUpdate.infer(ctx)
 
     @classmethod
     def evaluate(cls, attrs: Any, inputs: list[np.ndarray]) -> list[np.ndarray]:

@@ -3,18 +3,15 @@
 // [floor(i * L / O), ceil((i + 1) * L / O)).
 #include <vector>
 
+#include "kernels/adaptive_pool_common.hpp"
 #include "kernels/common.hpp"
 
 namespace opforge_cpu {
 
 namespace {
-// Spatial sizes padded to 3 (leading 1s) so that one loop nest serves every rank.
-inline void spatial3(const Shape& s, int64_t* d) {
-  const size_t n = s.size() - 2;
-  for (size_t i = 0; i < 3; ++i) d[i] = i < 3 - n ? 1 : s[2 + i - (3 - n)];
-}
-inline int64_t bin_start(int64_t i, int64_t len, int64_t out) { return (i * len) / out; }
-inline int64_t bin_end(int64_t i, int64_t len, int64_t out) { return ((i + 1) * len + out - 1) / out; }
+using adaptive_pool::bin_end;
+using adaptive_pool::bin_start;
+using adaptive_pool::spatial3;
 
 template <class T> class AdaptiveAvgPoolKernel : public Kernel {
  public:

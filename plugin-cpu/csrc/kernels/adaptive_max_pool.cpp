@@ -5,17 +5,15 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/adaptive_pool_common.hpp"
 #include "kernels/common.hpp"
 
 namespace opforge_cpu {
 
 namespace {
-inline void spatial3(const Shape& s, int64_t* d) {
-  const size_t n = s.size() - 2;
-  for (size_t i = 0; i < 3; ++i) d[i] = i < 3 - n ? 1 : s[2 + i - (3 - n)];
-}
-inline int64_t bin_start(int64_t i, int64_t len, int64_t out) { return (i * len) / out; }
-inline int64_t bin_end(int64_t i, int64_t len, int64_t out) { return ((i + 1) * len + out - 1) / out; }
+using adaptive_pool::bin_end;
+using adaptive_pool::bin_start;
+using adaptive_pool::spatial3;
 
 template <class T> inline bool is_nan_value(T v) {
   if constexpr (std::is_floating_point_v<T>) return std::isnan(v);

@@ -208,7 +208,8 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("model")
     sc.add_argument("-o", "--output", help="output .xml path (default: <model name>.xml here)")
     sc.add_argument("--extension", action="append",
-                    help="extension: installed plugin name, module path, .py file or .json mapping file")
+                    help="extension: installed plugin name, module path, .py file, .json mapping file or "
+                         "CustomLayersMapping .xml (framework fallback)")
     sc.add_argument("--input", action="append", help="input shape override: name[1,3,224,224] (? = dynamic)")
     sc.add_argument("--compress-to-fp16", action="store_true", help="store float32 weights as float16")
     sc.add_argument("--allow-unsupported", action="store_true", help="keep unsupported ops as placeholders")

@@ -331,7 +331,10 @@ def attrs_dict(node: Node) -> dict[str, Any]:
     """The node's attributes as plain Python values a kernel can read."""
     out: dict[str, Any] = {}
     for k in type(node.attrs).model_fields:
-        out[k] = _plain(getattr(node.attrs, k))
+        v = getattr(node.attrs, k)
+        if isinstance(v, dict):
+            continue  # no C++ kernel reads a mapping (FrameworkNode's attributes); Python ones get node.attrs
+        out[k] = _plain(v)
     return out
 
 
@@ -703,8 +706,11 @@ def supported_nodes(core: types.ModuleType, model: Model, kernels: Mapping[tuple
         if n.type_name in STRUCTURAL:
             out[n.name] = ""
             continue
-        if find_plugin_kernel(kernels, n) is not None:
-            out[n.name] = ""
+        kernel = find_plugin_kernel(kernels, n)
+        if kernel is not None:
+            # A kernel may refuse some nodes of its op (FrameworkNode: placeholders, not fallbacks).
+            refuse = getattr(kernel, "unsupported_reason", None)
+            out[n.name] = str(refuse(n) or "") if callable(refuse) else ""
             continue
         if not is_standard(n):
             out[n.name] = f"no kernel for {n.type_name}-{n.version}"

@@ -16,3 +16,12 @@ def _make_device() -> Device:
 @hookimpl
 def opforge_register_devices(register: Register) -> None:
     register("CPU", _make_device)
+
+
+@hookimpl
+def opforge_register_kernels(register: Register) -> None:
+    # Framework-fallback nodes (CustomLayersMapping.xml) run on the CPU through their framework
+    # (ONNX Runtime, Paddle), as a Python kernel; placeholders are refused in query_model.
+    from opforge.frontend.framework_node import FrameworkNode, FrameworkNodeKernel
+
+    register("CPU", FrameworkNode, FrameworkNodeKernel())

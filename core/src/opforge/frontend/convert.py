@@ -73,7 +73,7 @@ def resolve_extensions(extension: Any, plugins: PluginSystem) -> tuple[PluginSys
             user.extend(_module_extensions(item))
         elif isinstance(item, (str, os.PathLike)):
             text = os.fspath(item)
-            if text.lower().endswith(".json") or Path(text).is_file():
+            if text.lower().endswith((".json", ".xml")) or Path(text).is_file():
                 user.append(MappingFile.load(text))
                 continue
             eps = [ep for ep in md.entry_points(group=ENTRY_POINT_GROUP)
@@ -104,7 +104,8 @@ def resolve_extensions(extension: Any, plugins: PluginSystem) -> tuple[PluginSys
         else:
             raise ExtensionError(
                 f"unsupported extension {item!r} ({type(item).__name__}); pass OpExtension/"
-                "ConversionExtension objects, FrontExtractorOp subclasses, a mapping file path (.json), "
+                "ConversionExtension objects, FrontExtractorOp subclasses, a mapping file path (.json or "
+                "CustomLayersMapping .xml), "
                 "a module path or a plugin name"
             )
     return session, user
@@ -174,8 +175,8 @@ def convert_model(
     """Convert a model file or bytes into an opforge :class:`Model`.
 
     :param extension: OpExtension/ConversionExtension objects, FrontExtractorOp subclasses, mapping
-        file paths (.json), module paths or plugin names (one or a list), applied in that order
-        before plugin-registered extensions.
+        file paths (.json, or a CustomLayersMapping .xml for framework fallback), module paths or
+        plugin names (one or a list), applied in that order before plugin-registered extensions.
     :param allow_unsupported: keep ops nobody converts as ``FrameworkNode`` placeholders.
     :param input: input shapes that override the model's, ``{"x": [1, 3, 224, 224]}``.
     :param framework: force a frontend by name (``"onnx"``) instead of detecting it.

@@ -11,7 +11,8 @@ Two generations of OpenVINO's API, both available on every frontend:
 
 Which one converts a node (the first match wins, as in the Model Optimizer):
 
-1. a user **mapping file** (``extension="ops.json"``, see :func:`load_mapping_file`);
+1. a user **mapping file**: ``extension="ops.json"`` (see :func:`load_mapping_file`) or a
+   ``CustomLayersMapping.xml`` (framework fallback, see :mod:`opforge.frontend.custom_layers`);
 2. **extensions**: the user's ``extension=`` objects in the order given, then those plugins
    registered through ``opforge_register_conversion_extensions``;
 3. **extractors** registered through ``opforge_register_extractors``;
@@ -458,14 +459,21 @@ def load_mapping_file(path: str | Path) -> list[OpExtension]:
 
 @dataclasses.dataclass
 class MappingFile:
-    """A mapping file given as an extension: its entries take precedence over all extensions."""
+    """A mapping file given as an extension: its entries take precedence over all extensions.
+
+    ``.xml`` is a ``CustomLayersMapping.xml`` (framework fallback, see
+    :mod:`opforge.frontend.custom_layers`); anything else is the JSON form of OpExtensions."""
 
     path: Path
-    entries: list[OpExtension]
+    entries: list[FrontendExtension]
 
     @classmethod
     def load(cls, path: str | Path) -> MappingFile:
-        return cls(Path(path), load_mapping_file(path))
+        if Path(path).suffix.lower() == ".xml":
+            from opforge.frontend.custom_layers import load_custom_layers_mapping
+
+            return cls(Path(path), list(load_custom_layers_mapping(path)))
+        return cls(Path(path), list(load_mapping_file(path)))
 
 
 # ============================================================================ lookup
@@ -484,7 +492,7 @@ class ExtensionSet:
     def __init__(self, framework: str, plugins: PluginSystem | None, user: Sequence[Any] = ()) -> None:
         self.framework = framework
         self.plugins = plugins
-        self.mappings: list[OpExtension] = []
+        self.mappings: list[FrontendExtension] = []
         self.user: list[FrontendExtension] = []
         for item in user:
             self.add(item)
@@ -520,7 +528,7 @@ class ExtensionSet:
     def _find(self, domain: str, op_type: str) -> Handler | None:
         for m in self.mappings:
             if self._matches(m, domain, op_type):
-                return Handler(m, f"mapping file {m.source}")
+                return Handler(m, f"mapping file {getattr(m, 'source', '')}")
         for u in self.user:
             if self._matches(u, domain, op_type):
                 return Handler(u, "user extension")

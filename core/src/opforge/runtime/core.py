@@ -184,8 +184,17 @@ class Core:
     # --- extensions --------------------------------------------------------------------------
     def add_extension(self, extension: Any) -> None:
         """Add an op class, a frontend extension, a list of them, a plugin module (object, dotted
-        path or ``.py`` file), or an installed plugin by name (even if autoload is disabled)."""
-        from opforge.frontend.extensions import FrontendExtension
+        path or ``.py`` file), an installed plugin by name (even if autoload is disabled), or a
+        mapping file (``.json`` OpExtensions, ``CustomLayersMapping.xml`` framework fallback)."""
+        from opforge.frontend.extensions import FrontendExtension, MappingFile
+
+        if isinstance(extension, (str, os.PathLike)) and str(extension).lower().endswith((".json", ".xml")):
+            # A mapping file (JSON OpExtensions or a CustomLayersMapping.xml): like extension= of
+            # convert_model, its entries win over every other extension for models read later.
+            extension = MappingFile.load(extension)
+        if isinstance(extension, MappingFile):
+            self._user_extensions.insert(0, extension)
+            return
 
         if isinstance(extension, (list, tuple)):
             for e in extension:

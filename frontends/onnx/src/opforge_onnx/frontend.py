@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import TYPE_CHECKING
 
@@ -9,6 +10,7 @@ from opforge.frontend.base import ConversionOptions, Frontend, ModelSource
 from opforge.transformations.constant_folding import ConstantFolding
 
 from opforge_onnx.converter import OnnxConverter
+from opforge_onnx.fallback import OnnxFallbackRuntime
 from opforge_onnx.loader import parse_model
 
 if TYPE_CHECKING:
@@ -33,6 +35,11 @@ class OnnxFrontend(Frontend):
         # output; bytes without a suffix are taken as ONNX only then.
         return len(head) >= 2 and head[0] == 0x08 and 0 < head[1] < 0x80
 
+    def fallback_runtime(self) -> OnnxFallbackRuntime:
+        """Runs the nodes a CustomLayersMapping.xml lists through ONNX Runtime (one per process,
+        so its session cache is shared)."""
+        return _runtime()
+
     def read(self, source: ModelSource, plugins: PluginSystem, options: ConversionOptions) -> Model:
         t0 = time.perf_counter()
         proto = parse_model(source)
@@ -44,3 +51,8 @@ class OnnxFrontend(Frontend):
         model.rt_info["conversion_seconds"] = time.perf_counter() - t0
         model.rt_info["source"] = source.label
         return model
+
+
+@functools.cache
+def _runtime() -> OnnxFallbackRuntime:
+    return OnnxFallbackRuntime()

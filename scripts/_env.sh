@@ -24,6 +24,11 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$PY" -m venv "$VENV"
 fi
 want="$(stamp)"
+# Several shells (parallel test workers, developers' terminals) may source this at once: one
+# installs, the others wait and then find the stamp current. The same lock serialises manual
+# rebuilds of the C++ plugins: `flock /tmp/opforge-cpu-build.lock pip install --no-build-isolation -e plugin-cpu`.
+exec 9>"${TMPDIR:-/tmp}/opforge-cpu-build.lock"
+flock 9
 if [ "$(cat "$VENV/.opforge-stamp" 2>/dev/null || true)" != "$want" ]; then
   echo "[setup] installing packages into $VENV" >&2
   "$VENV/bin/python" -m pip install -q --upgrade pip >&2
@@ -47,4 +52,6 @@ if [ "$(cat "$VENV/.opforge-stamp" 2>/dev/null || true)" != "$want" ]; then
   fi
   echo "$want" > "$VENV/.opforge-stamp"
 fi
+flock -u 9
+exec 9>&-
 export PATH="$VENV/bin:$PATH"

@@ -45,8 +45,24 @@ class InferRequest:
 
     # --- tensors -----------------------------------------------------------------------------
     def set_tensor(self, key: int | str | Any, value: np.ndarray) -> None:
+        """Set an input for the next :meth:`infer` or :meth:`start_async`.
+
+        The request keeps a reference to ``value`` (no copy, like an OpenVINO tensor sharing
+        host memory): change the array after ``set_tensor`` and the next run sees the change.
+        :meth:`start_async` snapshots the inputs it will run on, so changing the array while a
+        run is pending never changes that run. Setting a tensor while a run is pending raises
+        :class:`RequestBusyError` (the pending run would otherwise compute on the new one)."""
         idx = self._input_index(key)
-        self._inputs[idx] = check_input(self._compiled.inputs[idx], value)
+        checked = check_input(self._compiled.inputs[idx], value)
+        if not self._busy.acquire(blocking=False):
+            raise RequestBusyError(
+                f"cannot set input {key!r}: this infer request is running (start_async() pending); "
+                "wait() for it first, or use another request"
+            )
+        try:
+            self._inputs[idx] = checked
+        finally:
+            self._busy.release()
 
     def set_input_tensor(self, value: np.ndarray, index: int = 0) -> None:
         self.set_tensor(index, value)
@@ -108,7 +124,12 @@ class InferRequest:
         return self._results
 
     def start_async(self, inputs: Inputs = None, userdata: Any = None) -> None:
-        """Start running in the background; :meth:`wait` for it."""
+        """Start running in the background; :meth:`wait` for it.
+
+        The run computes on the input values as they are now: the arrays (given here or by
+        :meth:`set_tensor`) are copied, so the caller may reuse or change them at once (as
+        OpenVINO's ``start_async(share_inputs=False)``, its default). Until the run finishes,
+        ``set_tensor``, ``infer`` and another ``start_async`` raise :class:`RequestBusyError`."""
         if not self._busy.acquire(blocking=False):
             raise RequestBusyError("this infer request is already running; wait() for it first")
         self.userdata = userdata
@@ -116,6 +137,7 @@ class InferRequest:
         try:
             if inputs is not None:
                 self._inputs = list(bind_inputs(self._compiled._model, inputs))
+            self._inputs = [None if v is None else np.array(v, copy=True) for v in self._inputs]
         except Exception:
             self._busy.release()
             raise

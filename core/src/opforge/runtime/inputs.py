@@ -54,9 +54,7 @@ def check_input(port: Output, value: Any) -> np.ndarray:
     name = port.any_name
     if not isinstance(value, (np.ndarray, np.generic)):
         if isinstance(value, (int, float, bool, list, tuple)):
-            value = np.asarray(value)
-            if (value.dtype == np.float64 and port.element_type is not Type.f64) or (value.dtype == np.int64 and port.element_type.is_integral):
-                value = value.astype(port.element_type.np)
+            value = _from_python(name, value, port.element_type)
         else:
             raise InputTypeError(f"Input '{name}' must be a NumPy array, got {type(value).__name__}")
     arr = np.asarray(value)
@@ -70,3 +68,43 @@ def check_input(port: Output, value: Any) -> np.ndarray:
             f"expected {shape_str(port.partial_shape)}"
         )
     return arr
+
+
+def _from_python(name: str, value: Any, want: Type) -> np.ndarray:
+    """A Python list or scalar as an array of the input's element type, only where every value
+    survives the conversion: ``[1.7]`` into int64, ``[300]`` into uint8 or NaN into an integer
+    type are refused (a NumPy array of the wrong type is refused too; a list is no loophole).
+    Floats into a float type round to the nearest representable value, as any float literal
+    does, but must not overflow to infinity."""
+    try:
+        arr = np.asarray(value)
+    except (ValueError, TypeError) as err:  # ragged nesting
+        raise InputTypeError(f"Input '{name}': cannot make an array of the {type(value).__name__} given: {err}") from None
+    if arr.dtype.kind not in "biuf":
+        raise InputTypeError(
+            f"Input '{name}': the {type(value).__name__} given holds {_kind_name(arr)} values, expected numbers "
+            f"of {want}"
+        )
+    if want is Type.dynamic or arr.dtype == want.np:
+        return arr
+    target = want.np
+    with np.errstate(all="ignore"):
+        out = arr.astype(target)
+        if target.kind == "f" and arr.dtype.kind == "f":
+            bad = np.isfinite(arr) & ~np.isfinite(out)  # overflow; NaN and +-inf stay what they are
+        else:
+            # integers must come back unchanged (300 -> uint8 44 does not); NaN never equals itself
+            bad = out.astype(arr.dtype) != arr
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        got = arr.reshape(-1)[i].item()
+        where = f" at index {tuple(int(j) for j in np.unravel_index(i, arr.shape))}" if arr.ndim else ""
+        raise InputTypeError(
+            f"Input '{name}': value {got!r}{where} of the {type(value).__name__} given cannot be represented "
+            f"exactly as {want} (it would become {out.reshape(-1)[i].item()!r}); pass a NumPy array of {want}"
+        )
+    return out
+
+
+def _kind_name(arr: np.ndarray) -> str:
+    return {"U": "string", "S": "bytes", "O": "object", "c": "complex"}.get(arr.dtype.kind, str(arr.dtype))

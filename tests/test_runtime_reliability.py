@@ -1,0 +1,127 @@
+"""Run-time reliability on every device (issue 11): inputs never silently change value, a pending
+asynchronous run never sees inputs set after it started, size limits are checked before memory
+is allocated, and nothing but an opforge error escapes an inference."""
+
+from __future__ import annotations
+
+import re
+import threading
+import warnings
+from typing import Any
+
+import numpy as np
+import opforge
+import pytest
+from onnx import TensorProto, helper
+from opforge.errors import InputTypeError, RequestBusyError
+
+F32, I64 = TensorProto.FLOAT, TensorProto.INT64
+
+
+def _compile(device: str, nodes: list[Any], inputs: list[Any], outputs: list[Any], inits: list[Any] | None = None,
+             opset: int = 17) -> Any:
+    g = helper.make_graph(nodes, "g", inputs, outputs, inits or [])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    core = opforge.Core()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return core.compile_model(core.read_model(m.SerializeToString()), device)
+
+
+def _identity(device: str, elem: int, shape: list[Any]) -> Any:
+    return _compile(device, [helper.make_node("Identity", ["x"], ["y"])],
+                    [helper.make_tensor_value_info("x", elem, shape)], [helper.make_tensor_value_info("y", elem, shape)])
+
+
+# --- Python lists and scalars are converted only where no value changes ----------------------
+@pytest.mark.parametrize(("elem", "value", "bad"), [
+    (TensorProto.INT64, [1.7, -2.9], "1.7"),
+    (TensorProto.UINT8, [300, -1], "300"),
+    (TensorProto.UINT8, [3, -1], "-1"),
+    (TensorProto.INT64, [1.0, float("nan")], "nan"),
+    (TensorProto.INT32, [2**40], str(2**40)),
+    (TensorProto.FLOAT, [1.0, 1e300], "1e+300"),
+    (TensorProto.FLOAT, [2**24 + 1], str(2**24 + 1)),
+    (TensorProto.BOOL, [0, 2], "2"),
+    (TensorProto.INT64, 2.5, "2.5"),
+])
+def test_lossy_python_inputs_are_refused(device: str, elem: int, value: Any, bad: str) -> None:
+    compiled = _identity(device, elem, [] if not isinstance(value, list) else [len(value)])
+    with pytest.raises(InputTypeError, match=rf"Input 'x': value {re.escape(bad)}.* cannot be represented exactly as"):
+        compiled([value])
+
+
+@pytest.mark.parametrize(("elem", "value", "want"), [
+    (TensorProto.INT64, [1.0, -2.0, 3], np.array([1, -2, 3], np.int64)),
+    (TensorProto.UINT8, [0, 255], np.array([0, 255], np.uint8)),
+    (TensorProto.FLOAT, [0.1, float("nan"), float("inf"), -0.0], np.array([0.1, np.nan, np.inf, -0.0], np.float32)),
+    (TensorProto.FLOAT, [1, 2**24], np.array([1, 2**24], np.float32)),
+    (TensorProto.BOOL, [True, 0, 1], np.array([True, False, True])),
+])
+def test_exact_python_inputs_are_converted(device: str, elem: int, value: Any, want: np.ndarray) -> None:
+    got = _identity(device, elem, [len(value)])([value])[0]
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+
+
+def test_non_numeric_python_inputs_are_refused() -> None:
+    compiled = _identity("CPU", TensorProto.FLOAT, [2])
+    with pytest.raises(InputTypeError, match=r"Input 'x'.*string values"):
+        compiled([["a", "b"]])
+    with pytest.raises(InputTypeError, match="Input 'x': cannot make an array"):
+        compiled([[[1.0], 2.0]])
+
+
+# --- an asynchronous run owns its inputs ----------------------------------------------------
+class _Gate:
+    """Holds the executable's infer() until released, so a run is deterministically pending."""
+
+    def __init__(self, compiled: Any) -> None:
+        self.started = threading.Event()
+        self.release = threading.Event()
+        real = compiled._executable.infer
+
+        def held(inputs: Any, state: Any) -> Any:
+            self.started.set()
+            if not self.release.wait(30):
+                raise TimeoutError("test gate never released")
+            return real(inputs, state)
+
+        compiled._executable.infer = held
+
+
+def test_set_tensor_while_async_pending_is_refused(device: str) -> None:
+    compiled = _compile(device, [helper.make_node("Relu", ["x"], ["y"])],
+                        [helper.make_tensor_value_info("x", F32, [2, 3])], [helper.make_tensor_value_info("y", F32, [2, 3])])
+    req = compiled.create_infer_request()
+    gate = _Gate(compiled)
+    first = np.arange(6, dtype=np.float32).reshape(2, 3)
+    req.set_tensor("x", first)
+    req.start_async()
+    assert gate.started.wait(30)
+    with pytest.raises(RequestBusyError, match=r"cannot set input 'x'.*start_async"):
+        req.set_tensor("x", -first)
+    with pytest.raises(RequestBusyError):
+        req.set_input_tensor(-first)
+    with pytest.raises(RequestBusyError):
+        req.infer({"x": -first})
+    gate.release.set()
+    req.wait()
+    np.testing.assert_array_equal(req.results[0], first)
+    req.set_tensor("x", -first)  # accepted once the run is over
+    np.testing.assert_array_equal(req.infer()[0], np.maximum(-first, 0))
+
+
+def test_async_run_computes_on_inputs_as_they_were_at_start(device: str) -> None:
+    compiled = _compile(device, [helper.make_node("Relu", ["x"], ["y"])],
+                        [helper.make_tensor_value_info("x", F32, [2, 3])], [helper.make_tensor_value_info("y", F32, [2, 3])])
+    req = compiled.create_infer_request()
+    gate = _Gate(compiled)
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    want = x.copy()
+    req.start_async({"x": x})
+    assert gate.started.wait(30)
+    x[:] = -7.0  # the caller reuses its buffer while the run is pending
+    gate.release.set()
+    req.wait()
+    np.testing.assert_array_equal(req.results[0], want)

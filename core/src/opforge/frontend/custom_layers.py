@@ -65,7 +65,17 @@ class FrameworkFallbackExtension(FrontendExtension):
         attrs["attributes"] = {k: v for k, v in attrs["attributes"].items()
                                if isinstance(v, (int, float, str, list, np.ndarray))}
         node = ctx.op(FrameworkNode, *inputs, **attrs, output_specs=encode_specs(out_specs))
-        return list(node.outputs())
+        outs = list(node.outputs())
+        if not ctx.has_named_outputs:
+            return outs
+        # Named ports (Paddle): the framework's outputs are the ports' variables in port order.
+        named: dict[str, Any] = {}
+        k = 0
+        for port in ctx.get_output_names():
+            n = ctx.get_output_size(port)
+            named[port] = outs[k:k + n]
+            k += n
+        return named
 
     def describe(self) -> str:
         where = f" (from {self.source})" if self.source else ""

@@ -3,11 +3,13 @@
 * ``<prefix>.json`` -- the PIR program (paddle.jit.save's default in 3.x);
 * ``<prefix>.pdmodel`` -- the legacy ProgramDesc protobuf;
 
-each with ``<prefix>.pdiparams`` next to it (or given as ``weights=``). Paddle is never imported.
+each with ``<prefix>.pdiparams`` next to it (or given as ``weights=``). Paddle is never imported,
+except to run the ops a CustomLayersMapping.xml hands to it (:mod:`opforge_paddle.fallback`).
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,6 +20,7 @@ from opforge.transformations.constant_folding import ConstantFolding
 
 from opforge_paddle import legacy, pir
 from opforge_paddle.converter import PaddleConverter
+from opforge_paddle.fallback import PaddleFallbackRuntime
 from opforge_paddle.ops import pir_table
 from opforge_paddle.params import read_params
 from opforge_paddle.program import PaddleProgram
@@ -109,6 +112,11 @@ class PaddleFrontend(Frontend):
             return pir.parse_program(data, source.label, pir_table())
         return legacy.parse_program(data, source.label)
 
+    def fallback_runtime(self) -> PaddleFallbackRuntime:
+        """Runs the ops a CustomLayersMapping.xml lists through paddle (imported only then; one
+        per process, so its program cache is shared)."""
+        return _runtime()
+
     def read(self, source: ModelSource, plugins: PluginSystem, options: ConversionOptions) -> Model:
         t0 = time.perf_counter()
         program = self.parse(source)
@@ -121,3 +129,8 @@ class PaddleFrontend(Frontend):
         model.rt_info["conversion_seconds"] = time.perf_counter() - t0
         model.rt_info["source"] = source.label
         return model
+
+
+@functools.cache
+def _runtime() -> PaddleFallbackRuntime:
+    return PaddleFallbackRuntime()

@@ -150,6 +150,7 @@ def test_a_good_plugin_lands_in_every_registry_with_its_distribution(fake_dists:
         "conversion_extensions": ["onnx/FakeCopy"],
         "transformations": ["fake_pass"],
         "devices": ["FAKEDEV"],
+        "commands": [],
         "kernels": {"FAKEDEV": ["FakeTwice/fake_opset"]},
     }
     assert ps.conflicts() == [] and ps.failures == []

@@ -1,4 +1,5 @@
-"""The ``opforge`` command: plugins, devices, convert (the Model Optimizer), demo."""
+"""The ``opforge`` command: plugins, devices, convert (the Model Optimizer), demo, and the
+commands plugins add through ``opforge_register_commands``."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from opforge.errors import OpforgeError
+from opforge.errors import OpforgeError, PluginHookError
 
 
 def _plugins(args: argparse.Namespace) -> int:
@@ -227,7 +228,63 @@ def build_parser() -> argparse.ArgumentParser:
     sm.add_argument("--out", default="opforge-demo-out", help="folder for the files it writes")
     sm.add_argument("--device", action="append", help="devices to run on (default: every available one)")
     sm.set_defaults(func=_demo)
+    _add_plugin_commands(sub)
     return p
+
+
+def _warn(msg: str) -> None:
+    print(f"opforge: warning: {msg}", file=sys.stderr)
+
+
+def _add_plugin_commands(sub: Any) -> None:
+    """Subcommands contributed through ``opforge_register_commands``. A broken one is left out
+    with a warning naming its plugin: the built-in commands (``opforge plugins`` above all, which
+    explains what is broken) must keep working whatever is installed."""
+    try:
+        from opforge.plugins import default_plugins
+
+        commands = default_plugins().commands
+    except Exception as err:  # noqa: BLE001 - e.g. OPFORGE_STRICT_PLUGINS with a broken plugin
+        _warn(f"plugin commands left out: {type(err).__name__}: {err}")
+        return
+    for name in commands.keys():  # noqa: SIM118 - a Registry is not iterable
+        try:
+            reg = commands.registration(name)
+        except OpforgeError as err:  # two plugins claim the name
+            _warn(f"command '{name}' left out: {err}")
+            continue
+        if reg is None:
+            continue
+        cmd = reg.value
+        if cmd.name in sub.choices:
+            _warn(f"plugin {reg.plugin} registers command '{cmd.name}', which is built in; left out")
+            continue
+        # The plugin fills a parser of its own first, so one whose add_arguments raises halfway
+        # leaves no half-built subcommand behind.
+        own = argparse.ArgumentParser(prog=f"opforge {cmd.name}", add_help=False)
+        try:
+            if cmd.add_arguments is not None:
+                cmd.add_arguments(own)
+        except Exception as err:  # noqa: BLE001 - a plugin's bug costs its own command only
+            _warn(f"command '{cmd.name}' of plugin {reg.plugin} left out: its add_arguments raised "
+                  f"{type(err).__name__}: {err}")
+            continue
+        sp = sub.add_parser(cmd.name, parents=[own], help=cmd.help or f"(from plugin {reg.plugin})",
+                            description=cmd.help or None)
+        sp.set_defaults(func=_plugin_runner(cmd, str(reg.plugin)))
+
+
+def _plugin_runner(cmd: Any, plugin: str) -> Any:
+    def run(args: argparse.Namespace) -> int:
+        try:
+            status = cmd.run(args)
+        except OpforgeError:
+            raise
+        except Exception as err:
+            raise PluginHookError(f"command '{cmd.name}' of plugin {plugin} failed: "
+                                  f"{type(err).__name__}: {err}") from err
+        return 0 if status is None else int(status)
+    return run
 
 
 def main(argv: list[str] | None = None) -> int:

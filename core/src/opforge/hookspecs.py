@@ -117,6 +117,24 @@ def opforge_register_kernels(register: Register) -> None:
     """
 
 
+# ============================================================================ command line
+@hookspec
+def opforge_register_commands(register: Register) -> None:
+    """Register subcommands of the ``opforge`` command (``opforge batch ...``).
+
+    ``add_arguments(parser)`` adds the command's options to its own ``argparse`` sub-parser;
+    ``run(args)`` runs it and returns the exit status. Both are called only when the command
+    line is built or the command is chosen, so import heavy packages inside them, not at module
+    level. A built-in command's name cannot be taken. An invalid ``register`` call or a raising
+    hook disables the plugin like any other hook; an ``add_arguments`` or ``run`` that raises
+    costs only that command (reported naming the plugin), never the rest of the CLI. Key: the
+    command name.
+
+    :param register: ``register(name: str, run: Callable[[Namespace], int], *, help: str = "",
+        add_arguments: Callable[[ArgumentParser], None] | None = None, priority: int = 0)``
+    """
+
+
 # ============================================================================ HETERO
 @hookspec(firstresult=True)
 def opforge_select_partition_policy(name: str, devices: list[str]) -> Any:

@@ -51,7 +51,22 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "opforge.builtins.standard_opset",
     "opforge.builtins.ir_frontend",
     "opforge.builtins.standard_transformations",
+    "opforge.builtins.auto_device",
 )
+
+
+#: what ``opforge_register_commands`` accepts as a subcommand name
+_COMMAND_NAME = re.compile(r"[a-z][a-z0-9-]*")
+
+
+@dataclasses.dataclass(frozen=True)
+class PluginCommand:
+    """A subcommand of ``opforge`` contributed through ``opforge_register_commands``."""
+
+    name: str
+    run: Callable[[Any], int]
+    help: str = ""
+    add_arguments: Callable[[Any], None] | None = None
 
 
 def _canon(name: str) -> str:
@@ -99,6 +114,7 @@ class PluginSystem:
         self.transformations: Registry[Any] = Registry("transformation")
         self.devices: Registry[Callable[[], Any]] = Registry("device")
         self.kernels: Registry[Any] = Registry("kernel")
+        self.commands: Registry[PluginCommand] = Registry("command")
         self.failures: list[str] = []
         self._lock = threading.RLock()
         for mod in builtins:
@@ -180,7 +196,7 @@ class PluginSystem:
 
     def _registries(self) -> list[Registry[Any]]:
         return [self.ops, self.frontends, self.extractors, self.conversion_extensions,
-                self.transformations, self.devices, self.kernels]
+                self.transformations, self.devices, self.kernels, self.commands]
 
     def _fail(self, info: PluginInfo, reason: str, err: BaseException | None,
               *, entry_point: str | None = None) -> None:
@@ -245,6 +261,7 @@ class PluginSystem:
             "opforge_register_transformations": self._transformation_adder,
             "opforge_register_devices": self._device_adder,
             "opforge_register_kernels": self._kernel_adder,
+            "opforge_register_commands": self._command_adder,
         }
 
     def _op_adder(self, pending: list[Any], info: PluginInfo) -> Callable[..., None]:
@@ -331,6 +348,22 @@ class PluginSystem:
             pending.append((self.kernels, (device.upper(), type_name, ver), kernel, priority))
         return register
 
+    def _command_adder(self, pending: list[Any], info: PluginInfo) -> Callable[..., None]:
+        def register(name: str, run: Callable[[Any], int], *, help: str = "",
+                     add_arguments: Callable[[Any], None] | None = None, priority: int = 0) -> None:
+            if not isinstance(name, str) or not _COMMAND_NAME.fullmatch(name):
+                raise PluginValidationError(
+                    f"plugin {info}: opforge_register_commands: command name {name!r} must be lower-case "
+                    "letters, digits and '-', starting with a letter"
+                )
+            if not callable(run) or (add_arguments is not None and not callable(add_arguments)):
+                raise PluginValidationError(
+                    f"plugin {info}: opforge_register_commands: command '{name}' needs a callable run(args) "
+                    "and, if given, a callable add_arguments(parser)"
+                )
+            pending.append((self.commands, name, PluginCommand(name, run, str(help), add_arguments), priority))
+        return register
+
     def first_result(self, hook_name: str, **kwargs: Any) -> tuple[Any, PluginInfo] | None:
         """Call a ``firstresult`` hook one implementation at a time (newest plugin first, as pluggy
         would), wrapping what each raises; returns the first non-None answer and who gave it."""
@@ -372,6 +405,7 @@ class PluginSystem:
             "conversion_extensions": fmt(self.conversion_extensions.provided_by(info)),
             "transformations": fmt(self.transformations.provided_by(info)),
             "devices": fmt(self.devices.provided_by(info)),
+            "commands": fmt(self.commands.provided_by(info)),
         }
         kernels: dict[str, list[str]] = {}
         for key in self.kernels.provided_by(info):
@@ -395,7 +429,7 @@ class PluginSystem:
         new.failures = list(self.failures)
         new._lock = threading.RLock()
         for attr in ("ops", "frontends", "extractors", "conversion_extensions", "transformations",
-                     "devices", "kernels"):
+                     "devices", "kernels", "commands"):
             setattr(new, attr, getattr(self, attr).copy())
         return new
 

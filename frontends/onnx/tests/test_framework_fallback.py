@@ -246,3 +246,22 @@ def test_bad_mapping_files_name_file_and_line(tmp_path: Path, files: tuple[Path,
     bad.write_text(text, encoding="utf-8")
     with pytest.raises(error, match=match):
         convert_model(files[0], extension=bad)
+
+
+def test_a_data_dependent_output_dimension_stays_dynamic(tmp_path: Path) -> None:
+    """NonZero's count depends on the data: the runs on zeros and ones differ, so that dimension is
+    dynamic; the reference runs it, the CPU device (static shapes) refuses it naming the node."""
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("NonZero", ["r"], ["y"], name="nz")], "nz",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.INT64, None)])
+    path = tmp_path / "nz.onnx"
+    path.write_bytes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
+    mapping = tmp_path / "nz.xml"
+    mapping.write_text('<CustomLayersMapping><CustomLayer NativeType="NonZero"/></CustomLayersMapping>')
+    model = convert_model(path, extension=mapping)
+    assert str(_fallbacks(model)["NonZero"].output_specs[0].shape) == "[2,?]"
+    x = np.array([[1, -1, 2], [0, 3, 1]], np.float32)
+    np.testing.assert_array_equal(evaluate_model(model, {"x": x})[0], np.stack(np.nonzero(np.maximum(x, 0))))
+    with pytest.raises(UnsupportedOpError, match=r"nz.*not known at compile time"):
+        opforge.Core().compile_model(model, "CPU")

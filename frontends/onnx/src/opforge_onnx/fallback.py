@@ -170,17 +170,23 @@ class OnnxFallbackRuntime(FallbackRuntime):
                 raise ShapeInferenceError(f"{label}: output '{arg.name}' is a {arg.type}; opforge supports tensors")
             shape = None if arg.shape is None else [d if isinstance(d, int) and d >= 0 else None for d in arg.shape]
             specs_out[arg.name] = TensorSpec(decode_type(ty), PartialShape(shape))
-        # 3. static inputs: run it once on zeros (constants as they are) for the exact shapes
+        # 3. static inputs: run it on zeros and on ones (constants as they are) for the exact shapes;
+        # a dimension that differs between the two depends on the data (NonZero) and stays dynamic
         if not all(s.shape.is_static for s in specs_out.values()) and all(s.shape.is_static for s in specs):
-            feed = {f"in{i}": np.zeros(s.shape.to_tuple(), s.type.np)
-                    for i, s in enumerate(specs) if values[i] is None}
-            try:
-                got = sess.run(None, feed)
-            except Exception as err:  # noqa: BLE001 - ONNX Runtime's own error types
-                raise ShapeInferenceError(f"{label}: ONNX Runtime failed to run the node on zeros to find "
-                                          f"its output shapes: {err}") from None
-            for arg, arr in zip(sess.get_outputs(), got):
-                specs_out[arg.name] = TensorSpec(specs_out[arg.name].type, PartialShape(np.asarray(arr).shape))
+            shapes: list[list[tuple[int, ...]]] = []
+            for fill in (0, 1):
+                feed = {f"in{i}": np.full(s.shape.to_tuple(), fill, s.type.np)
+                        for i, s in enumerate(specs) if values[i] is None}
+                try:
+                    shapes.append([np.asarray(a).shape for a in sess.run(None, feed)])
+                except Exception as err:  # noqa: BLE001 - ONNX Runtime's own error types
+                    raise ShapeInferenceError(f"{label}: ONNX Runtime failed to run the node on {fill}s to "
+                                              f"find its output shapes: {err}") from None
+            for k, arg in enumerate(sess.get_outputs()):
+                a, b = shapes[0][k], shapes[1][k]
+                dims = [x if x == y else None for x, y in zip(a, b)] if len(a) == len(b) else None
+                specs_out[arg.name] = TensorSpec(specs_out[arg.name].type,
+                                                 specs_out[arg.name].shape.merge(PartialShape(dims)))
         return [specs_out.get(o, TensorSpec(Type.dynamic, PartialShape.dynamic())) for o in outs]
 
     # --- inference ------------------------------------------------------------------------------

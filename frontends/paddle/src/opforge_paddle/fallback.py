@@ -156,14 +156,19 @@ class PaddleFallbackRuntime(FallbackRuntime):
             shape = None if var.shape is None else [d if d >= 0 else None for d in var.shape]
             out.append(TensorSpec(_type_of(var.dtype, label), PartialShape(shape)))
         if not all(s.shape.is_static for s in out) and all(s.shape.is_static for s in specs):
-            feed = {f"in{i}": (np.asarray(v) if v is not None else np.zeros(s.shape.to_tuple(), s.type.np))
-                    for i, (s, v) in enumerate(zip(specs, values))}
-            try:
-                got = self._run(_import_paddle(), entry, feed)
-            except Exception as err:  # noqa: BLE001 - paddle raises its own error types
-                raise ShapeInferenceError(f"{label}: paddle failed to run the op on zeros to find its output "
-                                          f"shapes: {_first_line(err)}") from None
-            out = [TensorSpec(s.type, PartialShape(g.shape)) for s, g in zip(out, got)]
+            # run on zeros and on ones: a dimension that differs depends on the data, stays dynamic
+            shapes: list[list[tuple[int, ...]]] = []
+            for fill in (0, 1):
+                feed = {f"in{i}": (np.asarray(v) if v is not None else np.full(s.shape.to_tuple(), fill, s.type.np))
+                        for i, (s, v) in enumerate(zip(specs, values))}
+                try:
+                    shapes.append([g.shape for g in self._run(_import_paddle(), entry, feed)])
+                except Exception as err:  # noqa: BLE001 - paddle raises its own error types
+                    raise ShapeInferenceError(f"{label}: paddle failed to run the op on {fill}s to find its "
+                                              f"output shapes: {_first_line(err)}") from None
+            out = [TensorSpec(s.type, s.shape.merge(PartialShape(
+                [x if x == y else None for x, y in zip(a, b)] if len(a) == len(b) else None)))
+                for s, a, b in zip(out, shapes[0], shapes[1])]
         if len(self._infer_cache) > 4 * PROGRAM_CACHE_SIZE:
             self._infer_cache.clear()
         self._infer_cache[key] = out

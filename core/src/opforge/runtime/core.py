@@ -191,7 +191,7 @@ class Core:
         if isinstance(extension, (str, os.PathLike)) and str(extension).lower().endswith((".json", ".xml")):
             # A mapping file (JSON OpExtensions or a CustomLayersMapping.xml): like extension= of
             # convert_model, its entries win over every other extension for models read later.
-            extension = MappingFile.load(extension)
+            extension = MappingFile.load(os.fspath(extension))
         if isinstance(extension, MappingFile):
             self._user_extensions.insert(0, extension)
             return

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from opforge.errors import ModelFormatError
+from opforge.model_files import check_regular, head
 
 if TYPE_CHECKING:
     from opforge.graph import Model
@@ -33,10 +34,8 @@ class ModelSource:
             src.data = bytes(model)
         elif isinstance(model, (str, os.PathLike)):
             p = Path(model)
-            if not p.exists():
-                raise ModelFormatError(f"model file '{p}' does not exist")
-            if p.is_dir():
-                raise ModelFormatError(f"model path '{p}' is a directory, expected a model file")
+            # Not just "exists": a FIFO or device named model.onnx would block the reader forever.
+            check_regular(p)
             src.path = p
         else:
             raise ModelFormatError(
@@ -58,8 +57,7 @@ class ModelSource:
         if self.data is not None:
             return self.data[:n]
         if self.path is not None:
-            with open(self.path, "rb") as f:
-                return f.read(n)
+            return head(self.path, n)
         return b""
 
     def suffix(self) -> str:

@@ -2,13 +2,16 @@
 
 IR files come from anywhere (model zoos, users' uploads), so nothing in them is trusted:
 
-* The XML is parsed with :mod:`defusedxml` with DTDs forbidden, so entity expansion (billion
-  laughs) and external entities (``SYSTEM "file:///etc/passwd"``) are rejected, never expanded.
+* The XML is parsed with expat with DTDs forbidden, so entity expansion (billion laughs) and
+  external entities (``SYSTEM "file:///etc/passwd"``) are rejected, never expanded.
 * Every ``Const`` layer's ``offset``/``size`` is checked against the weights length with the
   overflow-safe form ``offset <= n and size <= n - offset`` (OpenVINO's older
   ``n < offset + size`` wrapped around), and ``size`` must equal ``prod(shape) * itemsize``,
   computed with Python integers before anything is allocated.
-* Dimensions are bounded (``MAX_DIM``, ``MAX_RANK``, ``MAX_ELEMENTS``) before a shape is used.
+* Sizes are bounded by :mod:`opforge.limits` (file bytes, layer count, rank, dimensions, bytes of a
+  constant or static input) before anything of that size is built or read.
+* The XML is streamed (:mod:`opforge.ir.xml_stream`): memory grows with the layers kept, not with
+  a whole-document tree.
 * The graph is checked before nodes are built: duplicate layer ids, edges to missing layers or
   ports, two edges into one input, unconnected inputs, and cycles each get their own error naming
   the file, layer name and id (a duplicate id is never resolved by "last one wins").
@@ -25,15 +28,13 @@ import math
 import mmap
 import os
 import re
-import stat
 import sys
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
+from xml.parsers import expat
 
-import defusedxml
-import defusedxml.ElementTree as DET
 import numpy as np
 
 from opforge.element_type import Type
@@ -53,6 +54,9 @@ from opforge.ir.writer import (
     opset_number,
     split_names,
 )
+from opforge.ir.xml_stream import IrStream, XmlRefused, XmlStructureError
+from opforge.limits import Limits, current
+from opforge.model_files import open_regular
 from opforge.op import Op, OpAttrs
 from opforge.opset.constant import Constant, ConstantAttrs
 
@@ -62,15 +66,7 @@ if TYPE_CHECKING:
 PathLike = Union[str, "os.PathLike[str]"]
 BytesLike = Union[bytes, bytearray, memoryview]
 
-#: The largest .xml read (topologies of large LLMs are tens of MB; 1 GiB is far past any real one).
-MAX_XML_BYTES = 1 << 30
-#: The largest rank accepted for a shape (NumPy's own limit is 64; real models stay under 10).
-MAX_RANK = 32
-#: The largest single dimension accepted (no real tensor has a 4-billion-long axis; a 10^12 dim is
-#: a crafted file meant to make a later allocation fail).
-MAX_DIM = 2**32 - 1
-#: The largest number of elements of a static Parameter shape.
-MAX_ELEMENTS = 2**40
+# Sizes (file bytes, rank, dimensions, tensor bytes, layer count) are bounded by opforge.limits.
 #: The newest standard opset OpenVINO (2026.4) defines; "opset99" in a file is an error, not a
 #: silent fallback to an older version.
 NEWEST_STANDARD_OPSET = 17
@@ -97,14 +93,17 @@ def read_ir(
         from opforge.plugins import default_plugins
 
         plugins = default_plugins()
+    limits = current()
     if isinstance(xml, (bytes, bytearray, memoryview)):
         data = bytes(xml)
+        limits.check_bytes("MAX_MODEL_FILE_BYTES", len(data), "the IR xml bytes")
         label = "<IR xml bytes>"
         default_bin: Path | None = None
+        chunks: Iterator[bytes] = iter([data])
     else:
         path = Path(xml)
         label = str(path)
-        data = _read_xml_file(path)
+        chunks = _xml_chunks(path, limits)
         default_bin = path.with_suffix(".bin")
     if weights is None:
         w = _Weights(default_bin, explicit=False, xml_label=label)
@@ -114,32 +113,36 @@ def read_ir(
         w = _Weights(view if view.readonly else memoryview(view.tobytes()), explicit=True, xml_label=label)
     else:
         w = _Weights(Path(weights), explicit=True, xml_label=label)
-    return _Reader(data, label, w, plugins).run()
+    return _Reader(chunks, label, w, plugins, limits).run()
 
 
-def _read_xml_file(path: Path) -> bytes:
+def _xml_chunks(path: Path, limits: Limits) -> Iterator[bytes]:
+    """The .xml in 1 MiB chunks: never the whole file in memory (it is parsed as it streams)."""
+    fd, st = open_regular(path, "IR file")
     try:
-        st = path.stat()
-    except FileNotFoundError:
-        raise ModelFormatError(f"IR file '{path}' does not exist") from None
-    except OSError as err:
-        raise ModelFormatError(f"IR file '{path}' cannot be read: {err}") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise ModelFormatError(f"IR file '{path}' is not a regular file (a directory, FIFO or device)")
-    if st.st_size > MAX_XML_BYTES:
-        raise ResourceLimitError(
-            f"IR file '{path}' is {st.st_size} bytes; opforge reads topologies up to {MAX_XML_BYTES} "
-            "bytes (weights belong in the .bin). Is this really an IR .xml?"
-        )
+        limits.check_bytes("MAX_MODEL_FILE_BYTES", st.st_size, f"IR file '{path}' (weights belong in the .bin)")
+    except BaseException:
+        os.close(fd)
+        raise
+    return _read_chunks(fd, path, limits.get("MAX_MODEL_FILE_BYTES"))
+
+
+def _read_chunks(fd: int, path: Path, limit: int) -> Iterator[bytes]:
+    total = 0
     try:
-        with open(path, "rb") as f:
-            # Read one byte past the limit so a file that grew since stat() is still caught.
-            data = f.read(MAX_XML_BYTES + 1)
-    except OSError as err:
-        raise ModelFormatError(f"IR file '{path}' cannot be read: {err}") from None
-    if len(data) > MAX_XML_BYTES:
-        raise ResourceLimitError(f"IR file '{path}' is larger than {MAX_XML_BYTES} bytes")
-    return data
+        while True:
+            try:
+                chunk = os.read(fd, 1 << 20)
+            except OSError as err:
+                raise ModelFormatError(f"IR file '{path}' cannot be read: {err.strerror or err}") from None
+            if not chunk:
+                return
+            total += len(chunk)
+            if total > limit:
+                raise ResourceLimitError(f"IR file '{path}' grew past the limit MAX_MODEL_FILE_BYTES={limit} while being read")
+            yield chunk
+    finally:
+        os.close(fd)
 
 
 # ============================================================================ weights
@@ -176,27 +179,26 @@ class _Weights:
             flat = src if src.ndim == 1 and src.format == "B" else src.cast("B")
             self._buf, self._size = flat, flat.nbytes
             return flat, flat.nbytes
-        not_regular = f"weights file '{src}' is not a regular file (a FIFO, device or directory)"
+        # A FIFO or device could block the open or the read forever, or be read past its end:
+        # only plain files are mapped. Checked before opening (opening a FIFO blocks), and
+        # again on the open descriptor in case the path was swapped in between.
+        fd, st = open_regular(src, "weights file")
         try:
-            # A FIFO or device could block the open or the read forever, or be read past its end:
-            # only plain files are mapped. Checked before opening (opening a FIFO blocks), and
-            # again on the open descriptor in case the path was swapped in between.
-            if not stat.S_ISREG(os.stat(src).st_mode):
-                raise ModelFormatError(not_regular)
-            fd = os.open(src, os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0))
-        except OSError as err:
-            raise ModelFormatError(f"{where}: cannot open weights file '{src}': {err}") from None
-        try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                raise ModelFormatError(not_regular)
+            current().check_bytes("MAX_WEIGHTS_BYTES", st.st_size, f"weights file '{src}'")
             self._size = st.st_size
             if st.st_size == 0:
                 self._buf = memoryview(b"")  # mmap refuses empty files
             else:
                 # Read-only: constants become views that nothing can write through. The mapping
                 # stays alive as long as any constant refers to it.
-                self._buf = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+                try:
+                    self._buf = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+                except (OSError, ValueError, OverflowError) as err:
+                    # ENOMEM under an address-space limit, or a file too large to map at all.
+                    raise ResourceLimitError(
+                        f"{where}: cannot map weights file '{src}' ({st.st_size} bytes) into memory: "
+                        f"{getattr(err, 'strerror', None) or err}"
+                    ) from None
                 self._size = len(self._buf)
         finally:
             os.close(fd)
@@ -221,7 +223,7 @@ class _Layer:
     type: str  # opforge's op type name ("Constant", "Relu")
     version: str
     pos: int  # position in the document: parameter and result order
-    el: ET.Element
+    attrs: dict[str, str]  # the <layer> element's own attributes
     data: dict[str, str]
     inputs: list[int]  # input port ids, in document order
     outputs: list[int]  # output port ids, in document order
@@ -234,23 +236,38 @@ class _Layer:
 
 
 class _Reader:
-    def __init__(self, data: bytes, label: str, weights: _Weights, plugins: PluginSystem) -> None:
-        self.data = data
+    def __init__(self, chunks: Iterator[bytes], label: str, weights: _Weights, plugins: PluginSystem,
+                 limits: Limits) -> None:
+        self.chunks = chunks
         self.label = label
         self.weights = weights
         self.plugins = plugins
+        self.limits = limits
+        # Read once: these are checked per dimension of every port.
+        self.max_rank = limits.get("MAX_TENSOR_RANK")
+        self.max_dim = limits.get("MAX_DIMENSION")
         self.ir_version = 11
         self.model_rt: dict[str, Any] = {}
+        self.net_name = "model"
+        self.layers: dict[int, _Layer] = {}
+        self.edge_list: list[tuple[int, int, int, int]] = []
 
     def fail(self, message: str) -> ModelFormatError:
         return ModelFormatError(f"{self.label}: {message}")
 
     # --- parsing -----------------------------------------------------------------------------
     def run(self) -> Model:
-        root = self._parse_xml()
-        if root.tag != "net":
-            raise self.fail(f"not an OpenVINO IR: the root element is <{root.tag}>, expected <net>")
-        version_text = root.get("version", "")
+        self._parse_xml()
+        if not self.stream_seen_layers:
+            raise self.fail("the <net> has no <layers> element")
+        edges = self._parse_edges(self.layers)
+        order = self._toposort(self.layers, edges)
+        return self._build(self.net_name, self.layers, edges, order)
+
+    def _on_net(self, tag: str, attrs: dict[str, str]) -> None:
+        if tag != "net":
+            raise self.fail(f"not an OpenVINO IR: the root element is <{tag}>, expected <net>")
+        version_text = attrs.get("version", "")
         if not _INT.fullmatch(version_text) or int(version_text) not in SUPPORTED_IR_VERSIONS:
             raise self.fail(
                 f"IR version {version_text or '(missing)'!r} is not supported; opforge reads IR v10 and "
@@ -258,124 +275,124 @@ class _Reader:
                 "openvino.save_model."
             )
         self.ir_version = int(version_text)
-        rt_el = root.find("rt_info")
+        self.net_name = attrs.get("name", "model")
+
+    def _on_edge(self, attrs: dict[str, str]) -> None:
+        where = f"edge #{len(self.edge_list)}"
+        self.edge_list.append((self._int(attrs, "edge", "from-layer", where),
+                               self._int(attrs, "edge", "from-port", where),
+                               self._int(attrs, "edge", "to-layer", where),
+                               self._int(attrs, "edge", "to-port", where)))
+        self.limits.check("MAX_NODES", len(self.edge_list), f"{self.label}: edge count")
+
+    def _parse_xml(self) -> None:
+        stream = IrStream(self._on_net, self._add_layer, self._on_edge)
+        first = True
+
+        def checked() -> Iterator[bytes]:
+            nonlocal first
+            for chunk in self.chunks:
+                if first and chunk[: len(_LFS_MAGIC)] == _LFS_MAGIC:
+                    raise self.fail("is a Git LFS pointer file, not the IR: run `git lfs pull` in its repository")
+                first = False
+                yield chunk
+
+        try:
+            stream.feed(checked())
+        except XmlRefused as err:
+            raise self.fail(str(err)) from None
+        except XmlStructureError as err:
+            raise self.fail(str(err)) from None
+        except expat.ExpatError as err:
+            raise self.fail(f"not well-formed XML: {err}") from None
+        finally:
+            close = getattr(self.chunks, "close", None)
+            if close is not None:
+                close()  # the file descriptor of a stream stopped early
+        if first:
+            raise self.fail("not well-formed XML: the file is empty")
+        self.stream_seen_layers = stream.seen_layers
         # <meta_data> and <quantization_info> (written by the old Model Optimizer) describe how
         # the model was converted; they do not change what it computes, so they are not read.
-        self.model_rt = _rt_info_from_xml(rt_el) if rt_el is not None else {}
-        layers_el = root.find("layers")
-        if layers_el is None:
-            raise self.fail("the <net> has no <layers> element")
-        layers = self._parse_layers(layers_el)
-        edges = self._parse_edges(root.find("edges"), layers)
-        order = self._toposort(layers, edges)
-        return self._build(root.get("name", "model"), layers, edges, order)
+        self.model_rt = _rt_info_from_xml(stream.rt_info) if stream.rt_info is not None else {}
 
-    def _parse_xml(self) -> ET.Element:
-        head = self.data[: len(_LFS_MAGIC)]
-        if head == _LFS_MAGIC:
-            raise self.fail("is a Git LFS pointer file, not the IR: run `git lfs pull` in its repository")
-        try:
-            # forbid_dtd: no IR has a DOCTYPE, and rejecting it outright also rejects every
-            # entity trick (billion laughs, external SYSTEM entities) before expansion.
-            root: ET.Element = DET.fromstring(self.data, forbid_dtd=True, forbid_entities=True,
-                                              forbid_external=True)
-        except defusedxml.DTDForbidden:
-            raise self.fail("the XML has a DOCTYPE/DTD, which IR files never have; refusing to process "
-                            "it (entity expansion and external entities are a known attack)") from None
-        except defusedxml.EntitiesForbidden as err:
-            raise self.fail(f"the XML declares entities ({err}), which IR files never do; refusing it") from None
-        except defusedxml.ExternalReferenceForbidden as err:
-            raise self.fail(f"the XML references external resources ({err}); refusing it") from None
-        except ET.ParseError as err:
-            raise self.fail(f"not well-formed XML: {err}") from None
-        except defusedxml.DefusedXmlException as err:
-            raise self.fail(f"unsafe XML rejected: {err}") from None
-        return root
-
-    def _int(self, el: ET.Element, attr: str, where: str, *, minimum: int = 0) -> int:
-        text = el.get(attr)
+    def _int(self, attrs: Mapping[str, str], tag: str, attr: str, where: str, *, minimum: int = 0) -> int:
+        text = attrs.get(attr)
         if text is None:
-            raise self.fail(f"{where}: <{el.tag}> has no '{attr}' attribute")
+            raise self.fail(f"{where}: <{tag}> has no '{attr}' attribute")
         t = text.strip()
         if not _INT.fullmatch(t):
-            raise self.fail(f"{where}: <{el.tag}> attribute {attr}={text!r} is not an integer")
+            raise self.fail(f"{where}: <{tag}> attribute {attr}={text!r} is not an integer")
         v = int(t)
         if v < minimum:
-            raise self.fail(f"{where}: <{el.tag}> attribute {attr}={v} is negative")
+            raise self.fail(f"{where}: <{tag}> attribute {attr}={v} is negative")
         return v
 
-    def _parse_layers(self, layers_el: ET.Element) -> dict[int, _Layer]:
-        layers: dict[int, _Layer] = {}
-        for pos, el in enumerate(layers_el.findall("layer")):
-            lid = self._int(el, "id", f"layer #{pos}")
-            name = el.get("name") or ""
-            ir_type = el.get("type")
-            where = f"layer '{name}' (id {lid})"
-            if lid in layers:
-                other = layers[lid]
-                raise self.fail(
-                    f"two layers have id {lid}: '{other.name}' ({other.ir_type}) and '{name}' "
-                    f"({ir_type}); layer ids must be unique (refusing to guess which one edges mean)"
-                )
-            if not ir_type:
-                raise self.fail(f"{where}: has no 'type' attribute")
-            version = el.get("version")
-            if not version:
-                raise self.fail(f"{where}: has no 'version' attribute (expected 'opsetN' or a custom "
-                                "opset name)")
-            data_el = el.find("data")
-            data = dict(data_el.attrib) if data_el is not None else {}
-            inputs: list[int] = []
-            outputs: list[int] = []
-            out_names: list[list[str]] = []
-            seen_ports: set[int] = set()
-            for section, ids in (("input", inputs), ("output", outputs)):
-                sec = el.find(section)
-                if sec is None:
-                    continue
-                for port in sec.findall("port"):
-                    pid = self._int(port, "id", where)
-                    if pid in seen_ports:
-                        raise self.fail(f"{where}: two ports have id {pid}")
-                    seen_ports.add(pid)
-                    self._check_port_dims(port, f"{where} port {pid}")
-                    ids.append(pid)
-                    if section == "output":
-                        out_names.append(split_names(port.get("names", "")))
-            layer = _Layer(
-                id=lid, name=name or f"{ir_type}_{lid}", ir_type=ir_type,
-                type=TYPE_NAMES_FROM_IR.get(ir_type, ir_type), version=version, pos=pos, el=el,
-                data=data, inputs=inputs, outputs=outputs, output_names=out_names,
-                rt_info=_node_rt_info(el.find("rt_info")),
+    def _add_layer(self, el: ET.Element) -> None:
+        """One ``<layer>`` subtree, as it streams by: checked and kept as a compact record."""
+        layers = self.layers
+        pos = len(layers)
+        self.limits.check("MAX_NODES", pos + 1, f"{self.label}: layer count")
+        lid = self._int(el.attrib, "layer", "id", f"layer #{pos}")
+        name = el.get("name") or ""
+        ir_type = el.get("type")
+        where = f"layer '{name}' (id {lid})"
+        if lid in layers:
+            other = layers[lid]
+            raise self.fail(
+                f"two layers have id {lid}: '{other.name}' ({other.ir_type}) and '{name}' "
+                f"({ir_type}); layer ids must be unique (refusing to guess which one edges mean)"
             )
-            layers[lid] = layer
-        return layers
+        if not ir_type:
+            raise self.fail(f"{where}: has no 'type' attribute")
+        version = el.get("version")
+        if not version:
+            raise self.fail(f"{where}: has no 'version' attribute (expected 'opsetN' or a custom "
+                            "opset name)")
+        data_el = el.find("data")
+        data = dict(data_el.attrib) if data_el is not None else {}
+        inputs: list[int] = []
+        outputs: list[int] = []
+        out_names: list[list[str]] = []
+        seen_ports: set[int] = set()
+        for section, ids in (("input", inputs), ("output", outputs)):
+            sec = el.find(section)
+            if sec is None:
+                continue
+            for port in sec.findall("port"):
+                pid = self._int(port.attrib, "port", "id", where)
+                if pid in seen_ports:
+                    raise self.fail(f"{where}: two ports have id {pid}")
+                seen_ports.add(pid)
+                self._check_port_dims(port, f"{where} port {pid}")
+                ids.append(pid)
+                if section == "output":
+                    out_names.append(split_names(port.get("names", "")))
+        layers[lid] = _Layer(
+            id=lid, name=name or f"{ir_type}_{lid}", ir_type=ir_type,
+            type=TYPE_NAMES_FROM_IR.get(ir_type, ir_type), version=version, pos=pos,
+            attrs=dict(el.attrib), data=data, inputs=inputs, outputs=outputs, output_names=out_names,
+            rt_info=_node_rt_info(el.find("rt_info")),
+        )
 
     def _check_port_dims(self, port: ET.Element, where: str) -> None:
         """Port dims are informational (shapes are re-inferred), but a crafted value must still
         be an error rather than flow into tools that trust it."""
         dims = port.findall("dim")
-        if len(dims) > MAX_RANK:
-            raise ResourceLimitError(f"{self.label}: {where}: rank {len(dims)} exceeds the limit of {MAX_RANK}")
+        if len(dims) > self.max_rank:
+            self.limits.check("MAX_TENSOR_RANK", len(dims), f"{self.label}: {where}: rank")
         for d in dims:
             text = (d.text or "").strip()
             if _INTERVAL.fullmatch(text) or text == "?":
                 continue
             if not _INT.fullmatch(text):
                 raise self.fail(f"{where}: <dim>{text}</dim> is not a dimension")
-            _check_dim(int(text), f"{self.label}: {where}")
+            self._check_dim(int(text), f"{self.label}: {where}")
 
-    def _parse_edges(self, edges_el: ET.Element | None, layers: dict[int, _Layer]) -> dict[tuple[int, int], tuple[int, int]]:
+    def _parse_edges(self, layers: dict[int, _Layer]) -> dict[tuple[int, int], tuple[int, int]]:
         """``(to layer, to port) -> (from layer, from port)``, every reference checked."""
         edges: dict[tuple[int, int], tuple[int, int]] = {}
-        if edges_el is None:
-            return edges
-        for k, e in enumerate(edges_el.findall("edge")):
-            where = f"edge #{k}"
-            fl = self._int(e, "from-layer", where)
-            fp = self._int(e, "from-port", where)
-            tl = self._int(e, "to-layer", where)
-            tp = self._int(e, "to-port", where)
+        for k, (fl, fp, tl, tp) in enumerate(self.edge_list):
             desc = f"edge #{k} ({fl}:{fp} -> {tl}:{tp})"
             for lid, role in ((fl, "from-layer"), (tl, "to-layer")):
                 if lid not in layers:
@@ -481,7 +498,7 @@ class _Reader:
         return model
 
     def _result_names(self, layer: _Layer, node: Node) -> None:
-        text = layer.el.get("output_names")
+        text = layer.attrs.get("output_names")
         if text is None:
             return
         names = split_names(text)
@@ -632,8 +649,7 @@ class _Reader:
         if not t:
             return []
         parts = t.split(",")
-        if len(parts) > MAX_RANK:
-            raise ResourceLimitError(f"{where}: shape rank {len(parts)} exceeds the limit of {MAX_RANK}")
+        self.limits.check("MAX_TENSOR_RANK", len(parts), f"{where}: shape rank")
         dims: list[int | None] = []
         for p in parts:
             p = p.strip()
@@ -646,24 +662,28 @@ class _Reader:
             if not _INT.fullmatch(p):
                 raise ModelFormatError(f"{where}: shape {text!r}: {p!r} is not a dimension")
             d = int(p)
-            _check_dim(d, where)
+            self._check_dim(d, where)
             dims.append(d)
         return dims
 
+    def _check_dim(self, d: int, where: str) -> None:
+        if d < -1:
+            raise ModelFormatError(f"{where}: dimension {d} is negative (only -1 means dynamic)")
+        if d > self.max_dim:
+            self.limits.check("MAX_DIMENSION", d, f"{where}: dimension")
+
     def _check_parameter(self, layer: _Layer) -> None:
-        self._element_type(layer, layer.data.get("element_type"))
         shape = layer.data.get("shape")
         if shape is None:
             raise ModelFormatError(f"{self.label}: {layer.where}: <data> has no 'shape' attribute")
         dims = self._parse_dims(layer, shape, static=False)
         if dims is not None:
             static = [d for d in dims if d is not None]
-            n = math.prod(static)
-            if n > MAX_ELEMENTS:
-                raise ResourceLimitError(
-                    f"{self.label}: {layer.where}: input shape {shape!r} has {n} elements, over the "
-                    f"limit of {MAX_ELEMENTS}"
-                )
+            t = self._element_type(layer, layer.data.get("element_type"))
+            itemsize = 1 if t is Type.dynamic else t.np.itemsize
+            # The static part alone: dynamic dimensions are bounded when inputs arrive.
+            self.limits.check_bytes("MAX_TENSOR_BYTES", math.prod(static) * itemsize,
+                                    f"{self.label}: {layer.where}: input shape {shape!r}")
             # Hand the op a shape it parses: intervals were read as dynamic above.
             layer.data["shape"] = ",".join("?" if d is None else str(d) for d in dims) if dims else ""
 
@@ -682,11 +702,8 @@ class _Reader:
             raise ModelFormatError(f"{where}: <data> has no 'shape' attribute")
         dims = self._parse_dims(layer, layer.data["shape"], static=True)
         shape = tuple(int(d) for d in dims or [] if d is not None)
-        data_el = layer.el.find("data")
-        if data_el is None:
-            raise ModelFormatError(f"{where}: has no <data> element")
-        offset = self._int(data_el, "offset", where)
-        size = self._int(data_el, "size", where)
+        offset = self._int(layer.data, "data", "offset", where)
+        size = self._int(layer.data, "data", "size", where)
         count = math.prod(shape)
         itemsize = t.np.itemsize
         if size != count * itemsize:
@@ -694,6 +711,7 @@ class _Reader:
                 f"{where}: size={size} bytes does not match shape {list(shape)} of {t.ir} "
                 f"({count} elements x {itemsize} bytes = {count * itemsize} bytes)"
             )
+        self.limits.check_bytes("MAX_TENSOR_BYTES", count * itemsize, f"{where}: constant shape {list(shape)}")
         if size == 0:
             value = np.zeros(shape, dtype=t.np)
             value.flags.writeable = False
@@ -706,15 +724,6 @@ class _Reader:
                 f"{self.weights.lfs_hint()}"
             )
         return ConstantAttrs(value=_view(buf, t, shape, count, offset))
-
-
-def _check_dim(d: int, where: str) -> None:
-    if d < -1:
-        raise ModelFormatError(f"{where}: dimension {d} is negative (only -1 means dynamic)")
-    if d > MAX_DIM:
-        raise ResourceLimitError(
-            f"{where}: dimension {d} exceeds the limit of {MAX_DIM} (no real tensor has such an axis)"
-        )
 
 
 def _view(buf: memoryview | mmap.mmap, t: Type, shape: tuple[int, ...], count: int, offset: int) -> np.ndarray:

@@ -24,6 +24,8 @@ from opforge.errors import (
 )
 from opforge.frontend.base import ConversionOptions, ModelSource
 from opforge.graph import Model
+from opforge.limits import LIMITS, Limits
+from opforge.limits import using as using_limits
 from opforge.op import Op
 from opforge.plugins.manager import ENTRY_POINT_GROUP, PluginSystem, default_plugins
 from opforge.plugins.registry import USER, PluginInfo
@@ -49,6 +51,8 @@ class Core:
         self._properties: dict[str, PropertyTable] = {}
         self._user_extensions: list[Any] = []
         self._lock = threading.RLock()
+        #: Core-wide properties: the resource limits of the models it reads (opforge.limits)
+        self._limits = Limits()
 
     # --- devices -----------------------------------------------------------------------------
     def _device(self, base: str) -> Device:
@@ -159,16 +163,29 @@ class Core:
 
     def set_property(self, device_name: str | Mapping[str, Any],
                      properties: Mapping[str, Any] | None = None) -> None:
-        """``set_property("CPU", {"INFERENCE_NUM_THREADS": 2})``. Unknown keys are errors."""
+        """``set_property("CPU", {"INFERENCE_NUM_THREADS": 2})``. Unknown keys are errors.
+
+        Without a device, ``set_property({"MAX_TENSOR_BYTES": 2**34})`` sets Core-wide properties:
+        the resource limits (:mod:`opforge.limits`) of the models this Core reads."""
         if isinstance(device_name, Mapping):
-            raise PropertyError(
-                "set_property needs a device name: set_property('CPU', {...}); opforge has no "
-                "Core-wide properties"
-            )
+            if properties is not None:
+                raise PropertyError("set_property takes either a device name and properties, or one mapping "
+                                    "of Core-wide properties")
+            with self._lock:
+                self._limits.set(device_name)
+            return
         base = parse_device_name(device_name).base
         self._table(base).set(dict(properties or {}))
 
-    def get_property(self, device_name: str, name: str) -> Any:
+    def get_property(self, device_name: str, name: str | None = None) -> Any:
+        """A device's property, or with one argument a Core-wide one (``get_property("MAX_NODES")``)."""
+        if name is None:
+            if device_name.upper() in LIMITS:
+                return self._limits.get(device_name)
+            raise PropertyError(
+                f"'{device_name}' is not a Core-wide property ({', '.join(LIMITS)}); for a device's "
+                "property pass the device too: get_property('CPU', name)"
+            )
         parsed = parse_device_name(device_name)
         key = name.upper()
         if key == "AVAILABLE_DEVICES":
@@ -287,7 +304,9 @@ class Core:
             except Exception:  # noqa: BLE001 - a broken detector must not hide the other frontends
                 ok = False
             if ok:
-                return reg.value.read(source, self.plugins, options)  # type: ignore[no-any-return]
+                # The readers check declared sizes against this Core's limits (opforge.limits.current).
+                with using_limits(self._limits.copy()):
+                    return reg.value.read(source, self.plugins, options)  # type: ignore[no-any-return]
         readers = ", ".join(
             f"{r.value.name} ({' '.join(r.value.suffixes) or 'any'})" for r in frontends if r is not None
         )

@@ -17,6 +17,7 @@ import onnx
 from onnx import AttributeProto, GraphProto, NodeProto
 from opforge.errors import (
     ConversionError,
+    ModelFormatError,
     ModelValidationError,
     OpforgeError,
     UnsupportedOpError,
@@ -30,6 +31,7 @@ from opforge.plugins.manager import PluginSystem
 from opforge.shape import PartialShape
 
 from opforge_onnx.loader import TYPE_TO_ONNX, TensorReader, decode_type
+from opforge_onnx.validation import check_graphs, check_opset_imports
 
 FRAMEWORK = "onnx"
 
@@ -237,6 +239,9 @@ class OnnxConverter:
 
     # --- conversion ----------------------------------------------------------------------------
     def convert(self) -> Model:
+        # Before anything is built: a duplicate producer or opset 99 must not convert at all.
+        check_opset_imports(self.model, self.label)
+        check_graphs(self.model, self.label, self.reader.limits)
         self.check_supported()
         graph = self.model.graph
         values: dict[str, Output] = {}
@@ -298,17 +303,38 @@ class OnnxConverter:
         return et, PartialShape(dims)
 
     def sparse_to_array(self, st: onnx.SparseTensorProto) -> np.ndarray:
+        name = st.values.name or "<unnamed sparse tensor>"
+        where = f"{self.label}: sparse tensor '{name}'"
+        dims = [int(d) for d in st.dims]
+        if any(d < 0 for d in dims):
+            raise ModelFormatError(f"{where}: negative dimension in its dense shape {dims}")
         vals = self.reader.to_array(st.values, "sparse values")
+        # A few bytes of values can declare a dense shape of gigabytes: check before np.zeros.
+        count = self.reader.limits.check_shape(dims, vals.dtype.itemsize, f"{where}: dense form")
+        self.reader.total_bytes += count * vals.dtype.itemsize
+        self.reader.limits.check_bytes("MAX_WEIGHTS_BYTES", self.reader.total_bytes,
+                                       f"{where}: the weights read so far with its dense form")
         idx = self.reader.to_array(st.indices, "sparse indices").astype(np.int64)
-        dims = tuple(int(d) for d in st.dims)
+        nnz = vals.size
+        if vals.ndim != 1:
+            raise ModelFormatError(f"{where}: values must be 1-D, got shape {list(vals.shape)}")
+        if idx.ndim == 1:
+            if idx.shape[0] != nnz:
+                raise ModelFormatError(f"{where}: {idx.shape[0]} linear indices for {nnz} values")
+            lin = idx
+        elif idx.ndim == 2 and idx.shape == (nnz, len(dims)):
+            bad = (idx < 0) | (idx >= np.asarray(dims, dtype=np.int64))
+            if bad.any():
+                raise ModelValidationError(f"{where}: has indices out of range of its shape {dims}")
+            lin = np.ravel_multi_index(tuple(idx.T), dims) if idx.size else idx.reshape(-1)
+        else:
+            raise ModelFormatError(
+                f"{where}: indices of shape {list(idx.shape)} fit neither [{nnz}] nor [{nnz}, {len(dims)}]"
+            )
+        if lin.size and (lin.min() < 0 or lin.max() >= count):
+            raise ModelValidationError(f"{where}: has indices out of range of its shape {dims}")
         dense = np.zeros(dims, dtype=vals.dtype)
         flat = dense.reshape(-1)
-        if idx.ndim == 1:
-            lin = idx
-        else:
-            lin = np.ravel_multi_index(tuple(idx.T), dims) if idx.size else idx.reshape(-1)
-        if lin.size and (lin.min() < 0 or lin.max() >= flat.size):
-            raise ModelValidationError(f"{self.label}: sparse tensor '{st.values.name}' has indices out of range")
         flat[lin] = vals.reshape(-1)
         return dense
 

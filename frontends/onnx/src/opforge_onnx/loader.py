@@ -19,8 +19,10 @@ import onnx
 from google.protobuf.message import DecodeError
 from onnx import TensorProto, numpy_helper
 from opforge.element_type import Type
-from opforge.errors import ExternalDataError, ModelFormatError, UnsupportedOpError
+from opforge.errors import ExternalDataError, ModelFormatError, ResourceLimitError, UnsupportedOpError
 from opforge.frontend.base import ModelSource
+from opforge.limits import Limits, current
+from opforge.model_files import check_regular, read_regular
 
 #: ONNX element types opforge has a counterpart for.
 ONNX_TO_TYPE: dict[int, Type] = {
@@ -60,16 +62,14 @@ def parse_model(source: ModelSource) -> onnx.ModelProto:
     if source.data is not None:
         data = source.data
     elif source.path is not None:
-        try:
-            size = source.path.stat().st_size
-            if size > MAX_MODEL_BYTES:
-                raise ModelFormatError(
-                    f"{label}: not a valid ONNX ModelProto: {size} bytes exceed protobuf's 2 GiB limit; "
-                    "store the weights as external data"
-                )
-            data = source.path.read_bytes()
-        except OSError as err:
-            raise ModelFormatError(f"{label}: cannot read the model file: {err}") from None
+        # A FIFO or device named *.onnx is refused, never opened for a blocking read.
+        st = check_regular(source.path)
+        if st.st_size > MAX_MODEL_BYTES:
+            raise ModelFormatError(
+                f"{label}: not a valid ONNX ModelProto: {st.st_size} bytes exceed protobuf's 2 GiB limit; "
+                "store the weights as external data"
+            )
+        data = read_regular(source.path)
     else:
         raise ModelFormatError("no model given: pass a path or bytes")
     if not data:
@@ -96,13 +96,21 @@ def parse_model(source: ModelSource) -> onnx.ModelProto:
     return model
 
 
-class TensorReader:
-    """Decodes TensorProtos of one model, reading external data files once each."""
+#: the keys ONNX defines for ``TensorProto.external_data`` (onnx.external_data_helper.ExternalDataInfo)
+EXTERNAL_DATA_KEYS = ("location", "offset", "length", "checksum", "basepath")
 
-    def __init__(self, label: str, base_dir: Path | None) -> None:
+
+class TensorReader:
+    """Decodes TensorProtos of one model, checking every declared size against the limits
+    (:mod:`opforge.limits`) before allocating, and reading only the bytes of each tensor from
+    external data files (never a whole file: it may be far larger than memory)."""
+
+    def __init__(self, label: str, base_dir: Path | None, limits: Limits | None = None) -> None:
         self.label = label
         self.base_dir = base_dir
-        self._files: dict[Path, bytes] = {}
+        self.limits = limits if limits is not None else current()
+        #: bytes of tensor data decoded so far, checked against MAX_WEIGHTS_BYTES
+        self.total_bytes = 0
 
     def to_array(self, t: TensorProto, what: str = "") -> np.ndarray:
         name = t.name or what or "<unnamed>"
@@ -111,11 +119,23 @@ class TensorReader:
         dims = list(t.dims)
         if any(d < 0 for d in dims):
             raise ModelFormatError(f"{where}: negative dimension in shape {dims}")
-        count = 1
-        for d in dims:
-            count *= d
         itemsize = et.np.itemsize
+        # Rank, dimensions and bytes are checked with Python ints before NumPy sees the shape.
+        count = self.limits.check_shape(dims, itemsize, where)
         nbytes = count * itemsize
+        self.total_bytes += nbytes
+        self.limits.check_bytes("MAX_WEIGHTS_BYTES", self.total_bytes,
+                                f"{where}: the weights read so far with this tensor")
+        try:
+            return self._decode(t, et, dims, count, nbytes, name, where)
+        except MemoryError:
+            raise ResourceLimitError(
+                f"{where}: not enough memory for its {nbytes} bytes (shape {dims}); "
+                "free memory or lower the model's size"
+            ) from None
+
+    def _decode(self, t: TensorProto, et: Type, dims: list[int], count: int, nbytes: int, name: str,
+                where: str) -> np.ndarray:
         if t.data_location == TensorProto.EXTERNAL:
             raw = self._external(t, name, nbytes)
             return np.frombuffer(raw, dtype=et.np.newbyteorder("<")).astype(et.np).reshape(dims)
@@ -137,9 +157,21 @@ class TensorReader:
 
     # --- external data -------------------------------------------------------------------------
     def _external(self, t: TensorProto, name: str, nbytes: int) -> bytes:
-        info = {e.key: e.value for e in t.external_data}
-        loc = info.get("location", "")
         where = f"{self.label}: tensor '{name}'"
+        info: dict[str, str] = {}
+        for e in t.external_data:
+            if e.key not in EXTERNAL_DATA_KEYS:
+                raise ExternalDataError(
+                    f"{where}: unknown external_data key {e.key[:64]!r}; ONNX defines "
+                    f"{', '.join(EXTERNAL_DATA_KEYS)}"
+                )
+            if e.key in info:
+                raise ExternalDataError(
+                    f"{where}: external_data key '{e.key}' is given twice ({info[e.key][:64]!r} and "
+                    f"{e.value[:64]!r}); refusing to guess which one is meant"
+                )
+            info[e.key] = e.value
+        loc = info.get("location", "")
         if self.base_dir is None:
             raise ExternalDataError(
                 f"{where} keeps its data in external file '{loc}', but the model was given as bytes, so "
@@ -195,23 +227,28 @@ class TensorReader:
             raise ModelFormatError(
                 f"{where}: external data length {length} does not match its shape and type ({nbytes} bytes)"
             )
-        data = self._files.get(cur)
-        if data is None:
-            flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
-            try:
-                fd = os.open(cur, flags)
-            except OSError as err:
-                raise ExternalDataError(f"{where}: cannot open external data file '{loc}': {err.strerror}") from None
-            try:
-                st2 = os.fstat(fd)
-                if (st2.st_ino, st2.st_dev) != (st.st_ino, st.st_dev):
-                    raise ExternalDataError(f"{where}: external data file '{loc}' changed while being opened")
-                with os.fdopen(fd, "rb", closefd=False) as f:
-                    data = f.read(size)
-            finally:
-                os.close(fd)
-            self._files[cur] = data
-        return data[offset:offset + length]
+        # O_NONBLOCK: a file swapped for a FIFO after the lstat above cannot block the open.
+        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+        try:
+            fd = os.open(cur, flags)
+        except OSError as err:
+            raise ExternalDataError(f"{where}: cannot open external data file '{loc}': {err.strerror}") from None
+        try:
+            st2 = os.fstat(fd)
+            if (st2.st_ino, st2.st_dev) != (st.st_ino, st.st_dev) or not stat.S_ISREG(st2.st_mode):
+                raise ExternalDataError(f"{where}: external data file '{loc}' changed while being opened")
+            # Only this tensor's bytes: the file may hold many tensors, or be sparse and huge.
+            data = _pread_exact(fd, length, offset)
+        except OSError as err:
+            raise ExternalDataError(f"{where}: cannot read external data file '{loc}': {err.strerror}") from None
+        finally:
+            os.close(fd)
+        if len(data) != length:
+            raise ExternalDataError(
+                f"{where}: external data file '{loc}' ended after {len(data)} of {length} bytes at offset "
+                f"{offset} (it shrank while being read)"
+            )
+        return data
 
     @staticmethod
     def _int_field(info: dict[str, str], key: str, default: int | None, where: str) -> Any:
@@ -224,3 +261,16 @@ class TensorReader:
         if v < 0:
             raise ExternalDataError(f"{where}: external data {key} {v} is negative")
         return v
+
+
+def _pread_exact(fd: int, length: int, offset: int) -> bytes:
+    """Up to ``length`` bytes at ``offset`` (fewer only at end of file), in bounded chunks."""
+    chunks = []
+    while length > 0:
+        chunk = os.pread(fd, min(length, 1 << 26), offset)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        length -= len(chunk)
+        offset += len(chunk)
+    return b"".join(chunks)

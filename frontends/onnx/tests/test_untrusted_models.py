@@ -1,0 +1,239 @@
+"""Untrusted ONNX files: no hang on special files, SSA and opset checks as onnx.checker makes
+them, and declared sizes checked against opforge.limits before anything is allocated."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import threading
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto as T
+from onnx import helper as h
+from opforge import Core
+from opforge.errors import ExternalDataError, ModelFormatError, ModelValidationError, ResourceLimitError
+from opforge.frontend.convert import convert_model
+from opforge.limits import Limits, using
+from opforge.reference import evaluate_model
+from opforge_onnx.testing.helpers import make_model
+from opforge_onnx.validation import supported_opsets
+
+X = h.make_tensor_value_info("x", T.FLOAT, [2])
+Y = h.make_tensor_value_info("y", T.FLOAT, [2])
+
+
+def relu_model(**kw: object) -> onnx.ModelProto:
+    return make_model([h.make_node("Relu", ["x"], ["y"], name="r")], [X], [Y], opset=17, **kw)  # type: ignore[arg-type]
+
+
+def read_in_thread(fn: object, timeout: float = 10.0) -> BaseException | None:
+    """Run ``fn`` in a daemon thread; a hang fails the test instead of blocking the suite."""
+    box: list[BaseException | None] = []
+
+    def run() -> None:
+        try:
+            fn()  # type: ignore[operator]
+            box.append(None)
+        except BaseException as err:  # noqa: BLE001 - the test inspects it
+            box.append(err)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(timeout)
+    assert box, f"the read blocked for {timeout} s"
+    return box[0]
+
+
+# ---------------------------------------------------------------------------- special files
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+@pytest.mark.parametrize("name", ["m.onnx", "m.bin", "model"])
+def test_fifo_named_like_a_model_is_refused_without_blocking(tmp_path: pathlib.Path, name: str) -> None:
+    fifo = tmp_path / name
+    os.mkfifo(fifo)
+    for read in (lambda: Core().read_model(fifo), lambda: convert_model(str(fifo), framework="onnx")):
+        err = read_in_thread(read)
+        assert isinstance(err, ModelFormatError), err
+        assert str(fifo) in str(err) and "FIFO" in str(err) and "not a regular file" in str(err)
+
+
+def test_directory_and_device_named_like_a_model(tmp_path: pathlib.Path) -> None:
+    d = tmp_path / "dir.onnx"
+    d.mkdir()
+    with pytest.raises(ModelFormatError, match=r"dir\.onnx' is not a regular file but a directory"):
+        Core().read_model(d)
+    if os.path.exists("/dev/zero"):
+        err = read_in_thread(lambda: Core().read_model("/dev/zero"))
+        assert isinstance(err, ModelFormatError) and "character device" in str(err)
+
+
+# ---------------------------------------------------------------------------- SSA
+def test_two_producers_of_one_tensor() -> None:
+    nodes = [h.make_node("Relu", ["x"], ["y"], name="first"), h.make_node("Neg", ["x"], ["y"], name="second")]
+    m = make_model(nodes, [X], [Y], opset=17)
+    with pytest.raises(onnx.checker.ValidationError):
+        onnx.checker.check_model(m)  # the oracle refuses it too
+    with pytest.raises(ModelValidationError,
+                       match=r"tensor 'y' is produced twice: by node 'first' \(Relu\) and by node 'second' \(Neg\)"):
+        convert_model(m.SerializeToString(), framework="onnx")
+
+
+def test_two_graph_inputs_of_one_name() -> None:
+    m = make_model([h.make_node("Relu", ["x"], ["y"], name="r")], [X, X], [Y], opset=17)
+    with pytest.raises(ModelValidationError, match=r"graph input 'x' is declared twice"):
+        convert_model(m.SerializeToString(), framework="onnx")
+
+
+def test_node_output_clashing_with_an_initializer() -> None:
+    w = h.make_tensor("w", T.FLOAT, [2], [1.0, 2.0])
+    nodes = [h.make_node("Relu", ["x"], ["w"], name="r"), h.make_node("Add", ["x", "w"], ["y"], name="add")]
+    m = make_model(nodes, [X], [Y], opset=17, initializers=[w])
+    with pytest.raises(ModelValidationError, match=r"tensor 'w' is produced twice: by initializer and by node 'r'"):
+        convert_model(m.SerializeToString(), framework="onnx")
+    dup = make_model([h.make_node("Add", ["x", "w"], ["y"], name="add")], [X], [Y], opset=17,
+                     initializers=[w, h.make_tensor("w", T.FLOAT, [2], [3.0, 4.0])])
+    with pytest.raises(ModelValidationError, match=r"initializer name 'w' is not unique"):
+        convert_model(dup.SerializeToString(), framework="onnx")
+
+
+def test_initializer_listed_as_graph_input_is_still_allowed() -> None:
+    # ONNX IR < 4 requires it, later versions allow it (the initializer is the input's default).
+    w = h.make_tensor("w", T.FLOAT, [2], [1.0, 2.0])
+    m = make_model([h.make_node("Add", ["x", "w"], ["y"], name="add")],
+                   [X, h.make_tensor_value_info("w", T.FLOAT, [2])], [Y], opset=17, initializers=[w])
+    out = evaluate_model(convert_model(m.SerializeToString(), framework="onnx"), {"x": np.ones(2, np.float32)})
+    np.testing.assert_array_equal(out[0], [2.0, 3.0])
+
+
+def test_two_producers_inside_an_if_branch() -> None:
+    one = h.make_tensor_value_info("o", T.FLOAT, [2])
+    then = h.make_graph([h.make_node("Relu", ["x"], ["o"], name="t1"), h.make_node("Neg", ["x"], ["o"], name="t2")],
+                        "then", [], [one])
+    other = h.make_graph([h.make_node("Neg", ["x"], ["o"], name="e1")], "else", [], [one])
+    c = h.make_tensor_value_info("c", T.BOOL, [])
+    node = h.make_node("If", ["c"], ["y"], name="if", then_branch=then, else_branch=other)
+    m = make_model([node], [c, X], [Y], opset=17)
+    with pytest.raises(ModelValidationError, match=r"tensor 'o' in subgraph 'then_branch' of node 'if' is produced "
+                                                   r"twice: by node 't1' \(Relu\) and by node 't2' \(Neg\)"):
+        convert_model(m.SerializeToString(), framework="onnx")
+
+
+# ---------------------------------------------------------------------------- opset imports
+@pytest.mark.parametrize("domain", ["", "ai.onnx"])
+@pytest.mark.parametrize("version", [99, 0, -5])
+def test_unsupported_opset_versions(domain: str, version: int) -> None:
+    m = relu_model()
+    del m.opset_import[:]
+    m.opset_import.append(h.make_opsetid(domain, version))
+    newest = supported_opsets()["ai.onnx"]
+    with pytest.raises(ModelValidationError, match=rf"imports domain .* at opset version {version}, outside the "
+                                                   rf"supported range 1\.\.{newest}"):
+        convert_model(m.SerializeToString(), framework="onnx")
+
+
+def test_custom_domain_version_must_be_positive() -> None:
+    m = relu_model(domains={"com.example": 0})
+    with pytest.raises(ModelValidationError, match=r"domain com\.example at opset version 0; versions start at 1"):
+        convert_model(m.SerializeToString(), framework="onnx")
+
+
+# ---------------------------------------------------------------------------- limits
+def initializer_model(t: onnx.TensorProto) -> onnx.ModelProto:
+    return make_model([h.make_node("Add", ["x", t.name], ["y"], name="add")], [X], [Y], opset=17, initializers=[t])
+
+
+def test_sparse_initializer_with_a_huge_dense_shape() -> None:
+    # 60-odd bytes that ask for 2^31 floats (8 GiB) when densified.
+    vals = h.make_tensor("s", T.FLOAT, [1], [1.0])
+    idx = h.make_tensor("i", T.INT64, [1], [0])
+    sp = h.make_sparse_tensor(vals, idx, [2**31])
+    m = make_model([h.make_node("Relu", ["x"], ["y"], name="r")], [X], [Y], opset=17)
+    m.graph.sparse_initializer.append(sp)
+    data = m.SerializeToString()
+    assert len(data) < 200
+    with pytest.raises(ResourceLimitError, match=r"sparse tensor 's': dense form: shape \[2147483648\] needs "
+                                                 r"8589934592 bytes, over the limit MAX_TENSOR_BYTES=.*"
+                                                 r"OPFORGE_MAX_TENSOR_BYTES"):
+        convert_model(data, framework="onnx")
+
+
+@pytest.mark.parametrize(("dims", "match"), [
+    ([1] * 100, r"tensor 'w': shape \[1, 1, 1, 1, 1, 1, 1, 1, \.\.\.\] \(rank 100\) has rank 100 exceeds the limit "
+                r"MAX_TENSOR_RANK=32"),
+    ([2**32, 2**32, 0], r"tensor 'w': shape \[4294967296, 4294967296, 0\] has dimension 4294967296 exceeds the "
+                        r"limit MAX_DIMENSION="),
+])
+def test_initializer_rank_and_dimension_limits(dims: list[int], match: str) -> None:
+    t = onnx.TensorProto(name="w", data_type=T.FLOAT, dims=dims)
+    with pytest.raises(ResourceLimitError, match=match):
+        convert_model(initializer_model(t).SerializeToString(), framework="onnx")
+
+
+def test_limits_are_core_properties(tmp_path: pathlib.Path) -> None:
+    t = h.make_tensor("w", T.FLOAT, [2], [1.0, 2.0])
+    path = tmp_path / "m.onnx"
+    path.write_bytes(initializer_model(t).SerializeToString())
+    core = Core()
+    core.set_property({"MAX_TENSOR_BYTES": 4})
+    assert core.get_property("MAX_TENSOR_BYTES") == 4
+    with pytest.raises(ResourceLimitError, match=r"m\.onnx: tensor 'w': shape \[2\] needs 8 bytes, over the limit "
+                                                 r"MAX_TENSOR_BYTES=4"):
+        core.read_model(path)
+    assert Core().read_model(path) is not None  # another Core keeps the defaults
+    core.set_property({"MAX_TENSOR_BYTES": "8"})
+    assert core.read_model(path) is not None
+
+
+def test_limit_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPFORGE_MAX_NODES", "1")
+    nodes = [h.make_node("Relu", ["x"], ["a"], name="r1"), h.make_node("Relu", ["a"], ["y"], name="r2")]
+    m = make_model(nodes, [X], [Y], opset=17)
+    with pytest.raises(ResourceLimitError, match=r"node count \(subgraphs included\) 2 exceeds the limit MAX_NODES=1"):
+        convert_model(m.SerializeToString(), framework="onnx")
+
+
+def external_tensor(tmp_path: pathlib.Path, entries: list[tuple[str, str]], nfloats: int = 2) -> pathlib.Path:
+    (tmp_path / "w.bin").write_bytes(np.arange(nfloats, dtype=np.float32).tobytes())
+    t = onnx.TensorProto(name="w", data_type=T.FLOAT, dims=[nfloats], data_location=T.EXTERNAL)
+    for k, v in entries:
+        e = t.external_data.add()
+        e.key, e.value = k, v
+    m = make_model([h.make_node("Add", ["x", "w"], ["y"], name="add")],
+                   [h.make_tensor_value_info("x", T.FLOAT, [nfloats])], [h.make_tensor_value_info("y", T.FLOAT, [nfloats])],
+                   opset=17, initializers=[t])
+    p = tmp_path / "m.onnx"
+    p.write_bytes(m.SerializeToString())
+    return p
+
+
+def test_unknown_and_duplicate_external_data_keys(tmp_path: pathlib.Path) -> None:
+    p = external_tensor(tmp_path, [("location", "w.bin"), ("__class__", "x")])
+    with pytest.raises(ExternalDataError, match=r"tensor 'w': unknown external_data key '__class__'"):
+        Core().read_model(p)
+    p = external_tensor(tmp_path, [("location", "w.bin"), ("offset", "0"), ("offset", "4")])
+    with pytest.raises(ExternalDataError, match=r"tensor 'w': external_data key 'offset' is given twice"):
+        Core().read_model(p)
+    p = external_tensor(tmp_path, [("location", "w.bin"), ("checksum", "abc")])
+    assert Core().read_model(p) is not None  # every key ONNX defines is accepted
+
+
+def test_external_data_reads_only_the_tensor_bytes(tmp_path: pathlib.Path) -> None:
+    # A sparse 64 GiB external file holding a 2-float tensor: read whole (as before) it was a bare
+    # MemoryError; now only the tensor's 8 bytes are read.
+    p = external_tensor(tmp_path, [("location", "w.bin"), ("offset", str(2**36 - 8)), ("length", "8")])
+    with open(tmp_path / "w.bin", "r+b") as f:
+        f.truncate(2**36)
+        f.seek(2**36 - 8)
+        f.write(np.array([5.0, 6.0], np.float32).tobytes())
+    m = Core().read_model(p)
+    out = evaluate_model(m, {"x": np.zeros(2, np.float32)})
+    np.testing.assert_array_equal(out[0], [5.0, 6.0])
+
+
+def test_weights_limit_counts_every_tensor(tmp_path: pathlib.Path) -> None:
+    p = external_tensor(tmp_path, [("location", "w.bin")], nfloats=16)
+    with using(Limits({"MAX_WEIGHTS_BYTES": 32})), \
+            pytest.raises(ResourceLimitError, match=r"tensor 'w': the weights read so far with this tensor needs 64 "
+                                                    r"bytes, over the limit MAX_WEIGHTS_BYTES=32"):
+        convert_model(str(p), framework="onnx")

@@ -10,12 +10,14 @@ except to run the ops a CustomLayersMapping.xml hands to it (:mod:`opforge_paddl
 from __future__ import annotations
 
 import functools
+import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from opforge.errors import ModelFormatError
 from opforge.frontend.base import ConversionOptions, Frontend, ModelSource
+from opforge.model_files import read_regular
 from opforge.transformations.constant_folding import ConstantFolding
 
 from opforge_paddle import legacy, pir
@@ -69,10 +71,8 @@ class PaddleFrontend(Frontend):
             return source.data
         if source.path is None:
             raise ModelFormatError("no Paddle model given")
-        try:
-            return source.path.read_bytes()
-        except OSError as err:
-            raise ModelFormatError(f"{source.path}: cannot read the model: {err}") from None
+        # Regular files only (a FIFO named *.json would block), within MAX_MODEL_FILE_BYTES.
+        return read_regular(source.path, "Paddle model file")
 
     def _weights(self, source: ModelSource, program: PaddleProgram) -> tuple[bytes, str] | None:
         if source.weights is not None:
@@ -87,17 +87,14 @@ class PaddleFrontend(Frontend):
                     f"'{program.params[0]}') but no weights were given; pass weights=<.pdiparams path or bytes>"
                 )
             return None
-        if not path.is_file():
+        if not os.path.lexists(path):
             if not program.params:
                 return None
             raise ModelFormatError(
                 f"{source.label}: the program has {len(program.params)} parameters (first: '{program.params[0]}') "
                 f"but the parameters file '{path}' does not exist"
             )
-        try:
-            return path.read_bytes(), str(path)
-        except OSError as err:
-            raise ModelFormatError(f"{path}: cannot read the parameters file: {err}") from None
+        return read_regular(path, "Paddle parameters file", limit="MAX_WEIGHTS_BYTES"), str(path)
 
     def parse(self, source: ModelSource) -> PaddleProgram:
         """The program of ``source`` in the ProgramDesc vocabulary (no conversion)."""

@@ -90,6 +90,7 @@ def test_without_the_mapping_one_error_names_every_contrib_op(files: tuple[Path,
     assert "3 op type(s) have no converter" in msg
     for op, node in (("FastGelu", "fast_gelu"), ("SkipLayerNormalization", "skip_ln"), ("BiasGelu", "bias_gelu")):
         assert f"com.microsoft::{op}" in msg and repr(node) in msg
+    assert '<CustomLayer NativeType="com.microsoft::BiasGelu" hasParam="true"/>' in msg
 
 
 def test_listed_contrib_ops_convert_with_framework_shapes_and_match_onnx_runtime(files: tuple[Path, Path]) -> None:

@@ -46,6 +46,7 @@ def test_without_the_mapping_one_error_names_both_ops(paddle: Any, tmp_path: Pat
     with pytest.raises(UnsupportedOpError, match=r"2 op type\(s\)") as info:
         convert_model(path)
     assert "atan: 1 node(s)" in str(info.value) and "hard_shrink: 1 node(s)" in str(info.value)
+    assert '<CustomLayer NativeType="atan" hasParam="true"/>' in str(info.value)
 
 
 def test_listed_ops_run_through_paddle_and_match_it(paddle: Any, tmp_path: Path) -> None:

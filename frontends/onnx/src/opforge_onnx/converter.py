@@ -232,7 +232,9 @@ class OnnxConverter:
             + "\nTo convert them, pass an extension, e.g. "
             f'convert_model(..., extension=[OpExtension("<opforge op>", "{op0}", framework="onnx"{dom_arg})]) '
             f'or ConversionExtension("{op0}", fn, framework="onnx"{dom_arg}); or install a plugin that '
-            "registers one (opforge_register_conversion_extensions); or pass allow_unsupported=True "
+            "registers one (opforge_register_conversion_extensions); or list them in a CustomLayersMapping.xml "
+            f'(<CustomLayer NativeType="{dom0 + "::" if dom0 else ""}{op0}" hasParam="true"/>, given as extension=) '
+            "to run them through ONNX Runtime; or pass allow_unsupported=True "
             "(--allow-unsupported) to keep them as placeholder nodes."
             + (f" Custom domains with extensions installed: {', '.join(known)}." if known else "")
         )

@@ -59,7 +59,9 @@ class PaddleConverter:
             + "\nTo convert them, pass an extension, e.g. "
             f'convert_model(..., extension=[OpExtension("<opforge op>", "{first}", framework="paddle", '
             f'inputs=["X"], outputs=["Out"])]) or ConversionExtension("{first}", fn, framework="paddle"); '
-            "or install a plugin that registers one (opforge_register_conversion_extensions); or pass "
+            "or install a plugin that registers one (opforge_register_conversion_extensions); or list them in a "
+            f'CustomLayersMapping.xml (<CustomLayer NativeType="{first}" hasParam="true"/>, given as extension=) '
+            "to run them through paddle; or pass "
             "allow_unsupported=True (--allow-unsupported) to keep them as placeholder nodes."
         )
 

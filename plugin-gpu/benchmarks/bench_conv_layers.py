@@ -101,7 +101,7 @@ def main() -> int:
                 times = []
                 for _ in range(args.runs):
                     req.infer(feeds)
-                    times.append(sum(c["real_time_us"] for c in req.get_profiling_info()) / 1e3)
+                    times.append(sum(c.real_time_ms for c in req.get_profiling_info()))
                 kernels = sorted({c["kernel"] for c in req.get_profiling_info()})
             ms = statistics.median(times)
             row[path] = {"ms": ms, "kernels": kernels}

@@ -276,12 +276,12 @@ def main() -> int:
         dev_ms = []
         for _ in range(max(3, args.iters // 5)):
             preq.infer({"x": x})
-            dev_ms.append(sum(c["real_time_us"] for c in preq.get_profiling_info()) / 1e3
+            dev_ms.append(sum(c.real_time_ms for c in preq.get_profiling_info())
                           if hasattr(preq, "get_profiling_info") else 0.0)
         run["opforge_kernels_ms"] = statistics.median(dev_ms)
         by_type: dict[str, float] = {}
         for c in preq.get_profiling_info():
-            by_type[c["exec_type"]] = by_type.get(c["exec_type"], 0.0) + c["real_time_us"] / 1e3
+            by_type[c["exec_type"]] = by_type.get(c.exec_type, 0.0) + c.real_time_ms
         run["kernel_ms_by_type"] = dict(sorted(by_type.items(), key=lambda kv: -kv[1]))
         line += f", kernels {run['opforge_kernels_ms']:.3f} ms"
         if torch is not None and torch_net is not None:

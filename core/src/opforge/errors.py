@@ -24,6 +24,10 @@ class ExternalDataError(ModelFormatError):
     """A tensor's data lives outside the model file and cannot be read safely."""
 
 
+class BlobVersionError(ModelFormatError):
+    """An exported compiled model was made by another blob format or other plugin versions."""
+
+
 class ModelValidationError(OpforgeError, ValueError):
     """A graph is structurally wrong: cycles, dangling inputs, duplicate names."""
 
@@ -114,3 +118,12 @@ class RequestBusyError(OpforgeError, RuntimeError):
 
 class ResourceLimitError(OpforgeError, MemoryError):
     """A model or tensor would need more memory than allowed."""
+
+
+# --- plugin authoring tools ----------------------------------------------------------------
+class ExtgenConfigError(OpforgeError, ValueError):
+    """An ``opforge extgen`` configuration (JSON file or answers) is invalid; names the key."""
+
+
+class OpcheckError(OpforgeError):
+    """``opforge opcheck`` cannot run: an unknown target, or a target that provides no op."""

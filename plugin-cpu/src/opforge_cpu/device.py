@@ -12,6 +12,7 @@ import numpy as np
 from opforge.errors import KernelError, UnsupportedOpError
 from opforge.graph import Model
 from opforge.runtime.device import Availability, CompileContext, Device, Executable
+from opforge.runtime.profiling import ProfilingInfo
 from opforge.runtime.properties import COMMON_PROPERTIES
 
 from opforge_cpu._loader import load_core
@@ -224,12 +225,13 @@ class CpuExecutable(Executable):
         st.last = key
         return list(outs)
 
-    def performance_counters(self, state: Any) -> list[dict[str, Any]]:
+    def performance_counters(self, state: Any) -> list[ProfilingInfo]:
         st: CpuState = state
         if not self.profiling or st.last is None or st.last not in st.states:
             return []
         compiled, native = st.states[st.last]
-        return list(compiled.program.profile(native))
+        # The C++ program reports the core's five columns plus ``fused_names`` (kept as an extra).
+        return [ProfilingInfo.from_mapping(row, "CPU") for row in compiled.program.profile(native)]
 
     def properties(self) -> dict[str, Any]:
         return {

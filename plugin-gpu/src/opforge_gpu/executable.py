@@ -10,6 +10,7 @@ import numpy as np
 from opforge.errors import KernelError
 from opforge.graph import Model, Node
 from opforge.runtime.device import Executable
+from opforge.runtime.profiling import ProfilingInfo
 
 from opforge_gpu.library import BuiltinKernels
 from opforge_gpu.library.dynamic import after, apply_counts, dynamic_nodes
@@ -248,7 +249,7 @@ class GpuExecutable(Executable):
         c = plan.checks[check - 1]
         raise KernelError(f"node '{c.node}' ({c.node_type}) on {self.device_name}: {c.describe(value, size, which)}")
 
-    def performance_counters(self, state: Any) -> list[dict[str, Any]]:
+    def performance_counters(self, state: Any) -> list[ProfilingInfo]:
         if not isinstance(state, RequestState):
             return []
         out = []
@@ -257,8 +258,8 @@ class GpuExecutable(Executable):
                 ns = ev.profile.end - ev.profile.start
             except Exception:  # noqa: BLE001 - a driver without timestamps
                 ns = 0
-            out.append({"node": node, "type": node_type, "kernel": kernel, "real_time_us": ns / 1e3,
-                        "status": "EXECUTED", "exec_type": f"ocl:{kernel}"})
+            # One row per kernel launch: a node that needs several launches has several rows.
+            out.append(ProfilingInfo(node, node_type, f"ocl:{kernel}", ns / 1e6, "EXECUTED", {"kernel": kernel}))
         return out
 
     def properties(self) -> dict[str, Any]:

@@ -20,6 +20,7 @@ import numpy as np
 from opforge.runtime.compiled_model import CompiledModel
 from opforge.runtime.device import Executable
 from opforge.runtime.infer_request import InferRequest
+from opforge.runtime.profiling import ProfilingInfo
 
 from opforge_hetero.partition import Source
 from opforge_hetero.placement import Placement
@@ -164,16 +165,15 @@ class HeteroExecutable(Executable):
             run.done.set()
 
     # --- reporting ---------------------------------------------------------------------------
-    def performance_counters(self, state: Any) -> list[dict[str, Any]]:
+    def performance_counters(self, state: Any) -> list[ProfilingInfo]:
         st: HeteroState = state
-        out: list[dict[str, Any]] = []
+        out: list[ProfilingInfo] = []
         for s in self.subgraphs:
-            out.append({"node_name": f"subgraph{s.index}", "node_type": "HeteroSubgraph",
-                        "exec_type": s.device, "status": "EXECUTED",
-                        "real_time_ms": st.times_ms[s.index],
-                        "transfer_bytes_in": st.transfer_bytes[s.index]})
+            out.append(ProfilingInfo(f"subgraph{s.index}", "HeteroSubgraph", s.device, st.times_ms[s.index],
+                                     "EXECUTED", {"transfer_bytes_in": st.transfer_bytes[s.index]}))
+            # The sub-graph's own rows, tagged with where they ran.
             for c in st.requests[s.index].get_profiling_info():
-                out.append({**c, "subgraph": s.index, "device": s.device})
+                out.append(dataclasses.replace(c, extra={**c.extra, "subgraph": s.index, "device": s.device}))
         return out
 
     def properties(self) -> dict[str, Any]:

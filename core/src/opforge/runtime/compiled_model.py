@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
 
 from opforge.errors import PropertyError
 from opforge.graph import Model, Output
@@ -22,9 +23,13 @@ class CompiledModel:
     Thread-safe: each thread calling it gets its own infer request."""
 
     def __init__(self, core: Core, model: Model, executable: Executable, device: str,
-                 config: dict[str, Any]) -> None:
+                 config: dict[str, Any], *, source: Model | None = None, loaded_from_cache: bool = False) -> None:
         self._core = core
         self._model = model
+        # The model as given to compile_model, before the device's transformations (a clone:
+        # its structure only, constants shared): what export_model writes.
+        self._source = source
+        self.loaded_from_cache = loaded_from_cache
         self._executable = executable
         self.device = device
         self._config = dict(config)
@@ -66,7 +71,9 @@ class CompiledModel:
         key = name.upper()
         if key == "SUPPORTED_PROPERTIES":
             return sorted({*self._config, *self._executable.properties(), "EXECUTION_DEVICES",
-                           "OPTIMAL_NUMBER_OF_INFER_REQUESTS", "SUPPORTED_PROPERTIES"})
+                           "OPTIMAL_NUMBER_OF_INFER_REQUESTS", "SUPPORTED_PROPERTIES", "LOADED_FROM_CACHE"})
+        if key == "LOADED_FROM_CACHE":
+            return self.loaded_from_cache
         if key == "EXECUTION_DEVICES":
             return self._executable.properties().get("EXECUTION_DEVICES", [self.device])
         if key == "OPTIMAL_NUMBER_OF_INFER_REQUESTS":
@@ -83,6 +90,30 @@ class CompiledModel:
             f"compiled model on {self.device} has no property '{name}'; supported: "
             + ", ".join(self.get_property("SUPPORTED_PROPERTIES"))
         )
+
+    def export_model(self, target: str | os.PathLike[str] | IO[bytes] | None = None) -> bytes:
+        """This compiled model as a self-describing blob (see :mod:`opforge.runtime.blob`) for
+        :meth:`Core.import_model`; also written to ``target`` (a path or a binary stream) if given."""
+        from opforge.runtime.blob import Blob
+        from opforge.runtime.fingerprint import model_hash, relevant_versions
+
+        if self._source is None:
+            raise PropertyError(f"{self!r} was made without its source model; it cannot be exported")
+        from opforge.ir.writer import serialize
+
+        xml, weights = serialize(self._source, plugins=self._core.plugins)
+        blob = Blob(device=self.device, config={k: v for k, v in self._config.items() if k != "CACHE_DIR"},
+                    versions=relevant_versions(self._core.plugins, self._source, self.device),
+                    model_hash=model_hash(self._source), xml=xml, weights=weights,
+                    payload=self._executable.export_payload())
+        data = blob.to_bytes()
+        if target is None:
+            return data
+        if isinstance(target, (str, os.PathLike)):
+            Path(target).write_bytes(data)
+        else:
+            target.write(data)
+        return data
 
     def _pool(self) -> ThreadPoolExecutor:
         with self._executor_lock:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import hashlib
 import importlib
 import importlib.metadata as md
 import importlib.util
@@ -10,15 +11,17 @@ import os
 import sys
 import threading
 import types
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from opforge.errors import (
     DeviceNotFoundError,
     DeviceUnavailableError,
     ExtensionError,
     ModelFormatError,
+    OpforgeError,
     PluginLoadError,
     PropertyError,
 )
@@ -29,10 +32,14 @@ from opforge.limits import using as using_limits
 from opforge.op import Op
 from opforge.plugins.manager import ENTRY_POINT_GROUP, PluginSystem, default_plugins
 from opforge.plugins.registry import USER, PluginInfo
+from opforge.runtime.blob import Blob, check_versions, read_source
+from opforge.runtime.cache import CacheStats, CacheWarning, CompileCache, cache_key, file_identity
 from opforge.runtime.compiled_model import CompiledModel
 from opforge.runtime.device import CompileContext, Device
 from opforge.runtime.device_name import DeviceName, parse_device_name
-from opforge.runtime.properties import PropertyTable
+from opforge.runtime.fingerprint import model_hash, relevant_versions
+from opforge.runtime.properties import CORE_PROPERTIES, PropertyTable
+from opforge.versions import loaded_versions
 
 #: the priority of things added with Core.add_extension: deliberate, so they override plugins
 USER_PRIORITY = 1
@@ -51,6 +58,10 @@ class Core:
         self._properties: dict[str, PropertyTable] = {}
         self._user_extensions: list[Any] = []
         self._lock = threading.RLock()
+        #: Core-wide CACHE_DIR (a device's own CACHE_DIR wins)
+        self._core_properties = PropertyTable("Core", list(CORE_PROPERTIES))
+        #: what the compile cache did (CACHE_DIR): hits, misses, stores, errors
+        self.cache_stats = CacheStats()
         #: Core-wide properties: the resource limits of the models it reads (opforge.limits)
         self._limits = Limits()
 
@@ -91,10 +102,15 @@ class Core:
         installed = self._device_names()
         avail: list[str] = []
         unavail: list[str] = []
+        meta = set(self.meta_devices())
         for d in installed:
+            if d in meta:
+                continue
             ok, why = self._availability(d)
             (avail if ok else unavail).append(d if ok else f"{d} ({why})")
         msg = f"device '{name}' is not installed. Available devices: {', '.join(avail) or 'none'}"
+        if meta:
+            msg += f"; meta devices: {', '.join(sorted(meta))} (e.g. {sorted(meta)[0]}:{','.join(avail[:2]) or 'CPU'})"
         if unavail:
             msg += f"; installed but unavailable: {'; '.join(unavail)}"
         close = difflib.get_close_matches(name.upper(), installed, n=1)
@@ -171,8 +187,16 @@ class Core:
             if properties is not None:
                 raise PropertyError("set_property takes either a device name and properties, or one mapping "
                                     "of Core-wide properties")
+            own = {k: v for k, v in device_name.items() if str(k).upper() in self._core_properties.specs}
+            rest = {k: v for k, v in device_name.items() if k not in own}
+            unknown = [k for k in rest if str(k).upper() not in LIMITS]
+            if unknown:
+                raise PropertyError(f"unknown Core-wide property '{unknown[0]}'; Core-wide properties: "
+                                    f"{', '.join([*self._core_properties.specs, *LIMITS])}")
             with self._lock:
-                self._limits.set(device_name)
+                self._core_properties.merged(own)  # validates; the limits validate themselves
+                self._limits.set(rest)
+                self._core_properties.set(own)
             return
         base = parse_device_name(device_name).base
         self._table(base).set(dict(properties or {}))
@@ -180,6 +204,8 @@ class Core:
     def get_property(self, device_name: str, name: str | None = None) -> Any:
         """A device's property, or with one argument a Core-wide one (``get_property("MAX_NODES")``)."""
         if name is None:
+            if device_name.upper() in self._core_properties.specs:
+                return self._core_properties.get(device_name.upper())
             if device_name.upper() in LIMITS:
                 return self._limits.get(device_name)
             raise PropertyError(
@@ -212,7 +238,6 @@ class Core:
         if isinstance(extension, MappingFile):
             self._user_extensions.insert(0, extension)
             return
-
         if isinstance(extension, (list, tuple)):
             for e in extension:
                 self.add_extension(e)
@@ -317,14 +342,94 @@ class Core:
 
     def compile_model(self, model: Model | str | os.PathLike[str] | bytes, device_name: str = "CPU",
                       config: Mapping[str, Any] | None = None) -> CompiledModel:
-        """Compile ``model`` (or the model file at that path) for ``device_name``."""
-        if not isinstance(model, Model):
-            model = self.read_model(model)
+        """Compile ``model`` (or the model file at that path) for ``device_name``. With
+        ``CACHE_DIR`` set (for the device, or Core-wide) a model compiled before with the same
+        device, config and plugin versions is loaded from the cache instead."""
         parsed, dev = self._resolve(device_name)
         ctx = self._context(parsed, config)
+        cache_dir = ctx.config.get("CACHE_DIR") or self._core_properties.get("CACHE_DIR")
+        if cache_dir:
+            return self._compile_cached(model, parsed, dev, ctx, str(cache_dir))
+        if not isinstance(model, Model):
+            model = self.read_model(model)
+        return self._compile(model, parsed, dev, ctx)
+
+    def _compile(self, model: Model, parsed: DeviceName, dev: Device, ctx: CompileContext, *,
+                 payload: bytes | None = None, loaded_from_cache: bool = False) -> CompiledModel:
+        # Two clones (structure only; constant arrays are shared): one the device may transform
+        # freely, one kept as given for export_model.
+        source = model.clone()
         clone = model.clone()
-        executable = dev.compile_model(clone, ctx)
-        return CompiledModel(self, clone, executable, parsed.full, ctx.config)
+        executable = dev.import_compiled(clone, payload, ctx) if payload is not None else None
+        if executable is None:
+            executable = dev.compile_model(clone, ctx)
+        return CompiledModel(self, clone, executable, parsed.full, ctx.config, source=source,
+                             loaded_from_cache=loaded_from_cache)
+
+    def _compile_cached(self, model: Model | str | os.PathLike[str] | bytes, parsed: DeviceName, dev: Device,
+                        ctx: CompileContext, cache_dir: str) -> CompiledModel:
+        cache = CompileCache(cache_dir)
+        if isinstance(model, Model):
+            identity = "model:" + model_hash(model)
+            versions = relevant_versions(self.plugins, model, parsed.full)
+        else:
+            # A file or bytes: keyed without reading it, so a hit skips the frontend. Any plugin
+            # may take part in reading it, so all their versions are in the key.
+            identity = (file_identity(Path(model)) if isinstance(model, (str, os.PathLike))
+                        else "bytes:" + hashlib.sha256(model).hexdigest())
+            versions = loaded_versions(self.plugins)
+        key = cache_key(identity, parsed.full, ctx.config, versions)
+        self.cache_stats.last_key = key
+        data = cache.load(key)
+        if data is not None:
+            try:
+                blob = Blob.from_bytes(data, f"cache entry '{cache.path(key)}'")
+                compiled = self._from_blob(blob, parsed, dev, ctx, loaded_from_cache=True)
+            except OpforgeError as err:
+                self.cache_stats.errors += 1
+                warnings.warn(f"compile cache entry '{cache.path(key)}' is unusable ({err}); compiling again",
+                              CacheWarning, stacklevel=3)
+            else:
+                self.cache_stats.hits += 1
+                return compiled
+        self.cache_stats.misses += 1
+        if not isinstance(model, Model):
+            model = self.read_model(model)
+        compiled = self._compile(model, parsed, dev, ctx)
+        try:
+            cache.store(key, compiled.export_model())
+        except (OSError, OpforgeError) as err:
+            # e.g. a custom op without an installed plugin cannot be written as IR: no cache entry
+            self.cache_stats.errors += 1
+            warnings.warn(f"compile cache: could not store '{cache.path(key)}' ({type(err).__name__}: {err})",
+                          CacheWarning, stacklevel=3)
+        else:
+            self.cache_stats.stores += 1
+        return compiled
+
+    def import_model(self, model_stream: bytes | str | os.PathLike[str] | IO[bytes], device_name: str | None = None,
+                     config: Mapping[str, Any] | None = None) -> CompiledModel:
+        """A compiled model from what :meth:`CompiledModel.export_model` wrote (bytes, a path or
+        a binary stream). The blob's versions of opforge and of the plugins it depends on must be
+        the installed ones; ``device_name`` (default: the blob's) must be the blob's device;
+        ``config`` overrides the blob's compile config."""
+        data, label = read_source(model_stream)
+        blob = Blob.from_bytes(data, label)
+        check_versions(label, blob.versions, loaded_versions(self.plugins))
+        if device_name is not None and parse_device_name(device_name).full != parse_device_name(blob.device).full:
+            raise DeviceNotFoundError(
+                f"{label} was compiled for {blob.device}, not {device_name}: import it with device "
+                f"'{blob.device}', or compile the model again for {device_name}")
+        parsed, dev = self._resolve(blob.device)
+        ctx = self._context(parsed, {**blob.config, **dict(config or {})})
+        return self._from_blob(blob, parsed, dev, ctx)
+
+    def _from_blob(self, blob: Blob, parsed: DeviceName, dev: Device, ctx: CompileContext, *,
+                   loaded_from_cache: bool = False) -> CompiledModel:
+        from opforge.ir.reader import read_ir
+
+        model = read_ir(blob.xml, blob.weights, self.plugins)
+        return self._compile(model, parsed, dev, ctx, payload=blob.payload, loaded_from_cache=loaded_from_cache)
 
     def query_model(self, model: Model, device_name: str,
                     config: Mapping[str, Any] | None = None) -> dict[str, str]:

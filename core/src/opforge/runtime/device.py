@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from opforge.runtime.profiling import ProfilingInfo
 from opforge.runtime.properties import COMMON_PROPERTIES, PropertySpec
 
 if TYPE_CHECKING:
@@ -57,13 +58,20 @@ class Executable(abc.ABC):
         """Per-request working memory (buffers); None when the device needs none."""
         return None
 
-    def performance_counters(self, state: Any) -> list[dict[str, Any]]:
-        """Per-node timings of the last inference with ``state`` (ENABLE_PROFILING)."""
+    def performance_counters(self, state: Any) -> list[ProfilingInfo]:
+        """Per-node timings of the last inference with ``state`` (ENABLE_PROFILING), one
+        :class:`~opforge.runtime.profiling.ProfilingInfo` per row."""
         return []
 
     def properties(self) -> dict[str, Any]:
         """Read-only facts about the compiled model (e.g. number of sub-graphs)."""
         return {}
+
+    def export_payload(self) -> bytes | None:
+        """The device's own compiled form, stored in exported blobs and cache entries and given
+        back to :meth:`Device.import_compiled`. None (the default): import compiles the model
+        again from the IR the blob carries. A device that returns bytes versions them itself."""
+        return None
 
 
 class Device(abc.ABC):
@@ -99,3 +107,9 @@ class Device(abc.ABC):
     @abc.abstractmethod
     def compile_model(self, model: Model, ctx: CompileContext) -> Executable:
         """Compile ``model`` (a private clone the device may transform freely)."""
+
+    def import_compiled(self, model: Model, payload: bytes, ctx: CompileContext) -> Executable | None:
+        """An executable from what this device's :meth:`Executable.export_payload` returned, or
+        None to have ``model`` compiled instead (the default; also right for a payload of a
+        version the device no longer reads)."""
+        return None

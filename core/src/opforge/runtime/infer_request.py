@@ -12,6 +12,7 @@ import numpy as np
 
 from opforge.errors import InferenceInputError, OpforgeError, RequestBusyError
 from opforge.runtime.inputs import bind_inputs, check_input
+from opforge.runtime.profiling import ProfilingInfo, normalize
 from opforge.runtime.results import Results
 
 if TYPE_CHECKING:
@@ -173,8 +174,10 @@ class InferRequest:
         self._future = None
         return True
 
-    def get_profiling_info(self) -> list[dict[str, Any]]:
-        return self._compiled._executable.performance_counters(self._state)
+    def get_profiling_info(self) -> list[ProfilingInfo]:
+        """Per-layer counters of the last inference (compile with ``ENABLE_PROFILING``): the same
+        :class:`ProfilingInfo` columns on every device."""
+        return normalize(self._compiled._executable.performance_counters(self._state), self._compiled.device)
 
 
 class AsyncInferQueue:

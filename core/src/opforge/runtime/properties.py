@@ -72,6 +72,15 @@ COMMON_PROPERTIES: tuple[PropertySpec, ...] = (
     PropertySpec("INFERENCE_PRECISION_HINT", str, "f32", choices=("f32", "f16", "bf16"),
                  doc="precision of the arithmetic"),
     PropertySpec("ENABLE_PROFILING", bool, False, doc="collect per-layer performance counters"),
+    PropertySpec("CACHE_DIR", str, "",
+                 doc="folder of the compile cache: a second compile of the same model loads from it"),
+)
+
+#: properties of the Core itself (``core.set_property({...})``), for every device at once; a
+#: device's own value of the same property wins
+CORE_PROPERTIES: tuple[PropertySpec, ...] = (
+    PropertySpec("CACHE_DIR", str, "",
+                 doc="folder of the compile cache for every device (a device's own CACHE_DIR wins)"),
 )
 
 

@@ -117,7 +117,7 @@ def read_ir(
 
 
 def _xml_chunks(path: Path, limits: Limits) -> Iterator[bytes]:
-    """The .xml in 1 MiB chunks: never the whole file in memory (it is parsed as it streams)."""
+    """The .xml in 256 KiB chunks: never the whole file in memory (it is parsed as it streams)."""
     fd, st = open_regular(path, "IR file")
     try:
         limits.check_bytes("MAX_MODEL_FILE_BYTES", st.st_size, f"IR file '{path}' (weights belong in the .bin)")
@@ -132,7 +132,7 @@ def _read_chunks(fd: int, path: Path, limit: int) -> Iterator[bytes]:
     try:
         while True:
             try:
-                chunk = os.read(fd, 1 << 20)
+                chunk = os.read(fd, 1 << 18)
             except OSError as err:
                 raise ModelFormatError(f"IR file '{path}' cannot be read: {err.strerror or err}") from None
             if not chunk:

@@ -228,6 +228,11 @@ def build_parser() -> argparse.ArgumentParser:
     sm.add_argument("--out", default="opforge-demo-out", help="folder for the files it writes")
     sm.add_argument("--device", action="append", help="devices to run on (default: every available one)")
     sm.set_defaults(func=_demo)
+    from opforge.extgen.command import add_parser as add_extgen_parser
+    from opforge.testing.opcheck_command import add_parser as add_opcheck_parser
+
+    add_extgen_parser(sub)
+    add_opcheck_parser(sub)
     _add_plugin_commands(sub)
     return p
 

@@ -4,7 +4,9 @@ commands plugins add through ``opforge_register_commands``."""
 from __future__ import annotations
 
 import argparse
+import io
 import json
+import os
 import re
 import sys
 import time
@@ -78,10 +80,11 @@ def _devices(args: argparse.Namespace) -> int:
         print(f"{d}: {core.get_property(d, 'FULL_DEVICE_NAME')}")
     for d, why in unavailable.items():
         print(f"{d}: unavailable ({why})")
-    for d in core.meta_devices():
-        print(f"{d}: meta device, e.g. {d}:GPU,CPU")
     if not available and not unavailable:
         print("no device plugins installed (pip install opforge-cpu)")
+        return 0
+    for d in core.meta_devices():
+        print(f"{d}: meta device, e.g. {d}:GPU,CPU")
     return 0
 
 
@@ -170,6 +173,8 @@ def _query(args: argparse.Namespace) -> int:
     from opforge.runtime.core import Core
 
     core = Core()
+    for ext in args.extension or []:
+        core.add_extension(ext)
     try:
         # The placement report and the drawings belong to the HETERO plugin, which explains a
         # single device as well as a list of them.
@@ -192,8 +197,23 @@ def _demo(args: argparse.Namespace) -> int:
     return run_demo(Path(args.out), devices=args.device)
 
 
+class _VersionAction(argparse.Action):
+    """``opforge --version``: printed from package metadata, so a broken plugin cannot stop it."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        from opforge.versions import version_report
+
+        print(version_report())
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="opforge", description="opforge: inference with pluggable ops, frontends and devices")
+    p.add_argument("--version", action=_VersionAction, help="versions of opforge and of every installed plugin")
     sub = p.add_subparsers(dest="command", required=True)
 
     sp = sub.add_parser("plugins", help="list installed plugins and what each provides")
@@ -222,6 +242,8 @@ def build_parser() -> argparse.ArgumentParser:
     sq.add_argument("-d", "--device", required=True, help="a device or HETERO:GPU,CPU")
     sq.add_argument("--dump", help="draw the placement: .svg, .dot or .html")
     sq.add_argument("--all", action="store_true", help="list every node, not only the operations")
+    sq.add_argument("--extension", action="append",
+                    help="extension to load first: installed plugin name, module path or .py file")
     sq.set_defaults(func=_query)
 
     sm = sub.add_parser("demo", help="the main job on the bundled sample model (custom op)")
@@ -233,6 +255,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_extgen_parser(sub)
     add_opcheck_parser(sub)
+
+    from opforge.benchmark.command import add_parser as add_benchmark_parser
+
+    add_benchmark_parser(sub)
     _add_plugin_commands(sub)
     return p
 
@@ -293,6 +319,25 @@ def _plugin_runner(cmd: Any, plugin: str) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        try:
+            return _main(argv)
+        finally:
+            # short outputs sit in the buffer until here: a reader that left shows up now
+            sys.stdout.flush()
+    except BrokenPipeError:
+        # `opforge plugins | head -1`: the reader has all it wanted. Stop quietly, as Unix tools
+        # do (status 128 + SIGPIPE), and point stdout at /dev/null so that Python's own flush at
+        # exit does not print a traceback either.
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError, io.UnsupportedOperation):
+            pass
+        return 141
+
+
+def _main(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))

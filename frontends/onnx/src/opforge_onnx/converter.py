@@ -29,6 +29,7 @@ from opforge.frontend.node_context import GraphBuilder, NodeContext
 from opforge.graph import Model, Node, Output
 from opforge.plugins.manager import PluginSystem
 from opforge.shape import PartialShape
+from opforge.untrusted_text import identifier
 
 from opforge_onnx.loader import TYPE_TO_ONNX, TensorReader, decode_type
 from opforge_onnx.validation import check_graphs, check_opset_imports
@@ -225,7 +226,9 @@ class OnnxConverter:
                 f"{f', opset {ver}' if ver is not None else ''}): {len(names)} node(s): {shown}"
             )
         dom0, op0 = sorted(missing)[0]
-        dom_arg = f', domain="{dom0}"' if dom0 else ""
+        # Names from the file go into suggested code only when they are plain identifiers.
+        op0 = identifier(op0, "<op type>")
+        dom_arg = f', domain="{identifier(dom0, "<domain>")}"' if dom0 else ""
         known = [d for d in self.extensions.known_domains() if d]
         raise UnsupportedOpError(
             f"{self.label}: {len(missing)} op type(s) have no converter registered:\n" + "\n".join(lines)

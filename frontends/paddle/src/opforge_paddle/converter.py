@@ -21,6 +21,7 @@ from opforge.frontend.node_context import GraphBuilder, NodeContext
 from opforge.graph import Model, Node, Output
 from opforge.plugins.manager import PluginSystem
 from opforge.shape import PartialShape
+from opforge.untrusted_text import identifier
 
 from opforge_paddle.program import PaddleOp, PaddleProgram
 
@@ -53,7 +54,8 @@ class PaddleConverter:
             shown = ", ".join(repr(x) for x in names[:10]) + (
                 f", ... ({len(names) - 10} more)" if len(names) > 10 else "")
             lines.append(f"  - {op_type}: {len(names)} node(s): {shown}")
-        first = sorted(missing)[0]
+        # A name from the file goes into suggested code only when it is a plain identifier.
+        first = identifier(sorted(missing)[0], "<op type>")
         raise UnsupportedOpError(
             f"{self.label}: {len(missing)} op type(s) have no converter registered:\n" + "\n".join(lines)
             + "\nTo convert them, pass an extension, e.g. "

@@ -44,6 +44,10 @@ class UnsupportedOpError(OpforgeError):
     """No operation, translator or kernel is registered for an op type."""
 
 
+class NoReferenceError(UnsupportedOpError, NotImplementedError):
+    """An op has no NumPy reference (``Op.evaluate``): it cannot be constant-folded or checked."""
+
+
 class ConversionError(OpforgeError):
     """A frontend failed to translate a framework node into opforge operations."""
 

@@ -21,7 +21,7 @@ import pydantic
 from pydantic import BaseModel, ConfigDict
 
 from opforge.element_type import Type
-from opforge.errors import AttributeValidationError, ShapeInferenceError
+from opforge.errors import AttributeValidationError, NoReferenceError, ShapeInferenceError
 from opforge.shape import PartialShape
 
 
@@ -109,7 +109,10 @@ class Op:
     @classmethod
     def evaluate(cls, attrs: Any, inputs: list[np.ndarray]) -> list[np.ndarray]:
         """The NumPy reference: outputs from input arrays, with OpenVINO opset semantics."""
-        raise ShapeInferenceError(f"{cls.type_name} has no reference implementation")
+        raise NoReferenceError(
+            f"{cls.type_name}-{cls.version} has no reference implementation (Op.evaluate is not defined), "
+            "so it cannot be constant-folded or run by the reference evaluator; implement evaluate()"
+        )
 
     # --- helpers used by the graph and the IR ------------------------------------------------
     @classmethod

@@ -74,6 +74,12 @@ def _canon(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+def is_user_interrupt(err: BaseException) -> bool:
+    """Whether an exception from plugin code must propagate: only the user's Ctrl-C. Everything
+    else (``sys.exit()`` in an import, other ``BaseException`` subclasses) marks the plugin broken."""
+    return isinstance(err, KeyboardInterrupt)
+
+
 def _env_flag(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
 
@@ -143,7 +149,9 @@ class PluginSystem:
             try:
                 module = ep.load()
             except BaseException as err:
-                if isinstance(err, (KeyboardInterrupt, SystemExit)):
+                # sys.exit() in a plugin's import (SystemExit) must not end every opforge program;
+                # only the user's Ctrl-C goes through.
+                if is_user_interrupt(err):
                     raise
                 self._fail(info, f"import of '{ep.value}' failed: {type(err).__name__}: {err}", err,
                            entry_point=ep.value)
@@ -243,7 +251,10 @@ class PluginSystem:
             return impl.function(**args)
         except (PluginValidationError, PluginHookError):
             raise
-        except Exception as err:
+        except BaseException as err:
+            if is_user_interrupt(err):
+                raise
+            # Also SystemExit and other BaseExceptions: a plugin never ends the program.
             raise PluginHookError(
                 f"plugin {info} raised in hook {hook_name}: {type(err).__name__}: {err}"
             ) from err

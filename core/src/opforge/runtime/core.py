@@ -30,7 +30,7 @@ from opforge.graph import Model
 from opforge.limits import LIMITS, Limits
 from opforge.limits import using as using_limits
 from opforge.op import Op
-from opforge.plugins.manager import ENTRY_POINT_GROUP, PluginSystem, default_plugins
+from opforge.plugins.manager import ENTRY_POINT_GROUP, PluginSystem, default_plugins, is_user_interrupt
 from opforge.plugins.registry import USER, PluginInfo
 from opforge.runtime.blob import Blob, check_versions, read_source
 from opforge.runtime.cache import CacheStats, CacheWarning, CompileCache, cache_key, file_identity
@@ -75,7 +75,9 @@ class Core:
                 raise DeviceNotFoundError(self._not_found_message(base))
             try:
                 dev = reg.value()
-            except Exception as err:
+            except BaseException as err:
+                if is_user_interrupt(err):  # sys.exit() in a plugin must not end the program
+                    raise
                 raise DeviceUnavailableError(
                     f"device {base}: the factory of plugin {reg.plugin} raised "
                     f"{type(err).__name__}: {err}"
@@ -94,7 +96,9 @@ class Core:
     def _availability(self, base: str) -> tuple[bool, str]:
         try:
             av = self._device(base).availability()
-        except Exception as err:  # noqa: BLE001 - a broken plugin must not break listing
+        except BaseException as err:  # a broken plugin (even one calling sys.exit) must not break listing
+            if is_user_interrupt(err):
+                raise
             return False, f"{type(err).__name__}: {err}"
         return av.ok, av.reason
 
@@ -275,7 +279,9 @@ class Core:
             if text in (ep.name, dist):
                 try:
                     module = ep.load()
-                except Exception as err:
+                except BaseException as err:
+                    if is_user_interrupt(err):
+                        raise
                     raise PluginLoadError(f"plugin '{text}' failed to import: {type(err).__name__}: {err}") from err
                 info = PluginInfo(ep.name, dist, ep.dist.version if ep.dist is not None else None)
                 already = ep.name in self.plugins.records and self.plugins.records[ep.name].status == "loaded"
@@ -295,7 +301,9 @@ class Core:
             module = importlib.util.module_from_spec(spec)
             try:
                 spec.loader.exec_module(module)
-            except Exception as err:
+            except BaseException as err:
+                if is_user_interrupt(err):
+                    raise
                 raise ExtensionError(f"extension file '{text}' raised on import: {type(err).__name__}: {err}") from err
             sys.modules[mod_name] = module
             self._register_plugin_module(module, str(path))

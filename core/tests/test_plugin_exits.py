@@ -8,7 +8,6 @@ from opforge.cli import main
 from opforge.plugins import default_plugins
 from plugin_fixtures import FakeDists, op_class_source
 
-
 GOOD = op_class_source("A", "FakeA", "fake_a") + "\n@hookimpl\ndef opforge_register_ops(register):\n    register(A)\n"
 
 
@@ -29,7 +28,7 @@ def test_sys_exit_at_import_marks_the_plugin_broken(fake_dists: FakeDists, sourc
 
 def test_sys_exit_in_a_hook_marks_the_plugin_broken(fake_dists: FakeDists) -> None:
     fake_dists.plugin("fake-hook-exits", GOOD.replace("    register(A)\n", "    register(A)\n    raise SystemExit(0)\n"))
-    ps, warned = fake_dists.load()
+    ps, _ = fake_dists.load()
     rec = ps.records["fake_hook_exits"]
     assert rec.status == "failed" and rec.error is not None
     assert "raised in hook opforge_register_ops: SystemExit: 0" in rec.error

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import types
 import typing
 from collections.abc import Sequence
@@ -177,6 +178,10 @@ def _to_ir_string(v: Any) -> str:
     if isinstance(v, PartialShape):
         return "..." if v.rank is None else ",".join("?" if d is None else str(d) for d in v.dims)
     if isinstance(v, float):
+        if not math.isfinite(v):
+            # OpenVINO's IR writer spells these "inf", "-inf" and "nan" (a Clip with only a max
+            # becomes Clamp min=-inf); float() reads them back.
+            return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
         return repr(v) if v != int(v) or abs(v) >= 1e16 else str(v)
     if isinstance(v, (list, tuple)):
         return ",".join(_to_ir_string(x) for x in v)

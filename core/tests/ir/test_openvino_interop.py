@@ -168,3 +168,35 @@ def test_opforge_and_openvino_write_the_same_topology(kit, plugins: PluginSystem
     ov.save_model(ov.Core().read_model(str(tmp_path / "a.xml")), str(tmp_path / "b.xml"), compress_to_fp16=False)
     again = read_ir(tmp_path / "b.xml", None, plugins)
     kit.assert_same(model, again)
+
+
+# ============================================================================ inf and NaN attributes
+def test_infinite_and_nan_float_attributes_are_written_as_openvino_writes_them(kit, plugins: PluginSystem,
+                                                                                tmp_path: Path) -> None:
+    # A Clip with only a max converts to Clamp min=-inf; saving it used to raise OverflowError.
+    x = kit.param("x", [4])
+    clamp = kit.op("Clamp", x, name="clamp", min=float("-inf"), max=2.0)
+    upper = kit.op("Clamp", x, name="upper", min=-1.0, max=float("inf"))
+    outs: list[Any] = [clamp, upper]
+    if kit.has("Elu"):
+        outs.append(kit.op("Elu", x, name="elu", alpha=float("nan")))
+    save_model(kit.model(outs, [x]), tmp_path / "m.xml", plugins=plugins)
+    xml = (tmp_path / "m.xml").read_text()
+    assert '<data min="-inf" max="2.0" />' in xml and '<data min="-1.0" max="inf" />' in xml
+    # What OpenVINO itself writes for the same attributes.
+    ox = ops.parameter([4], np.float32, name="x")
+    ov.save_model(ov.Model([ops.clamp(ox, -np.inf, 2.0).output(0), ops.elu(ox, float("nan")).output(0)], [ox]),
+                  str(tmp_path / "ov.xml"))
+    ov_xml = (tmp_path / "ov.xml").read_text()
+    assert '<data min="-inf" max="2" />' in ov_xml and '<data alpha="nan" />' in ov_xml
+    if kit.has("Elu"):
+        assert '<data alpha="nan" />' in xml
+    # Both readers read ours back.
+    back = read_ir(tmp_path / "m.xml", None, plugins)
+    assert back.node("clamp").attrs.min == float("-inf") and back.node("upper").attrs.max == float("inf")
+    v = np.float32([-1e30, -0.5, 1.5, 1e30])
+    want = [np.float32([-1e30, -0.5, 1.5, 2.0]), np.float32([-1.0, -0.5, 1.5, 1e30])]
+    assert_outputs_close(want, evaluate_model(back, [v])[:2])
+    assert_outputs_close(want, ov_run(tmp_path / "m.xml", [v])[:2])
+    if kit.has("Elu"):
+        assert np.isnan(back.node("elu").attrs.alpha)

@@ -27,8 +27,11 @@ every frontend. For ONNX the domain matters (``com.example::Swish`` is not ``Swi
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import json
+import os
 import typing
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -184,7 +187,11 @@ class OpExtension(FrontendExtension):
     * the target's default value.
 
     Values are copied as they are (no expressions); a value whose type does not fit the target
-    attribute is an :class:`~opforge.errors.ExtensionError`. For frameworks with named inputs
+    attribute is an :class:`~opforge.errors.ExtensionError`. A framework attribute that none of
+    these reads (``low`` when the op's attribute is ``lo``) is an :class:`UnmappedAttributeWarning`
+    naming it and the likely target; with ``strict=True`` (or ``OPFORGE_STRICT_EXTENSIONS=1``) an
+    ``ExtensionError``. List attributes that are meant to be dropped in ``ignore_attributes``.
+    For frameworks with named inputs
     and outputs (PaddlePaddle) give ``inputs=[...]`` and ``outputs=[...]``: the framework names
     in the target's port order. A named port bound to several values takes as many consecutive
     ports of the op: ``inputs=["X"]`` on Paddle ``concat`` feeds every ``X`` value to Concat,
@@ -204,6 +211,8 @@ class OpExtension(FrontendExtension):
         outputs: Sequence[str] | None = None,
         version: str | None = None,
         source: str = "",
+        strict: bool | None = None,
+        ignore_attributes: Sequence[str] = (),
     ) -> None:
         if isinstance(target, type) and issubclass(target, Op):
             target_name = target.type_name
@@ -223,6 +232,8 @@ class OpExtension(FrontendExtension):
         self.inputs = list(inputs) if inputs is not None else None
         self.outputs = list(outputs) if outputs is not None else None
         self.source = source
+        self.strict = strict
+        self.ignore_attributes = frozenset(ignore_attributes)
         for k, v in self.attr_names_map.items():
             if not isinstance(k, str) or not isinstance(v, str):
                 raise ExtensionError(
@@ -304,10 +315,12 @@ class OpExtension(FrontendExtension):
                     f"{', '.join(ctx.get_attribute_names()) or 'none'}). Map it with attr_names_map or set "
                     "it with attr_values_map."
                 )
+        self._check_unmapped(ctx, op_cls, values)
         if self.inputs is not None:
             ins: list[Output | None] = []
             missing: str | None = None
-            for name in self.inputs:
+            in_ports = _positional_ports(self.inputs, ctx.get_input_names(), "in")
+            for name in in_ports:
                 # A named port may carry several values (Paddle concat's X): they become
                 # consecutive inputs of the op, in order.
                 port_values = [ctx.get_input(name, i) for i in range(ctx.get_input_size(name))
@@ -338,7 +351,8 @@ class OpExtension(FrontendExtension):
         # (Paddle split's Out, bound to one variable per part) takes as many as it is bound to.
         named: dict[str, list[Output]] = {}
         k = 0
-        for name in self.outputs:
+        out_names = ctx.get_output_names() if ctx.has_named_outputs else []
+        for name in _positional_ports(self.outputs, out_names, "out"):
             n = max(ctx.get_output_size(name), 1) if ctx.has_named_outputs else 1
             if k + n > len(outs):
                 raise ExtensionError(
@@ -352,6 +366,51 @@ class OpExtension(FrontendExtension):
 
     def describe(self) -> str:
         return self._where()
+
+    def _check_unmapped(self, ctx: NodeContext, op_cls: type[Op], values: Mapping[str, Any]) -> None:
+        """A framework attribute nothing reads would be dropped silently: say so, naming it and
+        the op attribute it most likely is (one left at its default)."""
+        fields = _attr_fields(op_cls)
+        read = {self.attr_names_map.get(name, name) for name in fields if name not in self.attr_values_map}
+        unmapped = sorted(a for a in ctx.get_attribute_names() if a not in read and a not in self.ignore_attributes)
+        if not unmapped:
+            return
+        defaulted = [name for name in fields if name not in values]
+        guess: dict[str, str] = {}  # framework attribute -> the defaulted op attribute it resembles
+        for a in unmapped:
+            close = difflib.get_close_matches(a, [d for d in defaulted if d not in guess.values()], n=1, cutoff=0.5)
+            if close:
+                guess[a] = close[0]
+        listed = ", ".join(f"'{a}' (-> '{guess[a]}'?)" if a in guess else f"'{a}'" for a in unmapped)
+        mapping = {t: a for a, t in guess.items()}
+        msg = (f"{self._where()}: {ctx.label} has attribute(s) {listed} that no attribute of "
+               f"'{op_cls.type_name}' reads ({', '.join(fields) or 'none'})"
+               + (f"; {', '.join(repr(t) for t in mapping)} keep(s) the default. Map them with "
+                  f"attr_names_map={mapping!r}" if mapping else ". Map them with attr_names_map")
+               + f", or drop them on purpose with ignore_attributes={unmapped!r}")
+        strict = self.strict if self.strict is not None else _env_strict()
+        if strict:
+            raise ExtensionError(msg)
+        warnings.warn(msg, UnmappedAttributeWarning, stacklevel=2)
+
+
+def _positional_ports(wanted: Sequence[str], present: Sequence[str], prefix: str) -> list[str]:
+    """The node's port names for the extension's ``wanted`` ones. Paddle PIR keeps the port names
+    of custom ops nowhere and names them by position (``in0``, ``in1``... ``out0``...): there
+    the extension's k-th named port is the node's ``<prefix>k``, so one named-port OpExtension
+    serves the legacy format and PIR alike."""
+    positional = [f"{prefix}{k}" for k in range(len(present))]
+    if present and list(present) == positional and not set(wanted) & set(present):
+        return [f"{prefix}{k}" for k in range(len(wanted))]
+    return list(wanted)
+
+
+class UnmappedAttributeWarning(UserWarning):
+    """A framework attribute an OpExtension does not map to any attribute of its op."""
+
+
+def _env_strict() -> bool:
+    return os.environ.get("OPFORGE_STRICT_EXTENSIONS", "").strip().lower() in ("1", "true", "yes", "on")
 
 
 # ============================================================================ extractors

@@ -105,8 +105,9 @@ def parse_input_spec(text: str) -> tuple[str, Any]:
 def convert(model_path: str, output: str, extensions: list[str], inputs: list[str],
             compress_to_fp16: bool, allow_unsupported: bool, quiet: bool = False) -> dict[str, Any]:
     """Convert a model file to IR; returns the summary printed by ``opforge convert``."""
-    from opforge import save_model
     from opforge.frontend.convert import convert_model
+    from opforge.ir.writer import check_output, save_model
+    from opforge.model_files import recording
     from opforge.plugins import default_plugins
 
     def say(msg: str) -> None:
@@ -119,14 +120,20 @@ def convert(model_path: str, output: str, extensions: list[str], inputs: list[st
         name, shape = parse_input_spec(spec)
         if shape is not None:
             shapes[name] = shape
+    # The model being converted and every file read with it (weights, external data) are never
+    # overwritten. The output is checked before reading too, so a bad -o fails at once.
+    protect: list[Any] = [Path(model_path)]
+    check_output(output, protect=protect)
     if extensions:
         say(f"[1/3] extensions: {', '.join(extensions)}")
     say(f"[2/3] reading {model_path}" + (f" with input shapes {', '.join(f'{k}{v}' for k, v in shapes.items())}"
                                          if shapes else ""))
-    model = convert_model(model_path, extension=extensions or None, allow_unsupported=allow_unsupported,
-                          input=shapes or None)
+    with recording() as files_read:
+        model = convert_model(model_path, extension=extensions or None, allow_unsupported=allow_unsupported,
+                              input=shapes or None)
+    protect.extend(files_read)
     say(f"[3/3] writing {output}")
-    save_model(model, output, compress_to_fp16=compress_to_fp16)
+    save_model(model, output, compress_to_fp16=compress_to_fp16, protect=protect)
     plugins = default_plugins()
     ops = Counter(n.type_name for n in model.get_ordered_ops())
     custom: dict[str, str] = {}

@@ -28,6 +28,11 @@ class BlobVersionError(ModelFormatError):
     """An exported compiled model was made by another blob format or other plugin versions."""
 
 
+class ModelWriteError(OpforgeError, OSError):
+    """A model cannot be saved where asked: no such folder, a directory in the way, no permission,
+    or the output would overwrite the model being converted."""
+
+
 class ModelValidationError(OpforgeError, ValueError):
     """A graph is structurally wrong: cycles, dangling inputs, duplicate names."""
 

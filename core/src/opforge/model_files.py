@@ -9,12 +9,18 @@ through these helpers, which
 * open with ``O_NONBLOCK`` so that a path swapped for a FIFO between the check and the open
   cannot block either, and check the open descriptor again (``fstat``);
 * compare the size with a limit (:mod:`opforge.limits`) before reading anything.
+
+:func:`recording` lists the files a read opened (model, weights, external data), so that a
+converter can refuse to overwrite any of them.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 from opforge.errors import ModelFormatError, ResourceLimitError
@@ -24,6 +30,28 @@ _KINDS = (
     (stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
     (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
 )
+
+
+_recorded: contextvars.ContextVar[list[Path] | None] = contextvars.ContextVar("opforge_files_read", default=None)
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[list[Path]]:
+    """Inside the block, every model file opened (by these helpers or :func:`note_read`) is
+    appended to the list it yields."""
+    files: list[Path] = []
+    token = _recorded.set(files)
+    try:
+        yield files
+    finally:
+        _recorded.reset(token)
+
+
+def note_read(path: os.PathLike[str] | str) -> None:
+    """Record that a reader opened ``path`` (for readers that open files themselves)."""
+    files = _recorded.get()
+    if files is not None:
+        files.append(Path(path))
 
 
 def _kind(mode: int) -> str:
@@ -66,6 +94,7 @@ def open_regular(path: os.PathLike[str] | str, what: str = "model file") -> tupl
     if not stat.S_ISREG(st.st_mode):
         os.close(fd)
         raise not_regular(path, st.st_mode, what)
+    note_read(path)
     return fd, st
 
 

@@ -258,3 +258,4 @@ def test_op_type_from_the_file_never_becomes_suggested_code() -> None:
     with pytest.raises(UnsupportedOpError, match=r'OpExtension\("<opforge op>", "FancyOp", framework="onnx", '
                                                  r'domain="com\.example"\)'):
         convert_model(plain.SerializeToString(), framework="onnx")
+

@@ -28,14 +28,14 @@ import re
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
 
 from opforge.element_type import PRECISION_NAMES, Type
-from opforge.errors import ModelValidationError
+from opforge.errors import ModelValidationError, ModelWriteError
 from opforge.graph import WEIGHTS_RELEASED, Model, Node, Output
 from opforge.shape import PartialShape
 
@@ -118,24 +118,109 @@ def save_model(
     *,
     compress_to_fp16: bool = False,
     plugins: PluginSystem | None = None,
+    protect: Iterable[str | os.PathLike[str]] = (),
 ) -> None:
     """Write ``model`` as IR v11: ``xml_path`` and ``bin_path`` (default: the ``.bin`` beside it).
 
-    Both files are written to temporary files in their target directories and renamed into place,
-    weights first, so an interrupted save never leaves a half-written pair behind.
+    Both files are written to temporary files in their target directories first and renamed into
+    place only when both are complete (weights first), so a failed save leaves neither a
+    half-written pair nor an orphan ``.bin``. They get the usual permissions (``0666`` less the
+    umask). Paths that cannot be written (no such folder, a directory, no permission) and outputs
+    that would replace a file in ``protect`` (the model being converted and its weights) are a
+    :class:`~opforge.errors.ModelWriteError` before anything is written.
     ``plugins`` is where custom ops are looked up to record their distribution (default: the
     process-wide plugin system).
     """
     xml_p = Path(xml_path)
     bin_p = Path(bin_path) if bin_path is not None else xml_p.with_suffix(".bin")
-    if xml_p.resolve() == bin_p.resolve():
-        raise ValueError(f"save_model: the .xml and .bin paths are the same file '{xml_p}'")
+    check_output(xml_p, bin_p, protect)
     # Weights stream straight into the temporary .bin (a model's weights can exceed free RAM);
-    # the .xml, small, is built in memory and renamed into place last.
-    with _atomic_file(bin_p) as bin_f:
-        xml_bytes = _Writer(model, compress_to_fp16, plugins, bin_f).run()
-    with _atomic_file(xml_p) as xml_f:
-        xml_f.write(xml_bytes)
+    # the .xml, small, is built in memory.
+    bin_tmp = _temp_beside(bin_p)
+    xml_tmp: Path | None = None
+    try:
+        with open(bin_tmp, "wb") as bin_f:
+            xml_bytes = _Writer(model, compress_to_fp16, plugins, bin_f).run()
+            bin_f.flush()
+            os.fsync(bin_f.fileno())
+        xml_tmp = _temp_beside(xml_p)
+        with open(xml_tmp, "wb") as xml_f:
+            xml_f.write(xml_bytes)
+            xml_f.flush()
+            os.fsync(xml_f.fileno())
+        mode = 0o666 & ~_umask()
+        for tmp in (bin_tmp, xml_tmp):
+            os.chmod(tmp, mode)  # mkstemp made them 0600
+        os.replace(bin_tmp, bin_p)
+        os.replace(xml_tmp, xml_p)
+    except OSError as err:
+        raise ModelWriteError(
+            f"save_model: cannot write '{xml_p}' and '{bin_p.name}': {err.strerror or err}"
+        ) from None
+    finally:
+        for tmp in (bin_tmp, xml_tmp):
+            if tmp is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+
+
+def check_output(xml_path: str | os.PathLike[str], bin_path: str | os.PathLike[str] | None = None,
+                 protect: Iterable[str | os.PathLike[str]] = ()) -> None:
+    """Raise :class:`~opforge.errors.ModelWriteError` now if :func:`save_model` could not write
+    these paths (or would replace a file in ``protect``); for tools that read a model first."""
+    xml_p = Path(xml_path)
+    bin_p = Path(bin_path) if bin_path is not None else xml_p.with_suffix(".bin")
+    if xml_p.resolve() == bin_p.resolve():
+        raise ModelWriteError(f"save_model: the .xml and .bin paths are the same file '{xml_p}'")
+    protect = list(protect)
+    for out in (xml_p, bin_p):
+        _check_writable(out, protect)
+
+
+def _check_writable(path: Path, protect: Iterable[str | os.PathLike[str]]) -> None:
+    directory = path.parent if str(path.parent) else Path(".")
+    if not directory.is_dir():
+        raise ModelWriteError(f"save_model: cannot write '{path}': folder '{directory}' does not exist")
+    if path.is_dir():
+        raise ModelWriteError(f"save_model: cannot write '{path}': it is a directory")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise ModelWriteError(f"save_model: cannot write '{path}': no permission to write into folder '{directory}'")
+    for src in protect:
+        if _same_file(path, Path(src)):
+            raise ModelWriteError(
+                f"save_model: refusing to write '{path}': it is '{src}', a file of the model being converted; "
+                "choose another output name"
+            )
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        if a.exists() and b.exists():
+            return os.path.samefile(a, b)
+        return a.resolve() == b.resolve()
+    except OSError:
+        return False
+
+
+def _temp_beside(path: Path) -> Path:
+    directory = path.parent if str(path.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    os.close(fd)
+    return Path(tmp)
+
+
+def _umask() -> int:
+    """The process umask, without changing it (Linux reports it in /proc) where possible."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)  # the portable way reads it by setting it; put it back at once
+    os.umask(mask)
+    return mask
 
 
 def serialize(
@@ -145,25 +230,6 @@ def serialize(
     sink = io.BytesIO()
     xml = _Writer(model, compress_to_fp16, plugins, sink).run()
     return xml, sink.getvalue()
-
-
-@contextlib.contextmanager
-def _atomic_file(path: Path) -> Iterator[BinaryIO]:
-    """A temporary file beside ``path`` that replaces it only when the block succeeds."""
-    directory = path.parent if str(path.parent) else Path(".")
-    if not directory.is_dir():
-        raise FileNotFoundError(f"save_model: directory '{directory}' does not exist (writing '{path.name}')")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 # ============================================================================ the writer

@@ -49,7 +49,8 @@ class OnnxFrontend(Frontend):
         # Shape -> Gather -> Concat -> Reshape chains and weight transforms become constants.
         ConstantFolding().apply(model)
         model.rt_info["conversion_seconds"] = time.perf_counter() - t0
-        model.rt_info["source"] = source.label
+        # The file name only: saved models must not carry the converting machine's folders.
+        model.rt_info["source"] = source.path.name if source.path is not None else source.label
         return model
 
 

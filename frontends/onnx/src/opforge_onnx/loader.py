@@ -22,7 +22,7 @@ from opforge.element_type import Type
 from opforge.errors import ExternalDataError, ModelFormatError, ResourceLimitError, UnsupportedOpError
 from opforge.frontend.base import ModelSource
 from opforge.limits import Limits, current
-from opforge.model_files import check_regular, read_regular
+from opforge.model_files import check_regular, note_read, read_regular
 
 #: ONNX element types opforge has a counterpart for.
 ONNX_TO_TYPE: dict[int, Type] = {
@@ -237,6 +237,7 @@ class TensorReader:
             st2 = os.fstat(fd)
             if (st2.st_ino, st2.st_dev) != (st.st_ino, st.st_dev) or not stat.S_ISREG(st2.st_mode):
                 raise ExternalDataError(f"{where}: external data file '{loc}' changed while being opened")
+            note_read(cur)  # a converter must not overwrite it (opforge convert -o)
             # Only this tensor's bytes: the file may hold many tensors, or be sparse and huge.
             data = _pread_exact(fd, length, offset)
         except OSError as err:

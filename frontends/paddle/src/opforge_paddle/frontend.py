@@ -124,7 +124,8 @@ class PaddleFrontend(Frontend):
         # Shape arithmetic and weight transforms (BN folding inputs, reshaped biases) become constants.
         ConstantFolding().apply(model)
         model.rt_info["conversion_seconds"] = time.perf_counter() - t0
-        model.rt_info["source"] = source.label
+        # The file name only: saved models must not carry the converting machine's folders.
+        model.rt_info["source"] = source.path.name if source.path is not None else source.label
         return model
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,18 @@ GPU_PROPERTIES: tuple[PropertySpec, ...] = (
 )
 
 _BUILTIN = BuiltinKernels()
+
+
+class CustomKernelWarning(UserWarning):
+    """A CONFIG_FILE kernel is not used for a node it names, or reads an attribute that is not there."""
+
+
+def _skipped(node: Node, custom: CustomKernel, used: Any) -> None:
+    """A CONFIG_FILE layer matches the node's type but cannot run it: say why, and what runs
+    instead (OpenVINO falls back silently, which hides a wrong binding or type)."""
+    instead = "the built-in kernel" if used is _BUILTIN else f"the kernel registered by a plugin ({used!r})"
+    warnings.warn(f"node '{node.name}' ({node.type_name}): {custom.supports(node)}; {instead} runs it instead",
+                  CustomKernelWarning, stacklevel=3)
 
 
 class GpuDevice(Device):
@@ -141,11 +154,19 @@ class GpuDevice(Device):
         registered = self._registered(ctx)
 
         def choose(node: Node) -> KernelImpl | None:
-            for impl in (configured.get(node.type_name), registered.get((node.type_name, node.version)),
+            custom = configured.get(node.type_name)
+            if custom is not None:
+                for problem in custom.unknown_params(node):
+                    warnings.warn(f"node '{node.name}': {problem}", CustomKernelWarning, stacklevel=2)
+            for impl in (custom, registered.get((node.type_name, node.version)),
                          registered.get((node.type_name, None))):
                 if impl is not None and impl.supports(node) is None:
+                    if custom is not None and impl is not custom:
+                        _skipped(node, custom, impl)
                     return impl
             if _BUILTIN.supports(node) is None:
+                if custom is not None:
+                    _skipped(node, custom, _BUILTIN)
                 return _BUILTIN
             return None
 

@@ -92,6 +92,19 @@ class CustomKernel:
                 return f"custom kernel {s.entry} ({s.where}:{dd.line}) needs a data blob '{dd.name}' on the node"
         return None
 
+    def unknown_params(self, node: Node) -> list[str]:
+        """``<Define param=...>`` naming an attribute the node's op does not have: the kernel
+        would silently get the default (or fail): a typo OpenVINO also lets through."""
+        fields = list(type(node.attrs).model_fields)
+        out = []
+        for d in self.spec.defines:
+            if d.param is not None and d.param not in fields:
+                fallback = f"the default {d.default!r} is used" if d.default is not None else "the kernel cannot run"
+                out.append(f"custom kernel {self.spec.entry} ({self.spec.file}:{d.line}): <Define name=\"{d.name}\" "
+                           f"param=\"{d.param}\">: {node.type_name} has no attribute '{d.param}' (its attributes: "
+                           f"{', '.join(fields) or 'none'}); {fallback}")
+        return out
+
     # --- lowering ----------------------------------------------------------------------------
     def lower(self, node: Node, lw: Lowering, epilogue: Epilogue | None = None) -> None:
         s = self.spec

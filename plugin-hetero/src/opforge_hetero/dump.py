@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 import os
+import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ from typing import Any
 from opforge.errors import OpforgeError
 from opforge.graph import Model, Node
 
-from opforge_hetero.placement import Placement
+from opforge_hetero.placement import Placement, _size
 
 #: colours of well-known devices; other devices take the next colour of PALETTE
 DEVICE_COLORS: dict[str, str] = {"GPU": "#59a14f", "CPU": "#4e79a7", "NPU": "#b07aa1"}
@@ -23,7 +24,9 @@ UNPLACED_COLOR = "#d3d3d3"
 CUT_COLOR = "#d62728"
 EDGE_COLOR = "#8c8c8c"
 
-NODE_W, NODE_H, GAP_X, GAP_Y, MARGIN, LEGEND_H = 168, 40, 24, 64, 24, 56
+NODE_W, NODE_H, GAP_X, GAP_Y, MARGIN, LEGEND_H = 168, 54, 24, 64, 24, 56
+#: average width of a character of the 11-12 px sans-serif text, to wrap and shorten text
+CHAR_W = 6.6
 
 
 def device_colors(devices: Sequence[str]) -> dict[str, str]:
@@ -47,6 +50,8 @@ class _View:
         self.devices_of: dict[str, tuple[str, ...]] = {}
         self.reason: dict[str, str] = {}
         self.subgraph: dict[str, int | None] = {}
+        #: (producer node, receiving device) -> bytes moved per inference
+        self.transfer_bytes: dict[tuple[str, str], int] = {}
         if isinstance(placement, Placement):
             for name, p in placement.nodes.items():
                 self.devices_of[name] = p.devices or ((p.device,) if p.device else ())
@@ -54,6 +59,9 @@ class _View:
                 self.subgraph[name] = p.subgraph
             self.device_list: list[str] = list(placement.devices)
             self.title = placement.summary()
+            for t in placement.transfers:
+                key = (t.producer, t.target)
+                self.transfer_bytes[key] = self.transfer_bytes.get(key, 0) + t.nbytes
         else:
             for name, v in placement.items():
                 dev = v.get("device") if isinstance(v, Mapping) else v
@@ -82,7 +90,9 @@ class _View:
         a, b = self.devices_of.get(src.name, ()), self.devices_of.get(dst.name, ())
         if not a or not b or set(b) & set(a):
             return None
-        return f"{a[0]}\u2192{b[0]}"
+        label = f"{a[0]}\u2192{b[0]}"
+        nbytes = self.transfer_bytes.get((src.name, b[0]))
+        return label if nbytes is None else f"{label}, {_size(nbytes)}"
 
     def color(self, name: str) -> str:
         devs = self.devices_of.get(name, ())
@@ -98,8 +108,11 @@ class _View:
 
 # ============================================================================ DOT
 def to_dot(view: _View) -> str:
+    def esc(text: str) -> str:
+        return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
     def q(text: str) -> str:
-        return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        return '"' + esc(text) + '"'
 
     lines = [f"digraph {q(view.model.name)} {{", "  rankdir=TB;",
              '  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=10];',
@@ -114,9 +127,10 @@ def to_dot(view: _View) -> str:
             loose.append(n)
 
     def node_line(n: Node, indent: str) -> str:
-        label = f"{n.name}\\n{n.type_name} @ {view.device_text(n.name)}"
+        # "\n" is DOT's line break: joined after escaping, so it is not escaped into a literal
+        label = '"' + "\\n".join(esc(part) for part in (n.name, f"{n.type_name} @ {view.device_text(n.name)}")) + '"'
         tip = view.reason.get(n.name, "")
-        return (f"{indent}{q(n.name)} [label={q(label)}, fillcolor={q(view.color(n.name))}, "
+        return (f"{indent}{q(n.name)} [label={label}, fillcolor={q(view.color(n.name))}, "
                 f"tooltip={q(tip)}];")
 
     for sg in sorted(clusters):
@@ -139,7 +153,7 @@ def to_dot(view: _View) -> str:
 
 
 # ============================================================================ SVG
-def _layout(view: _View) -> tuple[dict[str, tuple[float, float]], float, float]:
+def _layout(view: _View, header: float = LEGEND_H) -> tuple[dict[str, tuple[float, float]], float, float]:
     """A layered layout: layer = longest path from an input; within a layer, nodes ordered by
     the mean position of their producers (a barycentre pass keeps edges short and uncrossed)."""
     layer: dict[str, int] = {}
@@ -165,27 +179,39 @@ def _layout(view: _View) -> tuple[dict[str, tuple[float, float]], float, float]:
         row_w = len(row) * (NODE_W + GAP_X) - GAP_X
         x0 = (width - row_w) / 2
         for i, m in enumerate(row):
-            coords[m] = (x0 + i * (NODE_W + GAP_X), MARGIN + LEGEND_H + k * (NODE_H + GAP_Y))
-    height = MARGIN * 2 + LEGEND_H + (max(rows, default=0) + 1) * (NODE_H + GAP_Y) - GAP_Y
+            coords[m] = (x0 + i * (NODE_W + GAP_X), MARGIN + header + k * (NODE_H + GAP_Y))
+    height = MARGIN * 2 + header + (max(rows, default=0) + 1) * (NODE_H + GAP_Y) - GAP_Y
     return coords, max(width, 520.0), height
+
+
+def _shorten(text: str, width_px: float) -> str:
+    n = max(4, int(width_px / CHAR_W))
+    return text if len(text) <= n else text[:n - 1] + "\u2026"
 
 
 def to_svg(view: _View) -> str:
     e = html.escape
-    coords, width, height = _layout(view)
+    # The summary is wrapped to the drawing's width (one long line ran off the right edge), and
+    # is also the document's <title>: what a browser tab and a file viewer show.
+    _, width, _ = _layout(view)
+    title_lines = textwrap.wrap(view.title, max(40, int((width - 2 * MARGIN) / (CHAR_W * 1.1)))) or [""]
+    header = LEGEND_H + 16 * (len(title_lines) - 1)
+    coords, width, height = _layout(view, header)
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
            f'viewBox="0 0 {width:.0f} {height:.0f}" font-family="Helvetica, Arial, sans-serif" font-size="11">',
+           f"<title>{e(view.title)}</title>",
            "<defs>",
            f'<marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto">'
            f'<path d="M0,0 L10,5 L0,10 z" fill="{EDGE_COLOR}"/></marker>',
            f'<marker id="arrow-cut" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto">'
            f'<path d="M0,0 L10,5 L0,10 z" fill="{CUT_COLOR}"/></marker>',
            "</defs>",
-           f'<rect x="0" y="0" width="{width:.0f}" height="{height:.0f}" fill="white"/>',
-           f'<text x="{MARGIN}" y="{MARGIN}" font-size="12" font-weight="bold">{e(view.title)}</text>']
+           f'<rect x="0" y="0" width="{width:.0f}" height="{height:.0f}" fill="white"/>']
+    out.extend(f'<text class="title" x="{MARGIN}" y="{MARGIN + 16 * i}" font-size="12" font-weight="bold">{e(line)}</text>'
+               for i, line in enumerate(title_lines))
     # legend
     x = float(MARGIN)
-    y = MARGIN + 18
+    y = MARGIN + 16 * (len(title_lines) - 1) + 18
     for dev, col in view.colors.items():
         out.append(f'<rect class="legend" x="{x:.0f}" y="{y}" width="14" height="14" rx="3" fill="{col}" stroke="#333"/>'
                    f'<text x="{x + 19:.0f}" y="{y + 11}">{e(dev)}</text>')
@@ -212,13 +238,17 @@ def to_svg(view: _View) -> str:
         tip = f"{n.name} ({n.type_name}) on {view.device_text(n.name)}"
         if n.name in view.reason:
             tip += f": {view.reason[n.name]}"
-        name = n.name if len(n.name) <= 24 else n.name[:22] + "\u2026"
+        name = _shorten(n.name, NODE_W - 8)
+        # the reason shows in the box (shortened), in full in the tooltip
+        reason = view.reason.get(n.name, "")
+        reason_text = (f'<text class="reason" x="{nx + NODE_W / 2:.1f}" y="{ny + 45:.1f}" text-anchor="middle" '
+                       f'font-size="9" fill="#222">{e(_shorten(reason, (NODE_W - 8) * 11 / 9))}</text>' if reason else "")
         out.append(f'<g class="node" data-device="{e(view.device_text(n.name))}"><title>{e(tip)}</title>'
                    f'<rect x="{nx:.1f}" y="{ny:.1f}" width="{NODE_W}" height="{NODE_H}" rx="6" fill="{fill}" '
                    f'stroke="#333" stroke-width="1"/>'
                    f'<text x="{nx + NODE_W / 2:.1f}" y="{ny + 16:.1f}" text-anchor="middle" font-weight="bold">{e(name)}</text>'
                    f'<text x="{nx + NODE_W / 2:.1f}" y="{ny + 31:.1f}" text-anchor="middle">'
-                   f'{e(n.type_name)} @ {e(view.device_text(n.name))}</text></g>')
+                   f'{e(_shorten(f"{n.type_name} @ {view.device_text(n.name)}", NODE_W - 8))}</text>{reason_text}</g>')
     out.append("</svg>")
     return "\n".join(out) + "\n"
 

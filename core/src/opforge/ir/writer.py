@@ -136,32 +136,34 @@ def save_model(
     check_output(xml_p, bin_p, protect)
     # Weights stream straight into the temporary .bin (a model's weights can exceed free RAM);
     # the .xml, small, is built in memory.
-    bin_tmp = _temp_beside(bin_p)
-    xml_tmp: Path | None = None
+    temps: list[Path] = []
     try:
+        bin_tmp = _temp_beside(bin_p)
+        temps.append(bin_tmp)
         with open(bin_tmp, "wb") as bin_f:
             xml_bytes = _Writer(model, compress_to_fp16, plugins, bin_f).run()
             bin_f.flush()
             os.fsync(bin_f.fileno())
         xml_tmp = _temp_beside(xml_p)
+        temps.append(xml_tmp)
         with open(xml_tmp, "wb") as xml_f:
             xml_f.write(xml_bytes)
             xml_f.flush()
             os.fsync(xml_f.fileno())
         mode = 0o666 & ~_umask()
-        for tmp in (bin_tmp, xml_tmp):
+        for tmp in temps:
             os.chmod(tmp, mode)  # mkstemp made them 0600
         os.replace(bin_tmp, bin_p)
         os.replace(xml_tmp, xml_p)
+        temps.clear()
     except OSError as err:
         raise ModelWriteError(
             f"save_model: cannot write '{xml_p}' and '{bin_p.name}': {err.strerror or err}"
         ) from None
     finally:
-        for tmp in (bin_tmp, xml_tmp):
-            if tmp is not None:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
+        for tmp in temps:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
 
 
 def check_output(xml_path: str | os.PathLike[str], bin_path: str | os.PathLike[str] | None = None,

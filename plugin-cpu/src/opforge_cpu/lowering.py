@@ -692,6 +692,52 @@ def _node_reason(core: types.ModuleType, n: Node, f32_types: bool = False) -> st
     return str(core.check_node(n.type_name, n.version, attrs, ins, vals, outs))
 
 
+def _plugin_kernel_needs_f32(core: types.ModuleType, n: Node, kernel: Any) -> bool:
+    """Whether a plugin's kernel refuses ``n``'s f16/bf16/f64 types but takes f32. A compiled
+    (C ABI) kernel is asked: its ``create`` runs on a one-node program with the node's types,
+    then with f32. A Python kernel says which types it takes with an ``element_types``
+    attribute (IR names, e.g. ``{"f32"}``); without one it gets the arrays as they are."""
+    cap = capsule_of(kernel)
+    if cap is None:
+        declared = getattr(kernel, "element_types", None)
+        if declared is None:
+            return False
+        names = {str(t) for t in declared}
+        used = {t.element_type.ir for t in n.inputs} | {o.element_type.ir for o in n.outputs()}
+        return bool({t.ir for t in LOW_PRECISION} & used - names) and "f32" in names
+    return bool(_abi_reason(core, n, cap, f32_types=False)) and not _abi_reason(core, n, cap, f32_types=True)
+
+
+def _abi_reason(core: types.ModuleType, n: Node, cap: Any, f32_types: bool) -> str:
+    """Why a compiled plugin kernel cannot be created for ``n`` ("" when it can)."""
+    def ty(t: Type) -> str:
+        return Type.f32.ir if f32_types and t in LOW_PRECISION else t.ir
+
+    def dims(o: Output) -> list[int]:
+        ps = o.partial_shape
+        return [int(d) for d in ps.dims] if ps.is_static else [1] * (ps.rank or 0)  # type: ignore[arg-type]
+
+    prog = core.Program()
+    ins = []
+    for i in n.inputs:
+        v = i.node.constant_value()
+        if v is not None and f32_types and v.dtype.kind == "f":
+            v = np.asarray(v, np.float32)
+        ins.append(prog.add_tensor(ty(i.element_type), dims(i), None if v is None else contiguous(v)))
+    outs = [prog.add_tensor(ty(o.element_type), dims(o), None) for o in n.outputs()]
+    attrs = attrs_dict(n)
+    if f32_types:
+        attrs = {k: (Type.f32.ir if isinstance(v, str) and v in {t.ir for t in LOW_PRECISION} else v)
+                 for k, v in attrs.items()}
+    try:
+        prog.add_node(n.name, n.type_name, n.version, attrs, ins, outs, [n.name], capsule=cap)
+        prog.set_io([t for t, i in zip(ins, n.inputs) if i.node.constant_value() is None], outs)
+        prog.finalize(1, False)
+    except Exception as err:  # noqa: BLE001 - the kernel's own refusal, whatever its type
+        return str(err) or type(err).__name__
+    return ""
+
+
 def _has_low_precision(n: Node) -> bool:
     return any(i.element_type in LOW_PRECISION for i in n.inputs) or any(
         o.element_type in LOW_PRECISION for o in n.outputs())
@@ -741,11 +787,15 @@ def lower_precision(core: types.ModuleType, model: Model, kernels: Mapping[tuple
     as_f32: dict[Output, Output] = {}  # one f32 copy of each value, however many nodes read it
     changed = False
     for n in model.get_ordered_ops():
-        if (n.type_name in STRUCTURAL or n.type_name == "Convert" or not is_standard(n)
-                or find_plugin_kernel(kernels, n) is not None or n.type_name not in builtin
-                or not _has_low_precision(n)):
+        if n.type_name in STRUCTURAL or n.type_name == "Convert" or not _has_low_precision(n):
             continue
-        if not _node_reason(core, n) or _node_reason(core, n, f32_types=True):
+        plugin_kernel = find_plugin_kernel(kernels, n)
+        if plugin_kernel is not None:
+            # a plugin's kernel gets the same treatment: f32 compute when it refuses the type
+            if not _plugin_kernel_needs_f32(core, n, plugin_kernel):
+                continue
+        elif (not is_standard(n) or n.type_name not in builtin or not _node_reason(core, n)
+              or _node_reason(core, n, f32_types=True)):
             continue
         new_inputs: list[Output] = []
         for i in n.inputs:

@@ -131,7 +131,7 @@ def test_benchmark_errors_are_messages(tmp_path: Path, capsys: pytest.CaptureFix
         (["-m", str(dyn), "-shape", "y[1,16]"], r"model has no input 'y'; inputs: 'x'"),
         (["-m", str(dyn), "-i", str(tmp_path / "none.npz")], r"-i .*none.npz: no such file"),
         (["-m", str(dyn), "-b", "2", "-niter", "0"], r"-niter must be >= 1, got 0"),
-        (["-m", str(dyn), "-b", "2", "-c", "k.xml"], r"device CPU does not support CONFIG_FILE"),
+        (["-m", str(dyn), "-b", "2", "-c", "k.xml"], r"device CPU does not support CONFIG_FILE \(asked for by -c\)"),
     ]
     np.savez(tmp_path / "wrong.npz", z=np.zeros((1, 16), np.float32))
     cases.append((["-m", str(dyn), "-i", str(tmp_path / "wrong.npz")], r"has no array for input 'x'; it has: z"))

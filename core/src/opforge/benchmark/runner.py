@@ -121,7 +121,9 @@ def device_config(core: Core, s: BenchmarkSettings) -> dict[str, Any]:
         takers = [t for t in parsed.targets
                   if key in set(core.get_property(t, "SUPPORTED_PROPERTIES"))] if "DEVICE_PROPERTIES" in supported else []
         if not takers:
-            raise PropertyError(f"device {s.device} does not support {key} (needed by the option given); "
+            flag = {"PERFORMANCE_HINT": "-hint", "INFERENCE_NUM_THREADS": "-nthreads", "ENABLE_PROFILING": "-pc",
+                    "CONFIG_FILE": "-c"}[key]
+            raise PropertyError(f"device {s.device} does not support {key} (asked for by {flag}); "
                                 f"it supports: {', '.join(sorted(supported))}")
         for t in takers:
             per_device.setdefault(t, {})[key] = value

@@ -297,7 +297,9 @@ class Model:
                 self.results.append(r)
             else:
                 out = as_output(r)
-                self.results.append(Node.create("Result", [out], name=f"{out.node.name}/result"))
+                # one Result per port: a node's second output needs a name of its own
+                suffix = "" if out.index == 0 else f".{out.index}"
+                self.results.append(Node.create("Result", [out], name=f"{out.node.name}/result{suffix}"))
         if parameters is None:
             parameters = [n for n in topological_sort(self.results) if n.type_name == "Parameter"]
         self.parameters: list[Node] = list(parameters)

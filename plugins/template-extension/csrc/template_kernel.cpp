@@ -1,7 +1,7 @@
 // The compiled CPU kernel of the template extension's custom op Identity (opset
-// template_extension): y = x * scale. Built against opforge-cpu's C ABI header
-// (opforge_cpu.get_include()); the CPU executor calls compute() from its C++ loop, so no Python
-// runs per inference. `calls()` counts computations, which the tests use to prove exactly that.
+// template_extension): y = x * scale. Built against opforge-cpu's C ABI header (a copy in
+// csrc/include, see CMakeLists.txt); the CPU executor calls compute() from its C++ loop, so no
+// Python runs per inference. `calls()` counts computations, which the tests use to prove exactly that.
 #include <pybind11/pybind11.h>
 
 #include <atomic>

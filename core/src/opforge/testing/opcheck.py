@@ -32,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import typing
 import warnings
 from pathlib import Path
 from typing import Any
@@ -175,22 +176,26 @@ def make_node(op: type[Op], dtype: Type, shape: tuple[int, ...] | None, attrs: d
 
 
 def other_attrs(op: type[Op]) -> dict[str, Any]:
-    """Values other than the defaults for every attribute opcheck knows how to vary."""
+    """Values other than the defaults for every attribute opcheck knows how to vary (by its
+    annotation: bool, int, float, str, list[int], list[float])."""
     out: dict[str, Any] = {}
     defaults = op.Attrs()
+    hints = typing.get_type_hints(op.Attrs)
     for name in type(defaults).model_fields:
         v = getattr(defaults, name)
-        if isinstance(v, bool):
+        hint = hints.get(name)
+        inner = typing.get_args(hint)[0] if typing.get_origin(hint) is list and typing.get_args(hint) else None
+        if hint is bool:
             out[name] = not v
-        elif isinstance(v, int):
+        elif hint is int:
             out[name] = v + 1
-        elif isinstance(v, float):
+        elif hint is float:
             out[name] = v + 0.5
-        elif isinstance(v, str) and not isinstance(v, Type):
+        elif hint is str:
             out[name] = (v or "value") + "_2"
-        elif isinstance(v, list) and all(isinstance(x, float) for x in v):
+        elif inner is float:
             out[name] = [*v, 0.25] if v else [0.5, 1.5]
-        elif isinstance(v, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in v):
+        elif inner is int:
             out[name] = [*v, 3] if v else [1, 2]
     return out
 

@@ -25,6 +25,8 @@ std::unique_ptr<Kernel> make_atanh(NodeDesc& n);
 std::string check_atanh(const NodeDesc& n);
 std::unique_ptr<Kernel> make_avg_pool(NodeDesc& n);
 std::unique_ptr<Kernel> make_batch_norm_inference(NodeDesc& n);
+std::unique_ptr<Kernel> make_bit_cast(NodeDesc& n);
+std::string check_bit_cast(const NodeDesc& n);
 std::string check_batch_norm_inference(const NodeDesc& n);
 std::unique_ptr<Kernel> make_ceiling(NodeDesc& n);
 std::string check_ceiling(const NodeDesc& n);
@@ -34,6 +36,7 @@ std::unique_ptr<Kernel> make_concat(NodeDesc& n);
 std::unique_ptr<Kernel> make_convert(NodeDesc& n);
 std::unique_ptr<Kernel> make_convert_like(NodeDesc& n);
 std::unique_ptr<Kernel> make_convolution(NodeDesc& n);
+std::string check_convolution(const NodeDesc& n);
 std::unique_ptr<Kernel> make_convolution_backprop_data(NodeDesc& n);
 std::unique_ptr<Kernel> make_cos(NodeDesc& n);
 std::string check_cos(const NodeDesc& n);
@@ -62,6 +65,7 @@ std::string check_greater(const NodeDesc& n);
 std::unique_ptr<Kernel> make_greater_equal(NodeDesc& n);
 std::string check_greater_equal(const NodeDesc& n);
 std::unique_ptr<Kernel> make_group_convolution(NodeDesc& n);
+std::string check_group_convolution(const NodeDesc& n);
 std::unique_ptr<Kernel> make_group_convolution_backprop_data(NodeDesc& n);
 std::unique_ptr<Kernel> make_h_sigmoid(NodeDesc& n);
 std::string check_h_sigmoid(const NodeDesc& n);
@@ -84,6 +88,7 @@ std::string check_logical_or(const NodeDesc& n);
 std::unique_ptr<Kernel> make_logical_xor(NodeDesc& n);
 std::string check_logical_xor(const NodeDesc& n);
 std::unique_ptr<Kernel> make_mat_mul(NodeDesc& n);
+std::string check_mat_mul(const NodeDesc& n);
 std::unique_ptr<Kernel> make_max_pool(NodeDesc& n);
 std::unique_ptr<Kernel> make_maximum(NodeDesc& n);
 std::string check_maximum(const NodeDesc& n);
@@ -224,6 +229,8 @@ std::unique_ptr<Kernel> make_irdft(NodeDesc& n);
 std::string check_irdft(const NodeDesc& n);
 std::unique_ptr<Kernel> make_einsum(NodeDesc& n);
 std::string check_einsum(const NodeDesc& n);
+std::unique_ptr<Kernel> make_tf_idf_vectorizer(NodeDesc& n);
+std::string check_tf_idf_vectorizer(const NodeDesc& n);
 std::unique_ptr<Kernel> make_non_zero(NodeDesc& n);
 std::string check_non_zero(const NodeDesc& n);
 std::unique_ptr<Kernel> make_unique_op(NodeDesc& n);
@@ -260,12 +267,13 @@ const std::vector<KernelEntry>& kernel_table() {
       {"Atanh", make_atanh, check_atanh, false},
       {"AvgPool", make_avg_pool, check_float, true},
       {"BatchNormInference", make_batch_norm_inference, check_batch_norm_inference, false},
+      {"BitCast", make_bit_cast, check_bit_cast, false},
       {"Ceiling", make_ceiling, check_ceiling, false},
       {"Clamp", make_clamp, check_clamp, true},
       {"Concat", make_concat, nullptr, false},
       {"Convert", make_convert, nullptr, false},
       {"ConvertLike", make_convert_like, nullptr, false},
-      {"Convolution", make_convolution, check_conv, true},
+      {"Convolution", make_convolution, check_convolution, true},
       {"ConvolutionBackpropData", make_convolution_backprop_data, check_conv, true},
       {"Cos", make_cos, check_cos, false},
       {"Cosh", make_cosh, check_cosh, false},
@@ -280,7 +288,7 @@ const std::vector<KernelEntry>& kernel_table() {
       {"Gelu", make_gelu, check_gelu, true},
       {"Greater", make_greater, check_greater, false},
       {"GreaterEqual", make_greater_equal, check_greater_equal, false},
-      {"GroupConvolution", make_group_convolution, check_conv, true},
+      {"GroupConvolution", make_group_convolution, check_group_convolution, true},
       {"GroupConvolutionBackpropData", make_group_convolution_backprop_data, check_conv, true},
       {"HSigmoid", make_h_sigmoid, check_h_sigmoid, true},
       {"HSwish", make_h_swish, check_h_swish, true},
@@ -293,7 +301,7 @@ const std::vector<KernelEntry>& kernel_table() {
       {"LogicalAnd", make_logical_and, check_logical_and, false},
       {"LogicalOr", make_logical_or, check_logical_or, false},
       {"LogicalXor", make_logical_xor, check_logical_xor, false},
-      {"MatMul", make_mat_mul, check_matmul, false},
+      {"MatMul", make_mat_mul, check_mat_mul, false},
       {"MaxPool", make_max_pool, check_float, true},
       {"Maximum", make_maximum, check_maximum, false},
       {"Minimum", make_minimum, check_minimum, false},
@@ -377,6 +385,7 @@ const std::vector<KernelEntry>& kernel_table() {
       {"AdaptiveMaxPool", make_adaptive_max_pool, check_adaptive_max_pool, false},
       {"NormalizeL2", make_normalize_l2, check_normalize_l2, false},
       {"GRN", make_grn, check_grn, false},
+      {"TfIdfVectorizer", make_tf_idf_vectorizer, check_tf_idf_vectorizer, false},
   };
   return table;
 }

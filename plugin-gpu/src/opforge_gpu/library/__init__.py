@@ -32,9 +32,13 @@ def kernel(*type_names: str, supports: SupportFn) -> Callable[[LowerFn], LowerFn
 
 def _load() -> dict[str, tuple[SupportFn, LowerFn]]:
     # Imported here, not at the top: the modules register into _REGISTRY as they import (and any
-    # one of them may already have been imported on its own).
-    from opforge_gpu.library import dynamic, elementwise, extra, index, movement, nn, spectral  # noqa: F401
+    # one of them may already have been imported on its own). Every module of this package is
+    # scanned, so adding a kernel is adding a module.
+    import importlib
+    import pkgutil
 
+    for m in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{m.name}")
     return _REGISTRY
 
 

@@ -28,14 +28,16 @@ def centered(ctx: NodeContext, x: Output, zero_point: Output | None, zp_axis_ran
 
 def requantize(ctx: NodeContext, acc: Output, multiplier: Output, zero_point: Output | None, qtype: Type) -> Output:
     """``saturate(round_half_to_even(acc * multiplier) + zero_point)`` into ``qtype``: the i32
-    accumulator rescaled in f32 (ONNX's reference computes in a wider type; they differ only
-    where a value lands on a rounding tie)."""
-    work = Type.f32
+    accumulator rescaled in f64, as ONNX's reference does (NumPy promotes i32 * f32 to f64); in
+    f32 a product near a rounding tie could round the other way."""
+    work = Type.f64
     y = out(ctx.op("Multiply", ctx.op("Convert", acc, destination_type=work),
                    ctx.op("Convert", multiplier, destination_type=work)))
     y = out(ctx.op("Round", y, mode="half_to_even"))
     if zero_point is not None:
         y = out(ctx.op("Add", y, ctx.op("Convert", zero_point, destination_type=work)))
     info = np.iinfo(qtype.np)
-    y = out(ctx.op("Clamp", y, min=float(info.min), max=float(info.max)))
+    # saturate with Maximum/Minimum of f64 constants (exact bounds in the work type)
+    y = out(ctx.op("Maximum", y, ctx.const(np.array(info.min, work.np))))
+    y = out(ctx.op("Minimum", y, ctx.const(np.array(info.max, work.np))))
     return out(ctx.op("Convert", y, destination_type=qtype))

@@ -1,0 +1,148 @@
+"""BitCast, TfIdfVectorizer, ImageDecoder and the integer ops (MatMulInteger, ConvInteger,
+QLinearMatMul, QLinearConv) beyond ONNX's node cases (broadcast batches, groups, strides,
+dilations, 1-D and 3-D windows, weighted TF-IDF, non-zero zero points), on every device
+here, compared EXACTLY with onnx.reference (seeded random data)."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import numpy as np
+import onnx
+import opforge
+import pytest
+from onnx import TensorProto as T
+from onnx import helper as h
+from onnx import numpy_helper as nh
+from onnx.reference import ReferenceEvaluator
+from opforge.errors import ShapeInferenceError
+from opforge_onnx.backend import REFERENCE, OpforgeBackend
+from opforge_onnx.testing.helpers import make_model
+
+RNG = np.random.default_rng(14)
+DEVICES = [REFERENCE] + [d for d in ("CPU", "GPU") if d in {a.split(".")[0] for a in opforge.Core().available_devices}]
+
+
+def _run_all(model: onnx.ModelProto, feeds: dict[str, np.ndarray], device: str) -> None:
+    want = ReferenceEvaluator(model).run(None, feeds)
+    rep = OpforgeBackend.prepare(model, device=device)
+    got = rep.run([feeds[i.name] for i in model.graph.input])
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.shape == w.shape, (g.dtype, g.shape, w.dtype, w.shape)
+        np.testing.assert_array_equal(g, w)
+
+
+def _model(node: onnx.NodeProto, feeds: dict[str, np.ndarray], inits: list[np.ndarray] | None = None,
+           opset: int = 21) -> onnx.ModelProto:
+    ins = [h.make_tensor_value_info(k, onnx.helper.np_dtype_to_tensor_dtype(v.dtype), list(v.shape))
+           for k, v in feeds.items()]
+    init = [nh.from_array(a, n) for n, a in zip([i for i in node.input if i and i not in feeds], inits or [])]
+    return make_model([node], ins, [h.make_tensor_value_info(o, T.UNDEFINED, None) for o in node.output], init,
+                      opset=opset)
+
+
+def _q(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    info = np.iinfo(dtype)
+    return RNG.integers(info.min, int(info.max) + 1, shape).astype(dtype)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize(("a_shape", "b_shape", "dt"), [
+    ((2, 1, 3, 7), (4, 7, 5), np.uint8),  # broadcast batch
+    ((7,), (3, 7, 2), np.int8),  # 1-D left operand
+    ((3, 5), (5,), np.uint8),  # 1-D right operand
+])
+def test_matmul_integer_is_exact(device: str, a_shape: tuple[int, ...], b_shape: tuple[int, ...], dt: Any) -> None:
+    a, b = _q(a_shape, dt), _q(b_shape, dt)
+    zp_a, zp_b = np.array(3, dt), np.array(250 if dt == np.uint8 else -7, dt)
+    node = h.make_node("MatMulInteger", ["a", "b", "za", "zb"], ["y"])
+    _run_all(_model(node, {"a": a, "b": b}, [zp_a, zp_b]), {"a": a, "b": b}, device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize(("x_shape", "w_shape", "attrs"), [
+    ((1, 4, 9), (6, 2, 3), {"group": 2, "strides": [2], "pads": [1, 2]}),  # 1-D, grouped
+    ((2, 3, 7, 6), (4, 3, 3, 2), {"dilations": [2, 1], "auto_pad": "SAME_UPPER"}),
+    ((1, 2, 4, 5, 3), (3, 2, 2, 3, 2), {"strides": [1, 2, 1], "pads": [1, 0, 1, 0, 1, 1]}),  # 3-D
+])
+def test_conv_integer_is_exact(device: str, x_shape: tuple[int, ...], w_shape: tuple[int, ...],
+                               attrs: dict[str, Any]) -> None:
+    x, w = _q(x_shape, np.uint8), _q(w_shape, np.uint8)
+    node = h.make_node("ConvInteger", ["x", "w", "zx", "zw"], ["y"], **attrs)
+    _run_all(_model(node, {"x": x}, [w, np.array(7, np.uint8), np.array(130, np.uint8)]), {"x": x}, device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_qlinear_matmul_and_conv_requantize_exactly(device: str) -> None:
+    a, b = _q((2, 3, 8), np.int8), _q((8, 5), np.int8)
+    consts = [np.array(0.05, np.float32), np.array(-3, np.int8), np.array(0.02, np.float32), np.array(4, np.int8),
+              np.array(0.9, np.float32), np.array(1, np.int8)]
+    node = h.make_node("QLinearMatMul", ["a", "sa", "za", "b", "sb", "zb", "sy", "zy"], ["y"])
+    init = [consts[0], consts[1], b, *consts[2:]]
+    _run_all(_model(node, {"a": a}, init), {"a": a}, device)
+    x, w = _q((1, 4, 6, 6), np.uint8), _q((4, 2, 3, 3), np.uint8)
+    node = h.make_node("QLinearConv", ["x", "sx", "zx", "w", "sw", "zw", "sy", "zy"], ["y"], group=2, pads=[1, 1, 1, 1])
+    init = [np.array(0.03, np.float32), np.array(128, np.uint8), w, np.array([0.01, 0.02, 0.015, 0.04], np.float32),
+            np.array([120, 128, 130, 127], np.uint8), np.array(0.7, np.float32), np.array(100, np.uint8)]
+    _run_all(_model(node, {"x": x}, init), {"x": x}, device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize(("src", "to"), [(np.float32, T.UINT32), (np.int64, T.DOUBLE), (np.float16, T.INT16),
+                                         (np.uint8, T.BOOL)])
+def test_bit_cast_keeps_the_bits(device: str, src: Any, to: int) -> None:
+    x = (RNG.integers(0, 2, (3, 4)) if src == np.uint8 else RNG.standard_normal((3, 4)) * 100).astype(src)
+    node = h.make_node("BitCast", ["x"], ["y"], to=to)
+    _run_all(_model(node, {"x": x}, opset=26), {"x": x}, device)
+
+
+def test_bit_cast_refuses_different_widths() -> None:
+    x = opforge.op("Parameter", element_type="f32", shape=[2])
+    with pytest.raises(ShapeInferenceError, match="bit widths must be equal"):
+        opforge.op("BitCast", x, destination_type="f64")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize(("mode", "weights", "skips", "lengths"), [
+    ("TF", None, 2, (1, 3)),
+    ("IDF", [0.5, 2.0, 1.5, 3.0, 0.25, 1.0, 4.0], 1, (1, 2)),
+    ("TFIDF", [0.5, 2.0, 1.5, 3.0, 0.25, 1.0, 4.0], 3, (2, 3)),
+    ("TF", None, 0, (2, 2)),  # (onnx.reference cannot run IDF/TFIDF without weights)
+])
+def test_tf_idf_vectorizer_matches_onnx(device: str, mode: str, weights: list[float] | None, skips: int,
+                                        lengths: tuple[int, int]) -> None:
+    x = RNG.integers(0, 5, (3, 12)).astype(np.int32)
+    attrs: dict[str, Any] = {
+        "mode": mode, "min_gram_length": lengths[0], "max_gram_length": lengths[1], "max_skip_count": skips,
+        # 1-grams [1], [3]; 2-grams [1 2], [2 2]; 3-grams [0 1 2], [1 2 2], [1 3 4]
+        "ngram_counts": [0, 2, 6], "ngram_indexes": [4, 0, 1, 6, 2, 3, 5],
+        "pool_int64s": [1, 3, 1, 2, 2, 2, 0, 1, 2, 1, 2, 2, 1, 3, 4],
+    }
+    if weights:
+        attrs["weights"] = weights
+    node = h.make_node("TfIdfVectorizer", ["x"], ["y"], **attrs)
+    _run_all(_model(node, {"x": x}, opset=9), {"x": x}, device)
+
+
+def _png(shape: tuple[int, ...]) -> np.ndarray:
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray(RNG.integers(0, 256, shape).astype(np.uint8)).save(buf, format="PNG")
+    return np.frombuffer(buf.getvalue(), np.uint8).copy()
+
+
+@pytest.mark.parametrize("fmt", ["RGB", "BGR", "Grayscale"])
+def test_image_decoder_reference_decodes_png(fmt: str) -> None:
+    data = _png((5, 7, 3))
+    node = h.make_node("ImageDecoder", ["x"], ["y"], pixel_format=fmt)
+    _run_all(_model(node, {"x": data}, opset=20), {"x": data}, REFERENCE)
+
+
+def test_image_decoder_names_undecodable_data() -> None:
+    data = np.arange(40, dtype=np.uint8)
+    node = h.make_node("ImageDecoder", ["x"], ["y"])
+    rep = OpforgeBackend.prepare(_model(node, {"x": data}, opset=20), device=REFERENCE)
+    with pytest.raises(opforge.errors.KernelError, match="not an image Pillow can decode"):
+        rep.run([data])

@@ -1,0 +1,10 @@
+"""Makes the fuzz harness package (opforge_fuzz, beside this file) importable by the tests here."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+_HERE = str(Path(__file__).resolve().parent)
+if _HERE not in sys.path:
+    sys.path.insert(0, _HERE)

@@ -32,4 +32,6 @@ def shifted(x: np.ndarray, axis: int) -> np.ndarray:
     """``x - max(x)`` along ``axis``, in the reference's work dtype: the argument of ``exp`` that
     cannot overflow."""
     w = to_work(x)
+    if w.size == 0:  # an empty tensor has no max (NumPy raises); its softmax is empty too
+        return w
     return w - np.max(w, axis=axis, keepdims=True)

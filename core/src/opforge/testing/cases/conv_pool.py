@@ -1,0 +1,77 @@
+"""Convolutions (plain, grouped, depthwise, transposed, deformable), pooling (max with indices,
+average with and without padding, adaptive) and Interpolate / Col2Im: small 1-D and 2-D
+shapes with strides, padding and dilation other than 1."""
+
+from __future__ import annotations
+
+from opforge.testing.cases import OpCase, case
+from opforge.testing.models import const, tensor
+
+_C = {"rtol": 1e-4, "atol": 1e-4}
+_P1 = {"strides": [1, 1], "pads_begin": [0, 0], "pads_end": [0, 0], "dilations": [1, 1]}
+_P2 = {"strides": [2, 1], "pads_begin": [1, 0], "pads_end": [1, 2], "dilations": [1, 2]}
+
+CASES: list[OpCase] = [
+    case("Convolution", tensor(1, 2, 6, 6), tensor(3, 2, 3, 3), label="f32_3x3", **_P1, **_C),
+    case("Convolution", tensor(2, 3, 7, 6), tensor(4, 3, 3, 2), label="f32_stride_pad_dilation", **_P2, **_C),
+    case("Convolution", tensor(1, 2, 5, 5), tensor(2, 2, 3, 3), label="f32_same_upper", strides=[2, 2],
+         pads_begin=[0, 0], pads_end=[0, 0], dilations=[1, 1], auto_pad="same_upper", **_C),
+    case("Convolution", tensor(1, 3, 9), tensor(2, 3, 3), label="f32_1d", strides=[2], pads_begin=[1],
+         pads_end=[1], dilations=[1], **_C),
+    case("Convolution", tensor(1, 2, 6, 6, dtype="f16"), tensor(3, 2, 3, 3, dtype="f16"), label="f16_3x3",
+         **_P1, rtol=5e-3, atol=5e-3),
+    case("Convolution", tensor(1, 2, 4, 4, 4), tensor(2, 2, 2, 2, 2), label="f32_3d", strides=[1, 1, 1],
+         pads_begin=[0, 0, 0], pads_end=[0, 0, 0], dilations=[1, 1, 1], **_C),
+    case("GroupConvolution", tensor(1, 4, 6, 6), tensor(2, 3, 2, 3, 3), label="f32_groups2", **_P1, **_C),
+    case("GroupConvolution", tensor(1, 3, 7, 7), tensor(3, 1, 1, 3, 3), label="f32_depthwise", **_P2, **_C),
+    case("ConvolutionBackpropData", tensor(1, 2, 4, 4), tensor(2, 3, 3, 3), label="f32_stride2", strides=[2, 2],
+         pads_begin=[1, 1], pads_end=[1, 1], dilations=[1, 1], output_padding=[1, 1], **_C),
+    case("ConvolutionBackpropData", tensor(1, 2, 5), tensor(2, 3, 3), label="f32_1d", strides=[1],
+         pads_begin=[0], pads_end=[0], dilations=[2], **_C),
+    case("ConvolutionBackpropData", tensor(1, 2, 3, 3), tensor(2, 1, 2, 2), const([6, 7]),
+         label="f32_output_shape", strides=[2, 2], pads_begin=[0, 0], pads_end=[0, 0], dilations=[1, 1],
+         auto_pad="same_upper", **_C),
+    case("GroupConvolutionBackpropData", tensor(1, 4, 3, 3), tensor(2, 2, 3, 2, 2), label="f32_groups2",
+         strides=[2, 2], pads_begin=[0, 0], pads_end=[0, 0], dilations=[1, 1], **_C),
+    case("DeformableConvolution", tensor(1, 2, 5, 5), tensor(1, 18, 3, 3, low=-1, high=1), tensor(3, 2, 3, 3),
+         label="f32_offsets", **_P1, **_C),
+    case("DeformableConvolution", tensor(1, 4, 5, 5), tensor(1, 16, 4, 4, low=-1, high=1), tensor(2, 2, 2, 2),
+         tensor(1, 8, 4, 4, low=0, high=1), label="f32_mask_groups", group=2, deformable_group=2,
+         bilinear_interpolation_pad=True, **_P1, **_C),
+
+    case("MaxPool", tensor(1, 2, 6, 7), label="f32_2x2", kernel=[2, 2], strides=[2, 2], dilations=[1, 1],
+         pads_begin=[0, 0], pads_end=[0, 0]),
+    case("MaxPool", tensor(2, 3, 7, 7), label="f32_3x3_pad_ceil", kernel=[3, 3], strides=[2, 2], dilations=[1, 1],
+         pads_begin=[1, 1], pads_end=[1, 1], rounding_type="ceil"),
+    case("MaxPool", tensor(1, 2, 8, 8), label="f32_dilated_i32_index", kernel=[2, 2], strides=[1, 1],
+         dilations=[2, 2], pads_begin=[0, 0], pads_end=[0, 0], index_element_type="i32"),
+    case("MaxPool", tensor(1, 3, 9), label="f32_1d_same", kernel=[3], strides=[2], dilations=[1],
+         pads_begin=[0], pads_end=[0], auto_pad="same_upper"),
+    case("AvgPool", tensor(1, 2, 6, 7), label="f32_2x2", kernel=[2, 2], strides=[2, 2], pads_begin=[0, 0],
+         pads_end=[0, 0], exclude_pad=False),
+    case("AvgPool", tensor(2, 3, 7, 7), label="f32_pad_exclude", kernel=[3, 3], strides=[2, 2], pads_begin=[1, 1],
+         pads_end=[1, 1], exclude_pad=True),
+    case("AvgPool", tensor(2, 3, 7, 7), label="f32_pad_include_ceil", kernel=[3, 3], strides=[2, 2],
+         pads_begin=[1, 1], pads_end=[1, 1], exclude_pad=False, rounding_type="ceil"),
+    case("AdaptiveAvgPool", tensor(1, 2, 7, 9), const([3, 4]), label="f32_7x9_to_3x4"),
+    case("AdaptiveAvgPool", tensor(2, 3, 10), const([4]), label="f32_1d"),
+    case("AdaptiveMaxPool", tensor(1, 2, 7, 9), const([3, 4]), label="f32_7x9_to_3x4"),
+    case("AdaptiveMaxPool", tensor(2, 3, 10), const([4]), label="f32_1d_i32_index", index_element_type="i32"),
+
+    case("Interpolate", tensor(1, 2, 4, 5), const([8, 7]), const([2, 3]), label="f32_nearest_sizes",
+         mode="nearest", shape_calculation_mode="sizes"),
+    case("Interpolate", tensor(1, 2, 4, 5), const([2.0, 1.5], "f32"), const([2, 3]), label="f32_linear_onnx_scales",
+         mode="linear_onnx", shape_calculation_mode="scales", coordinate_transformation_mode="half_pixel", **_C),
+    case("Interpolate", tensor(1, 2, 4, 4), const([7, 6]), const([2, 3]), label="f32_cubic_align_corners",
+         mode="cubic", shape_calculation_mode="sizes", coordinate_transformation_mode="align_corners", **_C),
+    case("Interpolate", tensor(1, 2, 6, 6), const([3, 4]), const([2, 3]), label="f32_linear_downscale",
+         mode="linear", shape_calculation_mode="sizes", coordinate_transformation_mode="asymmetric", **_C),
+    case("Interpolate", tensor(1, 2, 3, 4), const([6, 8]), const([2, 3]), label="f32_nearest_asym_floor",
+         mode="nearest", shape_calculation_mode="sizes", coordinate_transformation_mode="asymmetric",
+         nearest_mode="floor"),
+
+    # Col2Im: (N, C*kh*kw, L) blocks back into a (N, C, H, W) image
+    case("Col2Im", tensor(1, 8, 9), const([4, 4]), const([2, 2]), label="f32_2x2_blocks", **_C),
+    case("Col2Im", tensor(1, 9, 4), const([5, 5]), const([3, 3]), label="f32_stride2_pad", strides=[2, 2],
+         pads_begin=[0, 0], pads_end=[0, 0], **_C),
+]

@@ -1,0 +1,96 @@
+"""Everything else: MatMul and Einsum, the spectral transforms (DFT, IDFT, RDFT, IRDFT),
+detection and sampling ops (NonMaxSuppression, ROIAlign, GridSample), data-dependent outputs
+(NonZero, Unique), TfIdfVectorizer and ImageDecoder."""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+
+from opforge.testing.cases import OpCase, case
+from opforge.testing.models import const, fixed, tensor
+
+_MM = {"rtol": 1e-5, "atol": 1e-5}
+_FFT = {"rtol": 1e-4, "atol": 1e-4}
+# boxes [1, 6, 4] as (y1, x1, y2, x2): two overlapping pairs and two lone boxes
+_BOXES = np.array([[[0, 0, 1, 1], [0, 0.1, 1, 1.1], [0, -0.1, 1, 0.9], [0, 10, 1, 11], [0, 10.1, 1, 11.1],
+                    [0, 100, 1, 101]]], dtype=np.float32)
+_SCORES = np.array([[[0.9, 0.75, 0.6, 0.95, 0.5, 0.3], [0.2, 0.85, 0.4, 0.1, 0.7, 0.65]]], dtype=np.float32)
+
+
+
+def bmp(pixels: np.ndarray) -> np.ndarray:
+    """An uncompressed 24-bit BMP file of ``pixels`` (u8 [H, W, 3], RGB), as u8 bytes."""
+    h, w, _ = pixels.shape
+    stride = (3 * w + 3) // 4 * 4
+    rows = b"".join(pixels[y, :, ::-1].tobytes().ljust(stride, b"\0") for y in range(h - 1, -1, -1))
+    info = struct.pack("<IiiHHIIiiII", 40, w, h, 1, 24, 0, len(rows), 2835, 2835, 0, 0)
+    head = struct.pack("<2sIHHI", b"BM", 14 + len(info) + len(rows), 0, 0, 14 + len(info))
+    return np.frombuffer(head + info + rows, dtype=np.uint8).copy()
+
+
+_PIXELS = np.random.default_rng(7).integers(0, 256, size=(3, 5, 3)).astype(np.uint8)
+_IMAGE = bmp(_PIXELS)
+
+CASES: list[OpCase] = [
+    case("MatMul", tensor(3, 4), tensor(4, 5), label="f32_2d", **_MM),
+    case("MatMul", tensor(2, 3, 4), tensor(4, 5), label="f32_batch_broadcast", **_MM),
+    case("MatMul", tensor(2, 1, 3, 4), tensor(3, 5, 4), transpose_b=True, label="f32_batch_transpose_b", **_MM),
+    case("MatMul", tensor(4, 3), tensor(4, 5), transpose_a=True, label="f32_transpose_a", **_MM),
+    case("MatMul", tensor(4), tensor(2, 4, 3), label="f32_vector_matrix", **_MM),
+    case("MatMul", tensor(2, 3, 4), tensor(4), label="f32_matrix_vector", **_MM),
+    case("MatMul", tensor(8, 16, dtype="f16"), tensor(16, 8, dtype="f16"), label="f16_2d", rtol=5e-3, atol=5e-3),
+    case("MatMul", tensor(3, 4, dtype="i32", low=-9, high=9), tensor(4, 2, dtype="i32", low=-9, high=9),
+         label="i32_2d"),
+    case("Einsum", tensor(3, 4), tensor(4, 5), equation="ij,jk->ik", label="f32_matmul", **_MM),
+    case("Einsum", tensor(2, 3, 4), tensor(2, 4, 5), equation="bij,bjk->bik", label="f32_batched", **_MM),
+    case("Einsum", tensor(2, 3, 4), equation="abc->cb", label="f32_reduce_transpose", **_MM),
+    case("Einsum", tensor(4, 4), equation="ii->i", label="f32_diagonal", **_MM),
+    case("Einsum", tensor(3), tensor(4), equation="i,j->ij", label="f32_outer", **_MM),
+
+    case("DFT", tensor(2, 8, 2), const([1]), label="f32_axis1", **_FFT),
+    case("DFT", tensor(2, 4, 6, 2), const([1, 2]), const([4, 8]), label="f32_2d_signal_size", **_FFT),
+    case("IDFT", tensor(2, 8, 2), const([-2]), label="f32_axis1", **_FFT),
+    case("IDFT", tensor(3, 5, 2), const([1]), const([3]), label="f32_cropped", **_FFT),
+    case("RDFT", tensor(2, 8), const([1]), label="f32_axis1", **_FFT),
+    case("RDFT", tensor(2, 4, 6), const([1, 2]), label="f32_2d", **_FFT),
+    case("IRDFT", tensor(2, 5, 2), const([1]), label="f32_axis1", **_FFT),
+    case("IRDFT", tensor(2, 4, 4, 2), const([1, 2]), const([4, 6]), label="f32_2d_signal_size", **_FFT),
+
+    case("NonMaxSuppression", fixed(_BOXES), fixed(_SCORES), const(3), const(0.5, "f32"), const(0.0, "f32"),
+         label="f32_corner"),
+    case("NonMaxSuppression", fixed(_BOXES), fixed(_SCORES), const(2), const(0.3, "f32"), const(0.35, "f32"),
+         sort_result_descending=False, output_type="i32", label="f32_score_threshold_i32"),
+    case("ROIAlign", tensor(1, 2, 8, 8), const([[0, 0, 4, 4], [1.5, 2, 7, 6.5]], "f32"), const([0, 0], "i32"),
+         pooled_h=2, pooled_w=3, sampling_ratio=2, spatial_scale=1.0, mode="avg", label="f32_avg", **_MM),
+    case("ROIAlign", tensor(2, 2, 8, 8), const([[0, 0, 8, 8], [2, 2, 12, 10]], "f32"), const([1, 0], "i32"),
+         pooled_h=2, pooled_w=2, sampling_ratio=1, spatial_scale=0.5, mode="max", aligned_mode="half_pixel",
+         label="f32_max_half_pixel", **_MM),
+    case("GridSample", tensor(1, 2, 4, 5), tensor(1, 3, 3, 2, low=-1.1, high=1.1), label="f32_bilinear_zeros",
+         **_MM),
+    case("GridSample", tensor(1, 2, 4, 5), tensor(1, 3, 3, 2, low=-1.2, high=1.2), mode="nearest",
+         padding_mode="border", align_corners=True, label="f32_nearest_border", **_MM),
+    case("GridSample", tensor(1, 1, 4, 4), tensor(1, 2, 3, 2, low=-1.3, high=1.3), mode="bicubic",
+         padding_mode="reflection", label="f32_bicubic_reflection", rtol=1e-4, atol=1e-4),
+    case("NonZero", tensor(3, 4, dtype="i32", low=0, high=1), label="i32"),
+    case("NonZero", fixed([[0.0, 1.5, 0.0], [-0.0, 0.0, -2.0]]), output_type="i32", label="f32_signed_zero_i32"),
+    case("Unique", tensor(10, dtype="i32", low=0, high=4), label="i32_sorted"),
+    case("Unique", fixed([[3, 1, 3], [1, 2, 2], [3, 1, 3]], "i64"), const(0), sorted=False, label="i64_rows"),
+    case("TfIdfVectorizer", fixed([[1, 2, 3, 2, 3, 1], [3, 3, 1, 2, 4, 2]], "i64"), version="opset16", mode="TF", min_gram_length=1,
+         max_gram_length=2, max_skip_count=0, ngram_counts=[0, 3], ngram_indexes=[0, 1, 2, 3, 4],
+         pool_int64s=[1, 2, 3, 1, 2, 2, 3], label="i64_tf"),
+    case("TfIdfVectorizer", fixed([1, 2, 3, 2, 3, 1, 2], "i64"), version="opset16", mode="TFIDF", min_gram_length=2,
+         max_gram_length=2, max_skip_count=1, ngram_counts=[0, 0], ngram_indexes=[0, 1],
+         pool_int64s=[1, 2, 2, 3], weights=[0.5, 2.0], label="i64_tfidf_skip"),
+    case("ImageDecoder", fixed(_IMAGE, "u8"), version="opset16", label="u8_bmp_rgb",
+         expect=lambda xs: [_PIXELS]),
+    case("ImageDecoder", fixed(_IMAGE, "u8"), version="opset16", pixel_format="BGR", label="u8_bmp_bgr"),
+    case("ImageDecoder", fixed(_IMAGE, "u8"), version="opset16", pixel_format="Grayscale", label="u8_bmp_gray"),
+]
+
+# edges: an empty inner dimension, f64
+CASES += [
+    case("MatMul", tensor(3, 0), tensor(0, 4), label="f32_empty_k"),
+    case("MatMul", tensor(3, 4, dtype="f64"), tensor(4, 2, dtype="f64"), rtol=1e-12, atol=1e-12),
+]

@@ -121,9 +121,12 @@ class Limits:
     def check_shape(self, dims: Any, itemsize: int, what: str) -> int:
         """Rank, each dimension and the byte size of a static shape; returns the element count."""
         dims = [int(d) for d in dims]
-        self.check("MAX_TENSOR_RANK", len(dims), f"{what}: shape {_short(dims)} has rank")
-        for d in dims:
-            self.check("MAX_DIMENSION", d, f"{what}: shape {_short(dims)} has dimension")
+        for name, value, part in (("MAX_TENSOR_RANK", len(dims), "rank"),
+                                  ("MAX_DIMENSION", max(dims, default=0), "dimension")):
+            limit = self.get(name)
+            if value > limit:
+                raise ResourceLimitError(f"{what}: {part} {value} of shape {_short(dims)} exceeds the limit "
+                                         f"{name}={limit}. {how_to_raise(name)}")
         count = math.prod(dims)
         self.check_bytes("MAX_TENSOR_BYTES", count * itemsize, f"{what}: shape {_short(dims)}")
         return count

@@ -85,7 +85,7 @@ def ask_config(asker: Asker | None = None) -> ExtensionSpec:
     outputs = a.ask("Output names, comma-separated", "y", _names)
     attrs: dict[str, Any] = {}
     while True:
-        name = a.ask("Attribute name (empty when done)", "")
+        name: str = a.ask("Attribute name (empty when done)", "")
         if not name:
             break
         t = a.ask(f"  type of '{name}' ({', '.join(ATTR_TYPES)})", "float",

@@ -356,7 +356,7 @@ def run_device(op: type[Op], device: str, cases: list[dict[str, Any]], timeout: 
 
 def check_devices(core: Any, ops: list[type[Op]], devices: list[str] | None) -> tuple[list[str], list[str]]:
     """The devices to check (available, not meta), and notes on the ones left out."""
-    notes = []
+    notes: list[str] = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         available = [d for d in core.available_devices if d.split(".")[0].split(":")[0] not in _META]

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 import tracemalloc
 from collections.abc import Callable
@@ -145,3 +147,27 @@ def test_hostile_xml_structure(tmp_path: Path, plugins: PluginSystem, doc: str) 
     with pytest.raises(ModelFormatError, match=r"m\.xml: (the XML has a DOCTYPE|the <net> has two <layers>|"
                                                r"not well-formed XML)"):
         read_ir(p, None, plugins)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or sys.platform != "linux", reason="RLIMIT_AS and sparse files")
+def test_weights_that_cannot_be_mapped_are_a_resource_limit_error(tmp_path: Path) -> None:
+    # A .bin larger than the address space left (a sparse 16 GiB file under a 4 GiB RLIMIT_AS):
+    # mmap fails with ENOMEM, which used to escape as a bare OSError.
+    p = tmp_path / "m.xml"
+    p.write_text(chain_ir(0).replace("</layers>", CONST_LAYER + "</layers>"))
+    with open(tmp_path / "m.bin", "wb") as f:
+        f.truncate(16 << 30)
+    code = (
+        "import resource, sys, warnings\n"
+        "warnings.simplefilter('ignore')\n"
+        "from opforge.ir import read_ir\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))\n"
+        "try:\n"
+        f"    read_ir({str(p)!r})\n"
+        "except BaseException as e:\n"
+        "    print(type(e).__name__, e)\n"
+    )
+    env = dict(os.environ, OPFORGE_DISABLE_PLUGIN_AUTOLOAD="1")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env).stdout
+    assert out.startswith("ResourceLimitError "), out
+    assert "layer 'w' (id 99, Const): cannot map weights file" in out and "m.bin' (17179869184 bytes)" in out

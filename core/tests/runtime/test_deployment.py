@@ -322,3 +322,16 @@ def test_auto_passes_device_properties_and_exports(dcore: opforge.Core, relu_add
     again = dcore.import_model(blob)
     assert again.get_property("EXECUTION_DEVICES") == ["TEMPLATE"]
     np.testing.assert_array_equal(again([X])[0], evaluate_model(relu_add_model, [X])[0])
+
+
+def test_export_of_a_model_compiled_from_a_file_reads_it_again(dcore: opforge.Core, relu_add_model: Model,
+                                                               tmp_path: Path) -> None:
+    xml = tmp_path / "model.xml"
+    opforge.save_model(relu_add_model, xml)
+    compiled = dcore.compile_model(str(xml), "TEMPLATE")
+    assert not isinstance(compiled._source, Model)  # the file is read again, its weights not kept
+    imported = dcore.import_model(compiled.export_model())
+    np.testing.assert_array_equal(imported([X])[0], evaluate_model(relu_add_model, [X])[0])
+    opforge.save_model(relu_add_model, xml)  # rewritten: not the model that was compiled, maybe
+    with pytest.raises(ModelFormatError, match="changed since the model was compiled"):
+        compiled.export_model()

@@ -39,6 +39,18 @@ class CacheStats:
     last_key: str | None = None
 
 
+def file_stamp(path: Path) -> tuple[tuple[str, int, int], ...]:
+    """Name, size and mtime of a model file and of the files beside it: cheap (no reading) and
+    enough to tell that nothing there changed since it was read."""
+    folder = path.parent if str(path.parent) else Path(".")
+    out = []
+    for p in sorted(folder.iterdir()):
+        if p.is_file():
+            st = p.stat()
+            out.append((p.name, st.st_size, st.st_mtime_ns))
+    return tuple(out)
+
+
 def file_identity(path: Path) -> str:
     """A model file's identity: its bytes, and the name, size and mtime of every other file in
     its folder (weights in a ``.bin``/``.pdiparams``/external-data file change those)."""

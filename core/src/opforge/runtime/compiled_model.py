@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -23,11 +24,14 @@ class CompiledModel:
     Thread-safe: each thread calling it gets its own infer request."""
 
     def __init__(self, core: Core, model: Model, executable: Executable, device: str,
-                 config: dict[str, Any], *, source: Model | None = None, loaded_from_cache: bool = False) -> None:
+                 config: dict[str, Any], *, source: Model | Callable[[], Model] | None = None,
+                 loaded_from_cache: bool = False) -> None:
         self._core = core
         self._model = model
-        # The model as given to compile_model, before the device's transformations (a clone:
-        # its structure only, constants shared): what export_model writes.
+        # The model as given to compile_model, before the device's transformations: what
+        # export_model writes. A clone (structure only, constants shared), or, for a model
+        # compiled from a file, a function that reads the file again: keeping the source weights
+        # alive would undo the device releasing its copy of them.
         self._source = source
         self.loaded_from_cache = loaded_from_cache
         self._executable = executable
@@ -94,19 +98,9 @@ class CompiledModel:
     def export_model(self, target: str | os.PathLike[str] | IO[bytes] | None = None) -> bytes:
         """This compiled model as a self-describing blob (see :mod:`opforge.runtime.blob`) for
         :meth:`Core.import_model`; also written to ``target`` (a path or a binary stream) if given."""
-        from opforge.runtime.blob import Blob
-        from opforge.runtime.fingerprint import model_hash, relevant_versions
-
         if self._source is None:
             raise PropertyError(f"{self!r} was made without its source model; it cannot be exported")
-        from opforge.ir.writer import serialize
-
-        xml, weights = serialize(self._source, plugins=self._core.plugins)
-        blob = Blob(device=self.device, config={k: v for k, v in self._config.items() if k != "CACHE_DIR"},
-                    versions=relevant_versions(self._core.plugins, self._source, self.device),
-                    model_hash=model_hash(self._source), xml=xml, weights=weights,
-                    payload=self._executable.export_payload())
-        data = blob.to_bytes()
+        data = self.export_bytes(self._source if isinstance(self._source, Model) else self._source())
         if target is None:
             return data
         if isinstance(target, (str, os.PathLike)):
@@ -114,6 +108,19 @@ class CompiledModel:
         else:
             target.write(data)
         return data
+
+    def export_bytes(self, source: Model) -> bytes:
+        """The blob of this compiled model, with ``source`` as its model (see export_model)."""
+        from opforge.ir.writer import serialize
+        from opforge.runtime.blob import Blob
+        from opforge.runtime.fingerprint import model_hash, relevant_versions
+
+        xml, weights = serialize(source, plugins=self._core.plugins)
+        blob = Blob(device=self.device, config={k: v for k, v in self._config.items() if k != "CACHE_DIR"},
+                    versions=relevant_versions(self._core.plugins, source, self.device),
+                    model_hash=model_hash(source), xml=xml, weights=weights,
+                    payload=self._executable.export_payload())
+        return blob.to_bytes()
 
     def _pool(self) -> ThreadPoolExecutor:
         with self._executor_lock:

@@ -12,7 +12,7 @@ import sys
 import threading
 import types
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -33,7 +33,7 @@ from opforge.op import Op
 from opforge.plugins.manager import ENTRY_POINT_GROUP, PluginSystem, default_plugins, is_user_interrupt
 from opforge.plugins.registry import USER, PluginInfo
 from opforge.runtime.blob import Blob, check_versions, read_source
-from opforge.runtime.cache import CacheStats, CacheWarning, CompileCache, cache_key, file_identity
+from opforge.runtime.cache import CacheStats, CacheWarning, CompileCache, cache_key, file_identity, file_stamp
 from opforge.runtime.compiled_model import CompiledModel
 from opforge.runtime.device import CompileContext, Device
 from opforge.runtime.device_name import DeviceName, parse_device_name
@@ -359,19 +359,36 @@ class Core:
         if cache_dir:
             return self._compile_cached(model, parsed, dev, ctx, str(cache_dir))
         if not isinstance(model, Model):
-            model = self.read_model(model)
+            return self._compile(self.read_model(model), parsed, dev, ctx, source=self._rereader(model))
         return self._compile(model, parsed, dev, ctx)
 
+    def _rereader(self, model: str | os.PathLike[str] | bytes) -> Callable[[], Model]:
+        """How export_model gets the source of a model compiled from a file or bytes: reading it
+        again (only if the file is unchanged) instead of keeping its weights alive."""
+        if not isinstance(model, (str, os.PathLike)):
+            data = model
+            return lambda: self.read_model(data)
+        path = Path(model)
+        stamp = file_stamp(path)
+
+        def reread() -> Model:
+            if file_stamp(path) != stamp:
+                raise ModelFormatError(f"'{path}' (or a file beside it) changed since the model was compiled; "
+                                       "export_model needs the model as compiled: compile it again")
+            return self.read_model(path)
+        return reread
+
     def _compile(self, model: Model, parsed: DeviceName, dev: Device, ctx: CompileContext, *,
-                 payload: bytes | None = None, loaded_from_cache: bool = False) -> CompiledModel:
-        # Two clones (structure only; constant arrays are shared): one the device may transform
-        # freely, one kept as given for export_model.
-        source = model.clone()
+                 payload: bytes | None = None, loaded_from_cache: bool = False,
+                 source: Callable[[], Model] | None = None) -> CompiledModel:
+        # The device gets a clone it may transform freely; export_model gets another (structure
+        # only, constant arrays shared) unless the model can be read again.
         clone = model.clone()
         executable = dev.import_compiled(clone, payload, ctx) if payload is not None else None
         if executable is None:
             executable = dev.compile_model(clone, ctx)
-        return CompiledModel(self, clone, executable, parsed.full, ctx.config, source=source,
+        return CompiledModel(self, clone, executable, parsed.full, ctx.config,
+                             source=source if source is not None else model.clone(),
                              loaded_from_cache=loaded_from_cache)
 
     def _compile_cached(self, model: Model | str | os.PathLike[str] | bytes, parsed: DeviceName, dev: Device,
@@ -401,11 +418,11 @@ class Core:
                 self.cache_stats.hits += 1
                 return compiled
         self.cache_stats.misses += 1
-        if not isinstance(model, Model):
-            model = self.read_model(model)
-        compiled = self._compile(model, parsed, dev, ctx)
+        source = None if isinstance(model, Model) else self._rereader(model)
+        model = model if isinstance(model, Model) else self.read_model(model)
+        compiled = self._compile(model, parsed, dev, ctx, source=source)
         try:
-            cache.store(key, compiled.export_model())
+            cache.store(key, compiled.export_bytes(model))
         except (OSError, OpforgeError) as err:
             # e.g. a custom op without an installed plugin cannot be written as IR: no cache entry
             self.cache_stats.errors += 1

@@ -121,7 +121,7 @@ def test_core_wide_properties_are_validated() -> None:
 
 def test_xml_is_parsed_with_memory_proportional_to_the_file(tmp_path: Path, plugins: PluginSystem) -> None:
     p = tmp_path / "m.xml"
-    p.write_text(chain_ir(1000))
+    p.write_text(chain_ir(600))
     size = p.stat().st_size
     read_ir(p, None, plugins)  # warm caches (op classes, hints)
     tracemalloc.start()
@@ -130,10 +130,10 @@ def test_xml_is_parsed_with_memory_proportional_to_the_file(tmp_path: Path, plug
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert len(model.get_ordered_ops()) == 1002
+    assert len(model.get_ordered_ops()) == 602
     # The model itself takes about 3x the file; a whole-document tree (or a read buffer sized
     # for the largest allowed file) took 14x to 1000x.
-    assert peak < 10 * size, f"peak {peak} bytes for a {size}-byte file"
+    assert peak < 10 * size, f"peak {peak} bytes for a {size}-byte file ({peak / size:.1f}x)"
 
 
 @pytest.mark.parametrize("doc", [

@@ -13,7 +13,7 @@ import numpy as np
 import opforge
 import pytest
 from onnx import TensorProto, helper
-from opforge.errors import InputTypeError, RequestBusyError
+from opforge.errors import InputTypeError, RequestBusyError, ResourceLimitError
 
 F32, I64 = TensorProto.FLOAT, TensorProto.INT64
 
@@ -125,3 +125,63 @@ def test_async_run_computes_on_inputs_as_they_were_at_start(device: str) -> None
     gate.release.set()
     req.wait()
     np.testing.assert_array_equal(req.results[0], want)
+
+
+# --- sizes are checked before anything is allocated -----------------------------------------
+def test_huge_dynamic_input_is_refused_before_allocation(device: str) -> None:
+    compiled = _compile(device, [helper.make_node("Relu", ["x"], ["y"])],
+                        [helper.make_tensor_value_info("x", F32, ["n"])], [helper.make_tensor_value_info("y", F32, ["n"])])
+    huge = np.broadcast_to(np.float32(1.0), (2**40,))  # 4 TiB as seen by the model, 4 bytes here
+    with pytest.raises(ResourceLimitError, match=r"model input 'x' on (CPU|GPU).*\(1099511627776,\) needs"):
+        compiled([huge])
+    np.testing.assert_array_equal(compiled([np.array([-1.0, 2.0], np.float32)])[0], [0.0, 2.0])  # still usable
+
+
+def test_expand_past_64_bit_element_count_is_refused(device: str) -> None:
+    compiled = _compile(device, [helper.make_node("Expand", ["x", "s"], ["y"])],
+                        [helper.make_tensor_value_info("x", F32, [1]), helper.make_tensor_value_info("s", I64, [2])],
+                        [helper.make_tensor_value_info("y", F32, None)])
+    with pytest.raises(ResourceLimitError, match=r"node '.*' \(Broadcast\): output 0 on (CPU|GPU).*"
+                                                 r"\(4611686018427387904, 4\) has 18446744073709551616 elements"):
+        compiled([np.ones(1, np.float32), np.array([2**62, 4], np.int64)])
+
+
+def test_one_hot_of_huge_depth_is_refused(device: str) -> None:
+    # static shapes: a device may refuse at compile time already, else at the first inference
+    with pytest.raises(ResourceLimitError, match=r"node '.*' \(OneHot\): output 0 on (CPU|GPU).*\(1000, 1000000000\) "
+                                                 r"needs 4000000000000 bytes"):
+        compiled = _compile(device, [helper.make_node("OneHot", ["i", "d", "v"], ["y"])],
+                            [helper.make_tensor_value_info("i", I64, [1000])], [helper.make_tensor_value_info("y", F32, None)],
+                            [helper.make_tensor("d", I64, [], [10**9]), helper.make_tensor("v", F32, [2], [0.0, 1.0])])
+        compiled([np.zeros(1000, np.int64)])
+
+
+_UNDER_RLIMIT = """
+import resource, sys, warnings
+import numpy as np, opforge
+from onnx import TensorProto, helper
+resource.setrlimit(resource.RLIMIT_AS, (6 * 2**30, resource.RLIM_INFINITY))
+warnings.simplefilter("ignore")
+g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                      [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n"])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n"])])
+core = opforge.Core()
+compiled = core.compile_model(core.read_model(helper.make_model(g).SerializeToString()), sys.argv[1])
+try:
+    compiled([np.broadcast_to(np.float32(1.0), (10**9,))])
+except opforge.errors.ResourceLimitError as err:
+    print("REFUSED", err)
+"""
+
+
+def test_billion_element_input_under_a_memory_limit_is_refused_not_a_crash(device: str) -> None:
+    """The issue's case: 10^9 floats on a GPU (PoCL) whose memory is the host's. PoCL allocates
+    lazily and segfaulted at the first copy; now the request's memory is checked first."""
+    if device == "CPU":
+        pytest.skip("the CPU device allocates through NumPy/C++, which fail cleanly (covered above)")
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", _UNDER_RLIMIT, device], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, f"crashed with {proc.returncode}: {proc.stderr[-2000:]}"
+    assert "REFUSED" in proc.stdout and "'x' of shape (1000000000,)" in proc.stdout, proc.stdout + proc.stderr

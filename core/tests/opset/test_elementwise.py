@@ -276,11 +276,12 @@ def test_integer_power_with_negative_exponent() -> None:
     np.testing.assert_array_equal(run("Power", [base, exp]), [0, -1, 1, 1, 9, -8])
 
 
-def test_maximum_minimum_nan_follow_std_max_min() -> None:
+def test_maximum_minimum_propagate_nan_from_either_input() -> None:
+    # ONNX Runtime and IEEE 754-2019 maximum/minimum: NaN whichever side it is on
     a = np.array([1.0, np.nan], np.float32)
     b = np.array([np.nan, 1.0], np.float32)
-    np.testing.assert_array_equal(run("Maximum", [a, b]), [1.0, np.nan])
-    np.testing.assert_array_equal(run("Minimum", [a, b]), [1.0, np.nan])
+    np.testing.assert_array_equal(run("Maximum", [a, b]), [np.nan, np.nan])
+    np.testing.assert_array_equal(run("Minimum", [a, b]), [np.nan, np.nan])
 
 
 def test_unsigned_arithmetic_wraps() -> None:

@@ -51,21 +51,45 @@ Shape align_for_broadcast(const Shape& out, const Shape& in, const std::string& 
 }
 
 namespace {
+// oneDNN's JIT relu, clip, exp and hardsigmoid turn NaN into a number (relu(NaN) = 0,
+// clip(NaN) = lower bound, exp(NaN) = +inf); ONNX propagates NaN. These run out of place and
+// copy every NaN of the input to the output afterwards.
+bool eltwise_loses_nan(const std::string& name) {
+  const std::string k = name.substr(0, name.find(':'));
+  return k == "relu" || k == "clip" || k == "exp" || k == "hsigmoid";
+}
+
 class DnnlEltwise : public DnnlKernel {
  public:
-  DnnlEltwise(const NodeDesc& n, const std::string& name) {
+  DnnlEltwise(const NodeDesc& n, const std::string& name) : restore_nan_(eltwise_loses_nan(name)) {
     dnnl::algorithm alg;
     float alpha, beta;
     if (!eltwise_alg(name, alg, alpha, beta)) throw CompileFailure("no oneDNN eltwise for " + name);
     // Element-wise: any layout works, so keep the input's (blocked or plain).
     auto md = md_of(n.in(0));
+    floats_ = static_cast<int64_t>(md.get_size() / sizeof(float));
     dnnl::eltwise_forward::primitive_desc pd(cpu_engine(), dnnl::prop_kind::forward_inference, alg, md, md,
                                              alpha, beta, default_attr());
     set_primitive(dnnl::eltwise_forward(pd), pd);
     arg_input(DNNL_ARG_SRC, 0, md);
     arg_output(DNNL_ARG_DST, 0, md);
   }
-  int inplace_input(int out) const override { return out == 0 ? 0 : -1; }
+  void run(RunContext& ctx, const TensorView* in, TensorView* out, Bound* bound) override {
+    DnnlKernel::run(ctx, in, out, bound);
+    if (!restore_nan_) return;
+    ctx.stream->wait();
+    const float* x = in[0].ptr<float>();
+    float* y = out[0].ptr<float>();
+    const int64_t n = floats_;
+#pragma omp parallel for num_threads(ctx.num_threads) schedule(static) if (n > 65536)
+    for (int64_t i = 0; i < n; ++i)
+      if (x[i] != x[i]) y[i] = x[i];
+  }
+  int inplace_input(int out) const override { return out == 0 && !restore_nan_ ? 0 : -1; }
+
+ private:
+  bool restore_nan_;
+  int64_t floats_ = 0;
 };
 }  // namespace
 

@@ -1,6 +1,8 @@
 // Softmax / LogSoftmax through oneDNN's softmax primitive (accurate algorithm) for f32.
 #pragma once
 
+#include <limits>
+
 #include "core/dnnl_util.hpp"
 
 namespace opforge_cpu {
@@ -18,8 +20,36 @@ class SoftmaxKernel : public DnnlKernel {
     set_primitive(dnnl::softmax_forward(pd), pd);
     arg_input(DNNL_ARG_SRC, 0, md);
     arg_output(DNNL_ARG_DST, 0, md);
+    len_ = s.empty() ? 1 : s[axis];
+    inner_ = 1;
+    for (size_t d = axis + 1; d < s.size(); ++d) inner_ *= s[d];
+    outer_ = len_ * inner_ ? numel(s) / (len_ * inner_) : 0;
   }
-  int inplace_input(int out) const override { return out == 0 ? 0 : -1; }
+  // oneDNN skips a NaN when it takes the row's maximum ([NaN, 1, 2] -> [NaN, 0, 0]); in ONNX (and
+  // IEEE arithmetic) a row with a NaN or a +inf (inf - inf) is NaN throughout. Out of place, so
+  // the input is still there to look at.
+  void run(RunContext& ctx, const TensorView* in, TensorView* out, Bound* bound) override {
+    DnnlKernel::run(ctx, in, out, bound);
+    ctx.stream->wait();
+    const float* x = in[0].ptr<float>();
+    float* y = out[0].ptr<float>();
+    const int64_t rows = outer_ * inner_, len = len_, inner = inner_;
+#pragma omp parallel for num_threads(ctx.num_threads) schedule(static) if (rows * len > 65536)
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t base = (r / inner) * len * inner + r % inner;
+      bool poisoned = false;
+      for (int64_t k = 0; k < len && !poisoned; ++k) {
+        const float v = x[base + k * inner];
+        poisoned = v != v || v == std::numeric_limits<float>::infinity();
+      }
+      if (poisoned)
+        for (int64_t k = 0; k < len; ++k) y[base + k * inner] = std::numeric_limits<float>::quiet_NaN();
+    }
+  }
+  int inplace_input(int) const override { return -1; }
+
+ private:
+  int64_t len_ = 1, inner_ = 1, outer_ = 0;
 };
 
 }  // namespace opforge_cpu

@@ -3,7 +3,7 @@
 
 namespace opforge_cpu {
 
-std::unique_ptr<Kernel> make_maximum(NodeDesc& n) { return make_binary<Types::Numeric>(n, [](auto a, auto b) { return a > b ? a : b; }); }
+std::unique_ptr<Kernel> make_maximum(NodeDesc& n) { return make_binary<Types::Numeric>(n, [](auto a, auto b) { return a > b || a != a ? a : b; }  /* NaN in a or b gives NaN */); }
 
 std::string check_maximum(const NodeDesc& n) { return check_binary(n); }
 

@@ -6,7 +6,7 @@ namespace opforge_cpu {
 std::unique_ptr<Kernel> make_relu(NodeDesc& n) {
   return make_unary<Types::Numeric>(n, [](auto x) {
     using T = decltype(x);
-    return x > T(0) ? x : T(0);
+    return x < T(0) ? T(0) : x;  // NaN stays NaN
   }, "relu");
 }
 

@@ -6,6 +6,7 @@ namespace opforge_cpu {
 std::unique_ptr<Kernel> make_sign(NodeDesc& n) {
   return make_unary<Types::Numeric>(n, [](auto x) {
     using T = decltype(x);
+    if (x != x) return x;  // sign(NaN) = NaN
     return T((x > T(0)) - (x < T(0)));
   });
 }

@@ -9,8 +9,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from opforge.element_type import Type
 from opforge.errors import KernelError, UnsupportedOpError
 from opforge.graph import Model
+from opforge.runtime.allocation import check_allocation, host_available_bytes
 from opforge.runtime.device import Availability, CompileContext, Device, Executable
 from opforge.runtime.profiling import ProfilingInfo
 from opforge.runtime.properties import COMMON_PROPERTIES
@@ -119,6 +121,25 @@ class CpuState:
         self.last: Any = None
 
 
+def check_output_sizes(model: Model) -> None:
+    """Every tensor the program will allocate (each node output of the specialised model) must
+    fit the host memory still available: checked with Python integers before the C++ planner
+    multiplies the dimensions (where ``(2**62, 4)`` wraps around) or allocates its arena (where
+    a OneHot of depth 10^9 raised a bare ``std::bad_alloc``)."""
+    limit = host_available_bytes()
+    for node in model.get_ordered_ops():
+        if node.type_name == "Constant":
+            continue  # already in memory
+        for i, spec in enumerate(node.output_specs):
+            if not spec.shape.is_static or spec.type is Type.dynamic:
+                continue
+            what = (f"model input '{node.output(0).any_name}'" if node.type_name == "Parameter"
+                    else f"node '{node.name}' ({node.type_name}): output {i}")
+            check_allocation(spec.shape.to_tuple(), spec.type.np.itemsize, what=what, device="CPU",
+                             limit=limit, limit_name="the host memory available to this process (MemAvailable, "
+                             "RLIMIT_AS)")
+
+
 class CpuExecutable(Executable):
     def __init__(self, core: Any, model: Model, kernels: dict[tuple[str, str | None], Any],
                  plugins: dict[tuple[str, str | None], str], config: dict[str, Any],
@@ -164,6 +185,7 @@ class CpuExecutable(Executable):
         return CpuExecutable(self._core, model, self._kernels, self._plugins, config)
 
     def _build(self, model: Model) -> _Compiled:
+        check_output_sizes(model)
         lower_precision(self._core, model, self._kernels)
         dyn = dynamic_node(model)
         if dyn is not None:

@@ -123,7 +123,8 @@ class GpuExecutable(Executable):
         lw = Lowering(plan, self.dev, self.config, self.half, self._const_cache, self.cache_dir)
         lw.used = {(src.node.id, src.index) for n in m.get_ordered_ops() for src in n.inputs}
         for p in m.parameters:
-            t = plan.new_tensor(p.output(0).shape, lw.storage(p.output_specs[0].type, "of a model input "), "param")
+            t = plan.new_tensor(p.output(0).shape, lw.storage(p.output_specs[0].type, "of a model input "), "param",
+                                what=f"model input '{p.output(0).any_name}'")
             lw.set_output(p, 0, t)
             plan.inputs.append(t.id)
         for node in m.get_ordered_ops():

@@ -134,12 +134,15 @@ class Lowering:
 
     def new_output(self, node: Node, i: int = 0) -> Tensor:
         spec = node.output_specs[i]
-        t = self.plan.new_tensor(static_shape(node, i), self.storage(spec.type, f"of output {i} "), "temp")
+        t = self.plan.new_tensor(static_shape(node, i), self.storage(spec.type, f"of output {i} "), "temp",
+                                 what=f"node '{node.name}' ({node.type_name}): output {i}")
         self.set_output(node, i, t)
         return t
 
     def temp(self, shape: Sequence[int], storage: Storage) -> Tensor:
-        return self.plan.new_tensor(shape, storage, "temp")
+        node = self.node
+        who = f"node '{node.name}' ({node.type_name})" if node is not None else "a kernel"
+        return self.plan.new_tensor(shape, storage, "temp", what=f"{who}: a temporary buffer")
 
     def const_tensor(self, value: np.ndarray, t: Type | None = None, key: Any = None,
                      exact: bool = False) -> Tensor:
@@ -152,7 +155,7 @@ class Lowering:
         host = np.asarray(value).astype(st.np, copy=False)
         if not host.flags.c_contiguous:
             host = np.array(host, order="C")  # (ascontiguousarray would make scalars 1-D)
-        tensor = self.plan.new_tensor(host.shape, st, "const", host)
+        tensor = self.plan.new_tensor(host.shape, st, "const", host, what="a constant")
         ck = (key, st.ctype) if key is not None else None
         buf = self._const_cache.get(ck) if ck is not None else None
         if buf is None:

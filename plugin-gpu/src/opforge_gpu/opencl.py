@@ -45,6 +45,14 @@ class DeviceInfo:
     local_mem_size: int
     global_mem_size: int
     mem_base_addr_align: int
+    #: CL_DEVICE_MAX_MEM_ALLOC_SIZE: the largest single buffer (0: unknown, use global_mem_size)
+    max_mem_alloc_size: int = 0
+
+    @property
+    def max_buffer_bytes(self) -> int:
+        """The largest buffer the device can allocate (never more than its global memory)."""
+        size = self.max_mem_alloc_size or self.global_mem_size
+        return min(size, self.global_mem_size) if self.global_mem_size else size
 
     @property
     def has_fp16(self) -> bool:
@@ -132,6 +140,7 @@ def enumerate_devices() -> list[DeviceInfo]:
             compute_units=int(dev.max_compute_units), max_work_group_size=int(dev.max_work_group_size),
             local_mem_size=int(dev.local_mem_size), global_mem_size=int(dev.global_mem_size),
             mem_base_addr_align=max(8, int(dev.mem_base_addr_align) // 8),
+            max_mem_alloc_size=int(dev.max_mem_alloc_size),
         ))
     return out
 

@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from opforge.errors import KernelError
+from opforge.errors import KernelError, ResourceLimitError
+from opforge.runtime.allocation import check_allocation, host_available_bytes, human_bytes
 
 from opforge_gpu.storage import Storage
 
@@ -145,12 +146,22 @@ class Plan:
         self.probe = False
         self.slot_of: dict[int, int] = {}
         self.slot_sizes: list[int] = []
+        #: what each tensor is ("model input 'x'", "node 'y' (Expand): output 0"), for errors
+        self.labels: dict[int, str] = {}
         self._next = 1
 
     def new_tensor(self, shape: Sequence[int], storage: Storage, kind: str,
-                   value: np.ndarray | None = None) -> Tensor:
+                   value: np.ndarray | None = None, what: str = "a tensor") -> Tensor:
+        """A tensor of ``shape``; ``what`` names it ("node 'x' (Expand): output 0") for the size
+        check every tensor passes here, before any buffer exists: a buffer larger than the
+        device allows crashes some OpenCL drivers instead of failing."""
+        info = self.dev.info
+        check_allocation(shape, storage.itemsize, what=what, device=f"GPU ({info.description})",
+                         limit=info.max_buffer_bytes, limit_name="the largest buffer it can allocate "
+                         "(CL_DEVICE_MAX_MEM_ALLOC_SIZE)")
         t = Tensor(self._next, tuple(int(d) for d in shape), storage, kind, value)
         t.root = t.id
+        self.labels[t.id] = what
         self._next += 1
         self.tensors[t.id] = t
         return t
@@ -219,6 +230,28 @@ class Plan:
         return sum(self.slot_sizes)
 
 
+def check_request_memory(plan: Plan) -> None:
+    """Before allocating a request's buffers: they must fit the device's global memory and, on a
+    CPU OpenCL device (PoCL), the host memory still available, since such a driver allocates
+    lazily and crashes at the first copy when memory runs out."""
+    info = plan.dev.info
+    total = plan.memory_bytes()
+    have, where = info.global_mem_size, "its global memory"
+    if info.type == "CPU":
+        # the host also stages each input (a contiguous copy in the device's element type)
+        total += sum(plan.tensors[t].nbytes for t in plan.inputs)
+        host = host_available_bytes()
+        if host < have or not have:
+            have, where = host, "the host memory available to this process (MemAvailable, RLIMIT_AS)"
+    if have and total > have:
+        inputs = ", ".join(f"{plan.labels.get(t, 'an input')} of shape {plan.tensors[t].shape} "
+                           f"({human_bytes(plan.tensors[t].nbytes)})" for t in plan.inputs)
+        raise ResourceLimitError(
+            f"GPU ({info.description}): this model needs {total} bytes ({human_bytes(total)}) of memory for "
+            f"these inputs [{inputs}], more than {where} ({have} bytes, {human_bytes(have)})"
+        )
+
+
 class RequestMemory:
     """The buffers and bound kernels of one request on one plan: set up once, reused per call."""
 
@@ -227,6 +260,7 @@ class RequestMemory:
         ctx = plan.dev.context
         self.plan = plan
         self.queue = queue
+        check_request_memory(plan)
         try:
             self.slots = [cl.Buffer(ctx, cl.mem_flags.READ_WRITE, size) for size in plan.slot_sizes]
         except cl.Error as err:

@@ -141,12 +141,12 @@ def reduced_count(x: np.ndarray, axes: tuple[int, ...]) -> int:
 
 
 def running_extreme(x: np.ndarray, axes: tuple[int, ...], largest: bool) -> np.ndarray:
-    """The maximum (``largest``) or minimum over ``axes`` as OpenVINO's running max/min computes
-    it: NaN elements are skipped, and a reduction over no elements gives the start value, the
-    lowest (for a maximum) or largest (for a minimum) value of the type."""
+    """The maximum (``largest``) or minimum over ``axes``: a NaN element makes the result NaN (as
+    in ONNX Runtime; OpenVINO's running max/min skips NaN), and a reduction over no elements gives
+    the start value, the lowest (for a maximum) or largest (for a minimum) value of the type."""
     if is_float(x):
         info = finfo(x.dtype)
-        fn, start = (np.fmax, info.min) if largest else (np.fmin, info.max)
+        fn, start = (np.maximum, info.min) if largest else (np.minimum, info.max)
         return fn.reduce(x.astype(np.float64), axis=axes, keepdims=True, initial=float(start))
     ints = np.iinfo(x.dtype)
     if largest:

@@ -1,7 +1,8 @@
 """Maximum-1: the larger of x and y with auto-broadcast.
 
-NaN follows C++ ``std::max(x, y)``, as OpenVINO's reference does: y is taken only when x < y, so
-a NaN x is kept and a NaN y is not.
+NaN propagates, as ONNX Runtime's Max and IEEE 754-2019 ``maximum`` do: a NaN in either input
+gives NaN (OpenVINO's ``std::max(x, y)`` keeps a NaN x but drops a NaN y, so the answer would
+depend on the operand order).
 """
 
 from __future__ import annotations
@@ -19,4 +20,4 @@ class Maximum(BinaryElementwise):
 
     @classmethod
     def compute(cls, attrs: Any, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        return np.where(a < b, b, a)
+        return np.maximum(a, b)

@@ -1,7 +1,7 @@
 """Minimum-1: the smaller of x and y with auto-broadcast.
 
-NaN follows C++ ``std::min(x, y)``, as OpenVINO's reference does: y is taken only when y < x, so
-a NaN x is kept and a NaN y is not.
+NaN propagates, as ONNX Runtime's Min and IEEE 754-2019 ``minimum`` do: a NaN in either input
+gives NaN (OpenVINO's ``std::min(x, y)`` keeps a NaN x but drops a NaN y).
 """
 
 from __future__ import annotations
@@ -19,4 +19,4 @@ class Minimum(BinaryElementwise):
 
     @classmethod
     def compute(cls, attrs: Any, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        return np.where(b < a, b, a)
+        return np.minimum(a, b)

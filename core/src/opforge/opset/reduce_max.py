@@ -1,6 +1,6 @@
 """ReduceMax-1: the maximum over ``axes``.
 
-NaN elements are skipped, as OpenVINO's running ``max`` skips them; a maximum over no elements is
+A NaN element makes the maximum NaN (as in ONNX Runtime; OpenVINO skips it); a maximum over no elements is
 the lowest value of the type (the running maximum's start value).
 """
 

@@ -1,6 +1,6 @@
 """ReduceMin-1: the minimum over ``axes``.
 
-NaN elements are skipped, as OpenVINO's running ``min`` skips them; a minimum over no elements is
+A NaN element makes the minimum NaN (as in ONNX Runtime; OpenVINO skips it); a minimum over no elements is
 the largest value of the type (the running minimum's start value).
 """
 

@@ -4,9 +4,9 @@
 // P: total Cin Cout CinG CoutG D H W OD OH OW KD KH KW SD SH SW PD PH PW DD DH DW p0 p1
 
 #if ACT == 1
-#define ACTIVATE(v) fmax((v), 0.0f)
+#define ACTIVATE(v) ((v) < 0.0f ? 0.0f : (v)) /* NaN stays NaN (fmax would drop it) */
 #elif ACT == 2
-#define ACTIVATE(v) fmin(fmax((v), p0), p1)
+#define ACTIVATE(v) (isnan(v) ? (v) : fmin(fmax((v), p0), p1))
 #else
 #define ACTIVATE(v) (v)
 #endif

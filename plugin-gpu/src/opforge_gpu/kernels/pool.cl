@@ -30,7 +30,8 @@ __kernel void max_pool(__global const X_T* x, __global Y_T* y, __global I_T* ind
                 if (iw < 0 || iw >= W) continue;
                 const int at = (id * H + ih) * W + iw;
                 const X_CT v = LOAD_X(x, base + at);
-                if (besti < 0 || v > best) { best = v; besti = at; }
+                // the first NaN wins and stays (NaN propagates, as in ReduceMax)
+                if (besti < 0 || v > best || (v != v && best == best)) { best = v; besti = at; }
             }
         }
     }

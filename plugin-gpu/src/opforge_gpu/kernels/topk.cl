@@ -1,7 +1,7 @@
 // TopK by ranking: the rank of an element is the number of elements of its row that come before
 // it (better value, or equal value and lower index), which is also its position in the result
 // sorted by value. Rows are [outer, L, inner]; one work-item per input element, O(L) each.
-// BETTER(a, b): a comes before b (a > b for "max", a < b for "min").
+// BETTER(a, b): a comes before b (a > b for "max", a < b for "min"; NaN counts as the largest).
 
 #ifdef TOPK
 // P: n L inner k
@@ -18,7 +18,7 @@ __kernel void topk_rank(__global const X_T* x, __global Y_T* y, __global I_T* in
     int rank = 0;
     for (int j = 0; j < L; ++j) {
         const X_CT w = (X_CT)LOAD_X(x, base + j * inner);
-        rank += BETTER(w, v) || (w == v && j < l);
+        rank += BETTER(w, v) || ((w == v || (w != w && v != v)) && j < l);  // NaNs tie with each other
     }
 #if SORT_INDEX
     ranks[i] = rank;

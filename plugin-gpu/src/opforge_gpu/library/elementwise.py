@@ -24,7 +24,9 @@ WG = 256
 # Expressions over x (compute type CT) and the float parameters p0, p1. "float": the op exists for
 # floating-point inputs only here (integer forms are rare and have their own rounding rules).
 _UNARY: dict[str, tuple[str, bool]] = {
-    "Relu": ("((x) > 0 ? (x) : (CT)0)", False),
+    # NaN propagates (ONNX, IEEE 754): OpenCL's fmax/fmin return the other operand for a NaN,
+    # so the clamping ops test for NaN themselves and Relu compares the other way round.
+    "Relu": ("((x) < 0 ? (CT)0 : (x))", False),
     "Abs": ("((x) < 0 ? -(x) : (x))", False),
     "Negative": ("(-(x))", False),
     "Sigmoid": ("(1.0f / (1.0f + exp(-(x))))", True),
@@ -50,12 +52,12 @@ _UNARY: dict[str, tuple[str, bool]] = {
     "SoftPlus": ("((x) > 20.0f ? (x) : log1p(exp(x)))", True),
     "SoftSign": ("((x) / (1.0f + fabs(x)))", True),
     "HSwish": ("((x) * fmin(fmax((x) + 3.0f, 0.0f), 6.0f) / 6.0f)", True),
-    "HSigmoid": ("(fmin(fmax((x) + 3.0f, 0.0f), 6.0f) / 6.0f)", True),
+    "HSigmoid": ("(isnan(x) ? (x) : fmin(fmax((x) + 3.0f, 0.0f), 6.0f) / 6.0f)", True),
     "Mish": ("((x) * tanh((x) > 20.0f ? (x) : log1p(exp(x))))", True),
     "Swish": ("((x) / (1.0f + exp(-p0 * (x))))", True),
     "Elu": ("((x) > 0 ? (x) : p0 * expm1(x))", True),
     "Selu": ("(p1 * ((x) > 0 ? (x) : p0 * expm1(x)))", True),
-    "Clamp": ("fmin(fmax((x), p0), p1)", True),
+    "Clamp": ("(isnan(x) ? (x) : fmin(fmax((x), p0), p1))", True),
     "Gelu": ("(0.5f * (x) * (1.0f + erf((x) * 0.7071067811865476f)))", True),
     "Round": ("rint(x)", True),
     "IsNaN": ("isnan(x)", True),
@@ -145,8 +147,9 @@ _ARITH: dict[str, str] = {
     "Add": "((a) + (b))",
     "Subtract": "((a) - (b))",
     "Multiply": "((a) * (b))",
-    "Maximum": "((a) > (b) ? (a) : (b))",
-    "Minimum": "((a) < (b) ? (a) : (b))",
+    # a NaN in either input gives NaN (``a != a`` only for a NaN a; a NaN b falls through)
+    "Maximum": "((a) > (b) || (a) != (a) ? (a) : (b))",
+    "Minimum": "((a) < (b) || (a) != (a) ? (a) : (b))",
     "SquaredDifference": "(((a) - (b)) * ((a) - (b)))",
 }
 _FLOAT_ONLY: dict[str, str] = {

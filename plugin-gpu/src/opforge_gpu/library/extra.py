@@ -323,7 +323,7 @@ def lower_col2im(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
 # --- RNNSequence, GRUSequence, LSTMSequence ---------------------------------------------------
 #: (cell id, gates, states) per op
 _CELLS = {"RNNSequence": (0, 1, 1), "GRUSequence": (1, 3, 1), "LSTMSequence": (2, 4, 2)}
-_ACT = {"sigmoid": "(1.0f / (1.0f + exp(-(x))))", "tanh": "tanh(x)", "relu": "fmax((x), 0.0f)"}
+_ACT = {"sigmoid": "(1.0f / (1.0f + exp(-(x))))", "tanh": "tanh(x)", "relu": "((x) < 0.0f ? 0.0f : (x))"}
 #: the states of a work-group live in local memory (six arrays of hidden_size floats)
 MAX_HIDDEN = 1024
 

@@ -173,7 +173,10 @@ def lower_topk(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
     inner = int(np.prod(x.shape[axis + 1:]))
     by_index = str(a.sort) == "index"
     defines: dict[str, Any] = {"TOPK": 1, "I_T": ind.storage.ctype, "SORT_INDEX": int(by_index),
-                               "BETTER(a, b)": "((a) > (b))" if str(a.mode) == "max" else "((a) < (b))"}
+                               # NaN ranks above every number, as in NumPy's sort and the CPU and
+                               # reference TopK: first for "max", last for "min"
+                               "BETTER(a, b)": "((a) > (b) || ((a) != (a) && (b) == (b)))" if str(a.mode) == "max"
+                               else "((a) < (b) || ((b) != (b) && (a) == (a)))"}
     defines.update(x.storage.macros("X"))
     defines.update(y.storage.macros("Y"))
     prm = lw.params([x.size, length, max(inner, 1), k])

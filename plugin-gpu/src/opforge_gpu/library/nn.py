@@ -435,8 +435,9 @@ _REDUCE: dict[str, tuple[str, str, str, bool]] = {
     # init, step(a, v), final(acc, count), float only
     "ReduceSum": ("0", "((a) + (v))", "(acc)", False),
     "ReduceMean": ("0", "((a) + (v))", "((acc) / (float)(n))", True),
-    "ReduceMax": ("LOWEST", "((v) > (a) ? (v) : (a))", "(acc)", False),
-    "ReduceMin": ("HIGHEST", "((v) < (a) ? (v) : (a))", "(acc)", False),
+    # a NaN element makes the result NaN: it is taken, and nothing compares greater than it after
+    "ReduceMax": ("LOWEST", "((v) > (a) || (v) != (v) ? (v) : (a))", "(acc)", False),
+    "ReduceMin": ("HIGHEST", "((v) < (a) || (v) != (v) ? (v) : (a))", "(acc)", False),
     "ReduceProd": ("1", "((a) * (v))", "(acc)", False),
     "ReduceL1": ("0", "((a) + fabs(v))", "(acc)", True),
     "ReduceL2": ("0", "((a) + (v) * (v))", "sqrt(acc)", True),

@@ -18,7 +18,7 @@ from opforge.frontend.extensions import ConversionExtension, ConversionResult
 from opforge.frontend.node_context import NodeContext
 from opforge.graph import Output
 
-from opforge_onnx.ops._helpers import etype, i64, out, require_rank, translator
+from opforge_onnx.ops._helpers import etype, i64, out, require_rank, scalar_like, translator
 
 #: ONNX reductions that are one opforge reduction
 _SIMPLE = {
@@ -85,10 +85,12 @@ def make(kind: str) -> ConversionExtension:
             return [ctx.op("ReduceSum", ctx.op("Multiply", x, x), axes, keep_dims=keep)]
         if kind == "ReduceLogSum":
             return [ctx.op("Log", ctx.op("ReduceSum", x, axes, keep_dims=keep))]
-        # ReduceLogSumExp, stabilised by the maximum so large inputs do not overflow
-        m = ctx.op("ReduceMax", x, axes, keep_dims=True)
+        # ReduceLogSumExp, stabilised by the maximum so large inputs do not overflow; an infinite
+        # or NaN maximum shifts by 0 instead (inf - inf would turn a +inf result into NaN)
+        m_raw = ctx.op("ReduceMax", x, axes, keep_dims=True)
+        m = ctx.op("Select", ctx.op("IsFinite", m_raw), m_raw, scalar_like(ctx, 0.0, x))
         s = ctx.op("ReduceSum", ctx.op("Exp", ctx.op("Subtract", x, m)), axes, keep_dims=keep)
-        m2 = m if keep else ctx.op("ReduceMax", x, axes, keep_dims=False)
+        m2 = m if keep else ctx.op("ReduceMax", m, axes, keep_dims=False)
         return [ctx.op("Add", ctx.op("Log", s), m2)]
     convert.__qualname__ = f"convert_{kind}"
     return translator(kind, convert)

@@ -3,6 +3,7 @@ constant floats; Maximum/Minimum otherwise (integers, run-time bounds)."""
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 from opforge.frontend.extensions import ConversionResult
 from opforge.frontend.node_context import NodeContext
@@ -25,8 +26,10 @@ def convert(ctx: NodeContext) -> ConversionResult:
     lo_v = const_value(lo) if lo is not None else None
     hi_v = const_value(hi) if hi is not None else None
     if t.is_float and (lo is None or lo_v is not None) and (hi is None or hi_v is not None):
-        fmin = float(np.asarray(lo_v).reshape(-1)[0]) if lo_v is not None else float("-inf")
-        fmax = float(np.asarray(hi_v).reshape(-1)[0]) if hi_v is not None else float("inf")
+        # ONNX: a missing bound is the type's lowest/largest finite value, so Clip(-inf) with no
+        # min is lowest(), not -inf (as ONNX Runtime computes it)
+        fmin = float(np.asarray(lo_v).reshape(-1)[0]) if lo_v is not None else float(ml_dtypes.finfo(t.np).min)
+        fmax = float(np.asarray(hi_v).reshape(-1)[0]) if hi_v is not None else float(ml_dtypes.finfo(t.np).max)
         return [ctx.op("Clamp", x, min=fmin, max=fmax)]
     y = out(x)
     if lo is not None:

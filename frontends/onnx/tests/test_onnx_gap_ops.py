@@ -146,3 +146,43 @@ def test_image_decoder_names_undecodable_data() -> None:
     rep = OpforgeBackend.prepare(_model(node, {"x": data}, opset=20), device=REFERENCE)
     with pytest.raises(opforge.errors.KernelError, match="not an image Pillow can decode"):
         rep.run([data])
+
+
+def _decode_then_reduce(fmt: str, data: np.ndarray) -> onnx.ModelProto:
+    """ImageDecoder between device ops: a prefix (Identity) and a suffix (Cast, ReduceMean)."""
+    nodes = [h.make_node("Identity", ["x"], ["xi"]),
+             h.make_node("ImageDecoder", ["xi"], ["img"], pixel_format=fmt),
+             h.make_node("Cast", ["img"], ["f"], to=T.FLOAT),
+             h.make_node("ReduceMean", ["f", "axes"], ["y"], keepdims=0)]
+    return make_model(nodes, [h.make_tensor_value_info("x", T.UINT8, [data.size])],
+                      [h.make_tensor_value_info("y", T.FLOAT, None)], [nh.from_array(np.array([0, 1], np.int64), "axes")],
+                      opset=20)
+
+
+@pytest.mark.parametrize("device", [d for d in ("CPU", "HETERO:GPU,CPU") if "CPU" in DEVICES])
+@pytest.mark.parametrize("fmt", ["RGB", "BGR", "Grayscale"])
+def test_image_decoder_runs_between_device_ops(device: str, fmt: str) -> None:
+    if device.startswith("HETERO") and "GPU" not in DEVICES:
+        pytest.skip("no GPU here")
+    for shape in ((5, 7, 3), (9, 4, 3)):  # two sizes through one compiled model
+        data = _png(shape)
+        model = _decode_then_reduce(fmt, data)
+        want = ReferenceEvaluator(model).run(None, {"x": data})[0]
+        from opforge.frontend import convert_model
+
+        compiled = opforge.Core().compile_model(convert_model(model.SerializeToString(), framework="onnx"), device)
+        got = compiled({"x": data}).to_tuple()[0]
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_gpu_query_model_leaves_image_decoder_to_another_device() -> None:
+    if "GPU" not in DEVICES:
+        pytest.skip("no GPU here")
+    from opforge.frontend import convert_model
+
+    data = _png((3, 3, 3))
+    model = convert_model(_decode_then_reduce("RGB", data).SerializeToString(), framework="onnx")
+    placed = opforge.Core().query_model(model, "GPU")
+    decoders = [n.name for n in model.get_ordered_ops() if n.type_name == "ImageDecoder"]
+    assert decoders and all(d not in placed for d in decoders)
+    assert "CPU" in {opforge.Core().query_model(model, "CPU").get(d) for d in decoders}

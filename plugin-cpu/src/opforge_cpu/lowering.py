@@ -24,6 +24,8 @@ from opforge.shape import PartialShape
 from opforge.transformations.constant_folding import ConstantFolding
 from opforge.transformations.dead_code import DeadCodeElimination
 
+from opforge_cpu.staging import HOST_OPS
+
 #: nodes that are not kernels: model boundaries and constants
 STRUCTURAL = {"Parameter", "Constant", "Result"}
 
@@ -762,6 +764,9 @@ def supported_nodes(core: types.ModuleType, model: Model, kernels: Mapping[tuple
             out[n.name] = f"no kernel for {n.type_name}-{n.version}"
             continue
         t = n.type_name
+        if t in HOST_OPS:
+            out[n.name] = ""  # its stage runs on the host (staging.HOST_OPS)
+            continue
         lowered = t in INDEX_MAP_OPS and t not in _RESHAPES
         if t not in builtin and not lowered:
             out[n.name] = f"no kernel for {t}"

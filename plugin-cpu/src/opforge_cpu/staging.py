@@ -12,7 +12,9 @@ such node ``D``:
 3. the *suffix* (everything that depends on ``D``) as a model whose inputs are those values,
    compiled per input shape like any dynamic model (a later data-dependent node stages again).
 
-Every op still runs in C++; Python only passes arrays between the stages.
+Every op still runs in C++ (Python only passes arrays between the stages), except the *host
+ops* (``HOST_OPS``): ImageDecoder's stage decodes on the host with Pillow
+(:func:`opforge.opset.image_decoder.decode_image`), because image codecs are not kernels.
 """
 
 from __future__ import annotations
@@ -22,11 +24,14 @@ from typing import Any
 
 import numpy as np
 from opforge.element_type import Type
+from opforge.errors import KernelError
 from opforge.graph import Model, Node, Output
 from opforge.shape import PartialShape
 
 #: ops whose output shape the data decides
-DYNAMIC_OPS = {"NonZero", "Unique", "NonMaxSuppression"}
+DYNAMIC_OPS = {"NonZero", "Unique", "NonMaxSuppression", "ImageDecoder"}
+#: data-dependent ops whose stage runs on the host instead of a one-node C++ program
+HOST_OPS = {"ImageDecoder"}
 
 
 def dynamic_node(model: Model) -> Node | None:
@@ -61,7 +66,7 @@ def _bound(node: Node) -> int:
 class _StagedState:
     def __init__(self, staged: StagedProgram) -> None:
         self.prefix = staged.prefix.create_state() if staged.prefix is not None else None
-        self.dyn = staged.dyn_program.create_state()
+        self.dyn = staged.dyn_program.create_state() if staged.dyn_program is not None else None
         self.suffix = staged.suffix.create_state()
 
 
@@ -90,7 +95,16 @@ class StagedProgram:
         if computed:
             prefix_model = Model(list(computed), parameters=model.parameters, name=f"{model.name}/prefix").clone()
             self.prefix = make_executable(prefix_model)
-        # D alone, outputs at their upper bound plus the actual size.
+        self.dyn = dyn
+        self.dyn_feed = [i for i in dyn.inputs if i.node.constant_value() is None]
+        self.dyn_program: Any = None
+        if dyn.type_name not in HOST_OPS:
+            self._one_node_program(core, dyn, num_threads)
+        # The rest: a model fed with the cut values and D's outputs.
+        self._finish(model, make_executable, cut, dyn)
+
+    def _one_node_program(self, core: Any, dyn: Node, num_threads: int) -> None:
+        """D alone, outputs at their upper bound plus the actual size."""
         prog = core.Program()
         bound = _bound(dyn)
         ins, feed = [], []
@@ -115,7 +129,8 @@ class StagedProgram:
         prog.finalize(num_threads, False)
         self.dyn_program = prog
         self.dyn_feed = [i for i, _ in feed]
-        # The rest: a model fed with the cut values and D's outputs.
+
+    def _finish(self, model: Model, make_executable: Any, cut: list[Output], dyn: Node) -> None:
         clone = model.clone()
         by_name = {n.name: n for n in clone.get_ordered_ops()}
         new_params: list[Node] = []
@@ -146,6 +161,8 @@ class StagedProgram:
         for o in self.cut:
             if o.node.id in self.params:
                 values[o] = inputs[self.params[o.node.id]]
+        if self.dyn_program is None:  # a host op
+            return self.suffix.infer([values[o] for o in self.cut] + self._run_host(values), st.suffix)
         outs = self.dyn_program.run(st.dyn, [np.ascontiguousarray(values[i]) if values[i].ndim else values[i]
                                              for i in self.dyn_feed])
         size = int(outs[-1][0])
@@ -157,6 +174,16 @@ class StagedProgram:
                 a = np.ascontiguousarray(a[tuple(index)])
             dyn_outs.append(a)
         return self.suffix.infer([values[o] for o in self.cut] + dyn_outs, st.suffix)
+
+    def _run_host(self, values: dict[Output, np.ndarray]) -> list[np.ndarray]:
+        dyn = self.dyn
+        args = [values[i] if i in values else np.asarray(i.node.constant_value()) for i in dyn.inputs]
+        if dyn.type_name == "ImageDecoder":
+            from opforge.opset.image_decoder import decode_image
+
+            return [decode_image(args[0], str(dyn.attrs.pixel_format),  # type: ignore[attr-defined]
+                                 f"device CPU: node '{dyn.name}' (ImageDecoder)")]
+        raise KernelError(f"device CPU: node '{dyn.name}' ({dyn.type_name}) has no host implementation")
 
     def profile(self, state: Any) -> list[Any]:
         return []

@@ -5,7 +5,8 @@ Devices: ``REFERENCE`` (conversion + the NumPy reference, always) and every opfo
 is available here *and* has a reviewed list of known failures in ``known_failures/<DEVICE>.txt``
 (a device without one is reported as skipped: its results have not been reviewed yet). Each
 line of a list is ``<regex> | <reason>``; the regex must match a whole case name (without the
-device suffix). Listed cases are strict expected failures: one that starts passing fails the
+device suffix); the format and its checks are :mod:`opforge.testing.known_failures`, shared with
+the op conformance suite (``tests/ops``). Listed cases are strict expected failures: one that starts passing fails the
 run, so the list has to be updated when something is fixed; every pattern must match a core
 case, so stale entries are noticed too.
 
@@ -14,9 +15,7 @@ Test names are ONNX's case names with the device appended: ``test_relu_reference
 
 from __future__ import annotations
 
-import functools
 import re
-import unittest
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,8 @@ from typing import Any
 import onnx.backend.test
 import pytest
 from onnx.backend.test.loader import load_model_tests
+from opforge.testing import known_failures
+from opforge.testing.known_failures import strict_xfail
 from opforge_onnx.backend import REFERENCE, OpforgeBackend
 from opforge_onnx.testing.node_cases import core_names
 
@@ -33,17 +34,7 @@ _META = {"HETERO", "AUTO", "MULTI", "BATCH"}
 
 
 def read_known_failures(device: str) -> list[tuple[re.Pattern[str], str]]:
-    path = LISTS / f"{device}.txt"
-    entries = []
-    for n, line in enumerate(path.read_text().splitlines(), 1):
-        text = line.strip()
-        if not text or text.startswith("#"):
-            continue
-        pattern, sep, reason = text.partition("|")
-        if not sep or not reason.strip():
-            raise ValueError(f"{path}:{n}: expected '<regex> | <reason>', got {text!r}")
-        entries.append((re.compile(pattern.strip()), reason.strip()))
-    return entries
+    return known_failures.read_known_failures(LISTS / f"{device}.txt")
 
 
 def _device_bases() -> list[str]:
@@ -65,20 +56,6 @@ CORE = core_names((t.name, t.model) for t in load_model_tests(kind="node") if t.
 
 def _suffix(device: str) -> str:
     return device.lower().replace(".", "_")
-
-
-def strict_xfail(func: Callable[..., Any], reason: str) -> Callable[..., Any]:
-    """Expect ``func`` to fail for ``reason``; passing is an error, so a fix is noticed."""
-    @functools.wraps(func)
-    def wrapped(*args: Any, **kwargs: Any) -> Any:
-        try:
-            func(*args, **kwargs)
-        except unittest.SkipTest:
-            raise
-        except Exception as err:  # noqa: BLE001 - any failure is the expected one
-            pytest.xfail(f"{reason} [{type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}]")
-        raise AssertionError(f"known failure now passes; remove it from known_failures/ ({reason})")
-    return wrapped
 
 
 class NodeSuite(onnx.backend.test.BackendTest):
@@ -116,7 +93,7 @@ globals().update(backend_test.test_cases)
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_known_failure_patterns_match_core_cases(device: str) -> None:
-    stale = [p.pattern for p, _ in KNOWN[device] if not any(p.fullmatch(n) for n in CORE)]
+    stale = known_failures.stale_patterns(KNOWN[device], CORE)
     assert not stale, f"known_failures/{device}.txt lists patterns that match no core case: {stale}"
 
 

@@ -121,13 +121,13 @@ def parse_program(data: bytes, label: str) -> PaddleProgram:
             names = outputs.get("Out", [])
             if len(names) != 1:
                 raise ModelFormatError(f"{label}: feed op {i} must have one output 'Out', has {names}")
-            feeds.append((int(attrs.get("col", len(feeds))), names[0]))
+            feeds.append((_col(attrs, len(feeds), f"{label}: feed op {i}"), names[0]))
             continue
         if od.type == "fetch":
             names = inputs.get("X", [])
             if len(names) != 1:
                 raise ModelFormatError(f"{label}: fetch op {i} must have one input 'X', has {names}")
-            fetches.append((int(attrs.get("col", len(fetches))), names[0]))
+            fetches.append((_col(attrs, len(fetches), f"{label}: fetch op {i}"), names[0]))
             continue
         ops.append(PaddleOp(str(od.type), inputs, outputs, attrs, i))
     for _, name in feeds:
@@ -139,3 +139,11 @@ def parse_program(data: bytes, label: str) -> PaddleProgram:
         fetches=[(n, n) for _, n in sorted(fetches)],
         params=sorted(params),
     )
+
+
+def _col(attrs: dict[str, Any], default: int, where: str) -> int:
+    """A feed/fetch op's ``col`` attribute: an integer (a damaged file can hold any type)."""
+    col = attrs.get("col", default)
+    if isinstance(col, bool) or not isinstance(col, int):
+        raise ModelFormatError(f"{where}: attribute 'col' must be an integer, got {col!r:.100}")
+    return col

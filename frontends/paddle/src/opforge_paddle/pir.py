@@ -15,14 +15,15 @@ values) become lists on a named port. PIR ops without a table entry keep their P
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
 from opforge.element_type import Type
-from opforge.errors import ModelFormatError, UnsupportedOpError
+from opforge.errors import ModelFormatError, OpforgeError, UnsupportedOpError
 
 from opforge_paddle.lowering import PirOp
 from opforge_paddle.program import DTYPE_NAMES, TYPE_TO_VARTYPE, PaddleOp, PaddleProgram, PaddleVar
@@ -96,8 +97,8 @@ def _const_of(op: str, attrs: Mapping[str, Any]) -> np.ndarray | None:
 def parse_program(data: bytes, label: str, table: Mapping[str, PirOp]) -> PaddleProgram:
     try:
         doc = json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ModelFormatError(f"{label}: not a valid Paddle PIR program (.json): {err}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:  # RecursionError: nesting
+        raise ModelFormatError(f"{label}: not a valid Paddle PIR program (.json): {type(err).__name__}: {err}") from None
     base = doc.get("base_code") if isinstance(doc, dict) else None
     if not isinstance(base, dict) or base.get("magic") != "pir":
         raise ModelFormatError(
@@ -136,6 +137,19 @@ class _PirReader:
     def fail(self, index: int, op: str, msg: str) -> ModelFormatError:
         return ModelFormatError(f"{self.label}: op {index} ({op}): {msg}")
 
+    @contextlib.contextmanager
+    def _malformed(self, index: int, op: Mapping[str, Any]) -> Iterator[None]:
+        """The JSON is untyped: a field of the wrong kind (a list where an id belongs, null for an
+        attribute's data, a string for a shape) surfaces as a builtin error deep in the decoding.
+        Each becomes a ModelFormatError naming the op (found by fuzzing, tests/fuzz)."""
+        try:
+            yield
+        except OpforgeError:
+            raise
+        except (TypeError, ValueError, KeyError, IndexError, AttributeError, OverflowError) as err:
+            raise self.fail(index, str(op.get("#")), f"malformed op ({type(err).__name__}: {err}); "
+                            f"op JSON: {json.dumps(op, default=str)[:300]}") from None
+
     def _results(self, op: Mapping[str, Any]) -> list[Mapping[str, Any]]:
         res = op.get("O", [])
         return [res] if isinstance(res, Mapping) else list(res or [])
@@ -162,16 +176,18 @@ class _PirReader:
         return self.values[vid]
 
     def read(self, ops_json: list[Any]) -> PaddleProgram:
-        for op in ops_json:
-            if isinstance(op, Mapping) and op.get("#") == "0.split":
-                ins = op.get("I") or []
-                src = ins[0].get("%") if ins and isinstance(ins[0], Mapping) else None
-                if isinstance(src, int):
-                    self.split_of[src] = [self._vid(r) for r in self._results(op)]
         for i, op in enumerate(ops_json):
             if not isinstance(op, Mapping) or not isinstance(op.get("#"), str):
                 raise ModelFormatError(f"{self.label}: op {i} is not an object with a '#' name")
-            self._read_op(i, op)
+            with self._malformed(i, op):
+                if op.get("#") == "0.split":
+                    ins = op.get("I") or []
+                    src = ins[0].get("%") if ins and isinstance(ins[0], Mapping) else None
+                    if isinstance(src, int):
+                        self.split_of[src] = [self._vid(r) for r in self._results(op)]
+        for i, op in enumerate(ops_json):
+            with self._malformed(i, op):
+                self._read_op(i, op)
         self.fetches.sort()
         return PaddleProgram(
             label=self.label, format="pir", ops=self.ops, vars=self.vars, feeds=self.feeds,

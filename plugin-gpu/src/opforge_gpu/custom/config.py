@@ -409,6 +409,6 @@ def load_config(source: Any) -> list[CustomLayerSpec]:
             text = Path(source).read_text(encoding="utf-8")
         else:
             text = location.read(location.xml_name)
-    except OSError as err:
+    except (OSError, UnicodeDecodeError) as err:  # a config file is UTF-8 XML; anything else is refused
         raise KernelConfigError(f"custom kernel configuration {location.label}: cannot read it: {err}") from None
     return parse_layers(text, location)

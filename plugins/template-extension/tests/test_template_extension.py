@@ -67,3 +67,22 @@ def test_kernel_on_device(device: str) -> None:
         warnings.simplefilter("ignore")
         compiled = core.compile_model(_model(), device)
     np.testing.assert_allclose(compiled([X])["y"], np.maximum(X, 0) * 2, rtol=1e-6)
+
+
+@pytest.mark.parametrize("device", ["CPU", "GPU"])
+@pytest.mark.parametrize("shape", [(), (7,), (3, 5), (2, 3, 4), (2, 3, 4, 5), (2, 3, 2, 4, 5), (2, 1, 3, 2, 4, 3),
+                                   (1, 2, 1, 2, 3, 2, 2)])
+def test_kernel_on_every_rank(device: str, shape: tuple[int, ...]) -> None:
+    """The GPU kernel once assumed 4-D (x*y, f, b work-items): a 5-D input wrote out of bounds
+    (NaN in the output, then ``double free or corruption``)."""
+    core = opforge.Core()
+    if device not in core.device_plugins() or not any(d.split(".")[0] == device for d in core.available_devices):
+        pytest.skip(f"no {device} device here")
+    x = opforge.op("Parameter", element_type="f32", shape=list(shape), name="x")
+    y = opforge.Node.create(TemplateIdentity, [x], {"scale": 3.0}, name="ident")
+    data = np.random.default_rng(len(shape)).standard_normal(shape).astype(np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compiled = core.compile_model(opforge.Model([y], [x], name=f"rank{len(shape)}"), device)
+    for _ in range(3):  # an out-of-bounds write shows up as corruption on a later run
+        np.testing.assert_array_equal(compiled([data])[0], data * np.float32(3.0))

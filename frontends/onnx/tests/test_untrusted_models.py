@@ -259,3 +259,13 @@ def test_op_type_from_the_file_never_becomes_suggested_code() -> None:
                                                  r'domain="com\.example"\)'):
         convert_model(plain.SerializeToString(), framework="onnx")
 
+
+
+def test_names_that_are_not_utf8_are_a_format_error() -> None:
+    # Found by the onnx_reader fuzz target: protobuf hands invalid UTF-8 in a string field over
+    # as bytes, which reached onnx.defs.get_schema as a bare TypeError.
+    m = relu_model()
+    data = m.SerializeToString().replace(b"Relu", b"R\x9elu")
+    with pytest.raises(ModelFormatError, match=r"node #0 in the main graph: its op_type is not valid UTF-8 text "
+                                               r"\(b'R\\x9elu'\)"):
+        convert_model(data, framework="onnx")

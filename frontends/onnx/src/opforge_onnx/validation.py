@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import onnx
 from onnx import AttributeProto, GraphProto
-from opforge.errors import ModelValidationError
+from opforge.errors import ModelFormatError, ModelValidationError
 from opforge.limits import Limits
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
@@ -43,6 +43,7 @@ def _check_imports(imports: object, label: str, owner: str) -> None:
     newest = supported_opsets()
     seen: dict[str, int] = {}
     for imp in imports:  # type: ignore[attr-defined]
+        _utf8(imp.domain, label, f"{owner}: an opset_import domain")
         dom = "ai.onnx" if imp.domain in DEFAULT_DOMAINS else imp.domain
         shown = imp.domain or "'' (ai.onnx)"
         version = int(imp.version)
@@ -68,12 +69,19 @@ def check_graphs(model: onnx.ModelProto, label: str, limits: Limits) -> None:
     """SSA and node count of the main graph and every subgraph."""
     max_nodes = limits.get("MAX_NODES")
     total = 0
+    for f in model.functions:
+        _utf8(f.name, label, "a local function name")
+        _utf8(f.domain, label, f"the domain of local function '{f.name}'")
+        for k, n in enumerate(f.node):
+            for value in (n.op_type, n.domain, n.name, *n.input, *n.output):
+                _utf8(value, label, f"node #{k} of local function '{f.name}'")
     stack: list[tuple[GraphProto, str]] = [(model.graph, "main graph")]
     while stack:
         graph, where = stack.pop()
         total += len(graph.node)
         if total > max_nodes:
             limits.check("MAX_NODES", total, f"{label}: node count (subgraphs included)")
+        _check_text(graph, label, where)
         _check_ssa(graph, label, where)
         for k, n in enumerate(graph.node):
             node = n.name or f"#{k} ({n.op_type})"
@@ -82,6 +90,30 @@ def check_graphs(model: onnx.ModelProto, label: str, limits: Limits) -> None:
                     stack.append((a.g, f"subgraph '{a.name}' of node '{node}'"))
                 elif a.type == AttributeProto.GRAPHS:
                     stack.extend((g, f"subgraph '{a.name}'[{i}] of node '{node}'") for i, g in enumerate(a.graphs))
+
+
+def _utf8(value: object, label: str, what: str) -> None:
+    # protobuf hands a string field that is not valid UTF-8 over as bytes (ONNX is proto2, which
+    # does not validate): every later use of it as a name would fail in some other way.
+    if not isinstance(value, str):
+        raise ModelFormatError(f"{label}: {what} is not valid UTF-8 text ({bytes(value)[:40]!r})")  # type: ignore[call-overload]
+
+
+def _check_text(graph: GraphProto, label: str, where: str) -> None:
+    """Every name of ``graph`` is text (checked before any of them is used)."""
+    for kind, values in (("input", graph.input), ("output", graph.output), ("value_info", graph.value_info)):
+        for vi in values:
+            _utf8(vi.name, label, f"a graph {kind} name in the {where}")
+    for t in graph.initializer:
+        _utf8(t.name, label, f"an initializer name in the {where}")
+    for k, n in enumerate(graph.node):
+        what = f"node #{k} in the {where}"
+        for field, value in (("op_type", n.op_type), ("domain", n.domain), ("name", n.name)):
+            _utf8(value, label, f"{what}: its {field}")
+        for x in [*n.input, *n.output]:
+            _utf8(x, label, f"{what}: a tensor name")
+        for a in n.attribute:
+            _utf8(a.name, label, f"{what}: an attribute name")
 
 
 def _check_ssa(graph: GraphProto, label: str, where: str) -> None:

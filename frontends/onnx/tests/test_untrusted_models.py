@@ -269,3 +269,14 @@ def test_names_that_are_not_utf8_are_a_format_error() -> None:
     with pytest.raises(ModelFormatError, match=r"node #0 in the main graph: its op_type is not valid UTF-8 text "
                                                r"\(b'R\\x9elu'\)"):
         convert_model(data, framework="onnx")
+
+
+def test_graph_input_dimensions_are_bounded() -> None:
+    big = h.make_tensor_value_info("x", T.FLOAT, [10**12])
+    m = make_model([h.make_node("Relu", ["x"], ["y"], name="r")], [big], [h.make_tensor_value_info("y", T.FLOAT, None)],
+                   opset=17)
+    with pytest.raises(ResourceLimitError, match=r"input 'x': dimension 1000000000000 exceeds the limit MAX_DIMENSION"):
+        convert_model(m.SerializeToString(), framework="onnx")
+    dyn = make_model([h.make_node("Relu", ["x"], ["y"], name="r")], [h.make_tensor_value_info("x", T.FLOAT, ["n", 3])],
+                     [h.make_tensor_value_info("y", T.FLOAT, None)], opset=17)
+    assert convert_model(dyn.SerializeToString(), framework="onnx").input(0).partial_shape.rank == 2

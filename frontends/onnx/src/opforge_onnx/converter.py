@@ -8,6 +8,7 @@ extractors, then the standard translators this package registers as ConversionEx
 from __future__ import annotations
 
 import collections
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -305,6 +306,16 @@ class OnnxConverter:
         if not tt.HasField("shape"):
             return et, PartialShape.dynamic()
         dims = [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
+        # Some exporters write -1 for a dynamic dimension: it reads as dynamic, as before.
+        dims = [None if d is not None and d < 0 else d for d in dims]
+        static = [d for d in dims if d is not None]
+        # As for an IR Parameter: rank, dimensions and the bytes of the static part are bounded.
+        limits = self.reader.limits
+        limits.check("MAX_TENSOR_RANK", len(dims), f"{self.label}: input '{vi.name}': shape rank")
+        for d in static:
+            limits.check("MAX_DIMENSION", d, f"{self.label}: input '{vi.name}': dimension")
+        limits.check_bytes("MAX_TENSOR_BYTES", math.prod(static) * et.np.itemsize,
+                           f"{self.label}: input '{vi.name}': shape {dims}")
         return et, PartialShape(dims)
 
     def sparse_to_array(self, st: onnx.SparseTensorProto) -> np.ndarray:

@@ -358,9 +358,14 @@ class Core:
         cache_dir = ctx.config.get("CACHE_DIR") or self._core_properties.get("CACHE_DIR")
         if cache_dir:
             return self._compile_cached(model, parsed, dev, ctx, str(cache_dir))
-        if not isinstance(model, Model):
-            return self._compile(self.read_model(model), parsed, dev, ctx, source=self._rereader(model))
-        return self._compile(model, parsed, dev, ctx)
+        source = None if isinstance(model, Model) else self._rereader(model)
+        model = model if isinstance(model, Model) else self.read_model(model)
+        clone = model.clone()
+        # Called from here, not from a helper: devices warn with a stacklevel that points at the
+        # caller of compile_model (HETERO's fallback warning, AUTO's).
+        executable = dev.compile_model(clone, ctx)
+        return CompiledModel(self, clone, executable, parsed.full, ctx.config,
+                             source=source if source is not None else model.clone())
 
     def _rereader(self, model: str | os.PathLike[str] | bytes) -> Callable[[], Model]:
         """How export_model gets the source of a model compiled from a file or bytes: reading it

@@ -86,3 +86,11 @@ def test_kernel_on_every_rank(device: str, shape: tuple[int, ...]) -> None:
         compiled = core.compile_model(opforge.Model([y], [x], name=f"rank{len(shape)}"), device)
     for _ in range(3):  # an out-of-bounds write shows up as corruption on a later run
         np.testing.assert_array_equal(compiled([data])[0], data * np.float32(3.0))
+
+
+def test_opcheck_passes_on_every_available_device() -> None:
+    # every kernel of the plugin against the op's reference (types, ranks 0-6, dynamic shapes,
+    # attributes through IR) and proof that each device ran this plugin's kernel, in child processes
+    from opforge.testing.opcheck import check_op
+
+    check_op("template_extension")

@@ -106,6 +106,12 @@ class OpcheckReport:
         lines += [f"  note: {n}" for n in self.notes]
         for r in self.failures:
             lines.append(f"  {r.status.upper()}: {r.label}: {r.message}")
+        skipped: dict[tuple[str, str], list[str]] = {}
+        for r in self.results:
+            if r.status == "skipped":
+                skipped.setdefault((f"{r.op} on {r.device}", r.message), []).append(f"{r.dtype} {r.shape}")
+        for (where, why), which in skipped.items():
+            lines.append(f"  skipped: {where}: {', '.join(which)}: {why}")
         return "\n".join(lines)
 
 

@@ -185,3 +185,39 @@ def test_billion_element_input_under_a_memory_limit_is_refused_not_a_crash(devic
     proc = subprocess.run([sys.executable, "-c", _UNDER_RLIMIT, device], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, f"crashed with {proc.returncode}: {proc.stderr[-2000:]}"
     assert "REFUSED" in proc.stdout and "'x' of shape (1000000000,)" in proc.stdout, proc.stdout + proc.stderr
+
+
+# --- TopK whose K is computed at run time -----------------------------------------------------
+def _ssd_topk_model() -> bytes:
+    """An SSD-style tail: K = min(300, number of candidates over a threshold after NonZero)."""
+    nodes = [
+        helper.make_node("Greater", ["scores", "thr"], ["mask"]),
+        helper.make_node("NonZero", ["mask"], ["nz"]),
+        helper.make_node("Shape", ["nz"], ["nz_shape"]),
+        helper.make_node("Gather", ["nz_shape", "one"], ["count"], axis=0),
+        helper.make_node("Min", ["count", "k_max"], ["k"]),
+        helper.make_node("TopK", ["scores", "k"], ["values", "indices"], axis=0),
+    ]
+    g = helper.make_graph(nodes, "ssd_topk", [helper.make_tensor_value_info("scores", F32, ["n"])],
+                          [helper.make_tensor_value_info("values", F32, None),
+                           helper.make_tensor_value_info("indices", I64, None)],
+                          [helper.make_tensor("thr", F32, [], [0.5]), helper.make_tensor("one", I64, [1], [1]),
+                           helper.make_tensor("k_max", I64, [1], [300])])
+    return bytes(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString())
+
+
+@pytest.mark.parametrize(("n", "k"), [(1000, 300), (200, None), (7, None)])
+def test_topk_with_k_computed_at_run_time(device: str, n: int, k: int | None) -> None:
+    ort = pytest.importorskip("onnxruntime")
+    data = _ssd_topk_model()
+    scores = np.random.default_rng(n).random(n).astype(np.float32)
+    want = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, {"scores": scores})
+    assert want[0].shape == ((k,) if k else (int((scores > 0.5).sum()),))
+    core = opforge.Core()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compiled = core.compile_model(core.read_model(data), device)
+    for _ in range(2):  # the second run reuses the plan for this count
+        got = compiled([scores])
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])

@@ -245,3 +245,50 @@ def test_build_errors_are_mapped_back_when_the_compiler_ignores_line_directives(
     info = types.SimpleNamespace(description="NVIDIA H200 (test)")
     msg = format_build_error("custom kernel 'k'", info, log, source, {"leaky.cl": str(cl)})  # type: ignore[arg-type]
     assert f"at {cl}:2: `b[1] = undeclared_thing;`" in msg
+
+
+def test_entry_missing_from_the_source_is_an_error_at_compile_time(gpu: opforge.Core, tmp_path: Path) -> None:
+    """Once compiled fine and failed at the first inference with a bare pyopencl LogicError."""
+    src = ("__kernel void leaky(__global const INPUT0_TYPE* a, __global OUTPUT0_TYPE* b) { b[0] = a[0]; }\n"
+           "__kernel void helper(__global float* a) { a[0] = 0; }\n")
+    p = write(tmp_path, (HERE / "data" / "leaky.xml").read_text(), {"leaky.cl": src})
+    gpu.set_property("GPU", {"CONFIG_FILE": str(p)})
+    x = param([1, 2, 3, 4])
+    with pytest.raises(KernelConfigError) as err:
+        gpu.compile_model(Model([opforge.op("Relu", x)], [x]), "GPU")
+    text = str(err.value)
+    assert f"{p}:" in text and "entry=\"leaky_relu\"" in text and str(tmp_path / "leaky.cl") in text
+    assert "its kernels: helper, leaky" in text
+
+
+ROUNDED_XML = """<CustomLayer name="Relu" type="SimpleGPU" version="1">
+  <Kernel entry="unguarded"><Source filename="unguarded.cl"/></Kernel>
+  <Buffers>
+    <Tensor arg-index="0" type="input" port-index="0" format="BFYX"/>
+    <Tensor arg-index="1" type="output" port-index="0" format="BFYX"/>
+  </Buffers>
+  <WorkSizes global="((B*F*Y*X+63)/64)*64" local="64"/>
+</CustomLayer>
+"""
+
+# no bound check: every one of the 64 work-items writes, 54 of them past a 10-element output
+UNGUARDED_CL = """
+__kernel void unguarded(__global const INPUT0_TYPE* a, __global OUTPUT0_TYPE* b) {
+    const int i = get_global_id(0);
+    const int n = OUTPUT0_DIMS[0] * OUTPUT0_DIMS[1] * OUTPUT0_DIMS[2] * OUTPUT0_DIMS[3];
+    b[i] = a[i % n] > 0 ? a[i % n] : 0;
+}
+"""
+
+
+def test_rounded_up_work_size_never_writes_past_the_output(gpu: opforge.Core, tmp_path: Path) -> None:
+    p = write(tmp_path, ROUNDED_XML, {"unguarded.cl": UNGUARDED_CL})
+    gpu.set_property("GPU", {"CONFIG_FILE": str(p)})
+    x = param([1, 1, 1, 10])
+    compiled = gpu.compile_model(Model([opforge.op("Relu", x)], [x]), "GPU")
+    data = rand([1, 1, 1, 10])
+    np.testing.assert_array_equal(compiled([data])[0], np.maximum(data, 0))
+    plan = next(iter(compiled._executable._plans.values()))
+    launch = next(la for la in plan.launches if la.kernel == "unguarded")
+    out = plan.tensors[launch.args[1].tensor]
+    assert plan.tensors[out.root].nbytes >= 64 * 4  # a buffer for every work-item

@@ -7,18 +7,19 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from opforge.errors import KernelError
+from opforge.errors import KernelError, OpforgeError, ResourceLimitError
 from opforge.graph import Model, Node
 from opforge.runtime.device import Executable
 from opforge.runtime.profiling import ProfilingInfo
 
 from opforge_gpu.library import BuiltinKernels
-from opforge_gpu.library.dynamic import after, apply_counts, dynamic_nodes
+from opforge_gpu.library.dynamic import DYNAMIC, after, apply_counts, dynamic_nodes
 from opforge_gpu.lowering import (
     MAX_VALUE_INPUT,
     STRUCTURAL,
     KernelImpl,
     Lowering,
+    fold_constants,
     plan_epilogues,
     specialise,
     value_inputs,
@@ -95,6 +96,13 @@ class GpuExecutable(Executable):
                counts: tuple[int, ...] = ()) -> Plan:
         m = specialise(self.model, shapes, values)
         stop = apply_counts(m, counts)
+        for _ in counts:
+            # Observed sizes make the shape computations after them constant (the K of an SSD's
+            # TopK = min(300, ShapeOf(NonZero)[1])): fold them, so kernels see static values.
+            # Folding re-infers every node, so the counted sizes are applied again; one round per
+            # count reaches the shapes behind each data-dependent node in turn.
+            fold_constants(m, keep=lambda n: n.type_name in DYNAMIC)
+            stop = apply_counts(m, counts)
         stop_after = set() if stop is None else after(m, stop)
         counts_of = dict(zip((n.id for n in dynamic_nodes(m)), counts))
         impls: dict[int, KernelImpl] = {}
@@ -177,6 +185,21 @@ class GpuExecutable(Executable):
         return RequestState(self.dev, self.profiling)
 
     def infer(self, inputs: Sequence[np.ndarray], state: Any) -> list[np.ndarray]:
+        """Run one inference. The one place where any failure becomes an opforge error naming the
+        device: a bare builtin or pyopencl exception from planning, lowering or running is
+        wrapped (KernelError; ResourceLimitError for memory); KeyboardInterrupt passes through."""
+        try:
+            return self._infer(inputs, state)
+        except OpforgeError:
+            raise
+        except MemoryError as err:
+            raise ResourceLimitError(f"inference on {self.device_name} ({self.dev.info.description}) ran out of "
+                                     f"memory: {err or 'MemoryError'}") from err
+        except Exception as err:
+            raise KernelError(f"inference on {self.device_name} ({self.dev.info.description}) failed: "
+                              f"{type(err).__name__}: {err}") from err
+
+    def _infer(self, inputs: Sequence[np.ndarray], state: Any) -> list[np.ndarray]:
         st: RequestState = state if isinstance(state, RequestState) else self.create_state()
         shapes, values = self.plan_key(inputs)
         counts: tuple[int, ...] = ()
@@ -215,7 +238,14 @@ class GpuExecutable(Executable):
                 cl.enqueue_copy(q, mem.errors, mem.errors_host, is_blocking=True)
             mem.errors_dirty = mem.errors is not None
             for launch, (k, g, loc) in zip(plan.launches, mem.kernels):
-                ev = cl.enqueue_nd_range_kernel(q, k, g, loc)
+                try:
+                    ev = cl.enqueue_nd_range_kernel(q, k, g, loc)
+                except cl.Error as err:
+                    raise KernelError(
+                        f"node '{launch.node}' ({launch.node_type}) on {self.device_name}: launching OpenCL kernel "
+                        f"{launch.kernel} ({launch.source_file or 'custom'}) with global size {g}, local size {loc} "
+                        f"failed: {err}"
+                    ) from err
                 if self.profiling:
                     st.events.append((launch.node, launch.node_type, launch.kernel, ev))
             outs: list[np.ndarray] = []

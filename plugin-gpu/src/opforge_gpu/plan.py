@@ -278,9 +278,15 @@ class RequestMemory:
             self.errors = cl.Buffer(ctx, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=self.errors_host)
         self.kernels: list[tuple[Any, tuple[int, ...], tuple[int, ...] | None]] = []
         for launch in plan.launches:
-            k = cl.Kernel(launch.program, launch.kernel)
-            for i, a in enumerate(launch.args):
-                k.set_arg(i, self._arg(a, launch))
+            try:
+                k = cl.Kernel(launch.program, launch.kernel)
+                for i, a in enumerate(launch.args):
+                    k.set_arg(i, self._arg(a, launch))
+            except cl.Error as err:
+                raise KernelError(
+                    f"node '{launch.node}' ({launch.node_type}) on {plan.dev.info.description}: cannot set up "
+                    f"OpenCL kernel {launch.kernel} ({launch.source_file or 'custom'}): {err}"
+                ) from err
             self.kernels.append((k, launch.gsize, launch.lsize))
 
     def buffer(self, tid: int) -> Any:

@@ -112,6 +112,7 @@ class CustomKernel:
         args: dict[int, Any] = {}
         jit: dict[str, Any] = {}
         outputs_after: list[tuple[Tensor, Tensor, str]] = []
+        output_args: list[tuple[int, Tensor, Tensor, str]] = []  # (arg index, staged, y, format)
         n_inputs = 0
         tensor_dims: dict[tuple[str, int], list[int]] = {}
         for t in s.tensors:
@@ -135,6 +136,7 @@ class CustomKernel:
                     staged = lw.temp(y.shape, kernel_st)  # type: ignore[arg-type]
                     outputs_after.append((staged, y, t.format))
                 args[t.arg_index] = staged
+                output_args.append((t.arg_index, staged, y, t.format))
                 name = f"OUTPUT{t.port}"
                 x = staged
             dims = bfyx(shape)
@@ -164,6 +166,7 @@ class CustomKernel:
                 f"{s.where}: global work size {gws} is not a multiple of local {lws} for node '{node.name}' "
                 f"(dims B,F,Y,X = {dims})"
             )
+        self._pad_outputs(lw, gws, args, output_args, outputs_after)
         jit["NUM_INPUTS"] = n_inputs
         jit["GLOBAL_WORKSIZE_SIZE"] = len(gws)
         jit["GLOBAL_WORKSIZE"] = _c_array("size_t", gws)
@@ -177,6 +180,7 @@ class CustomKernel:
         program = lw.dev.program(source, options, lw.cache_dir,
                                  what=f"custom kernel '{s.entry}' ({s.where}) for node '{node.name}'",
                                  files=files)  # type: ignore[arg-type]
+        self._check_entry(lw, program)
         ordered = [args[i] for i in range(len(args))]
         lw.launch("", s.entry, {}, ordered, gws, lws, node=node, program=program)
         for staged, y, fmt in outputs_after:
@@ -187,6 +191,48 @@ class CustomKernel:
                 strided_copy(lw, node, staged_bfyx, y, y.shape, contiguous(y.shape), contiguous(y.shape))
 
     # --- helpers -----------------------------------------------------------------------------
+    @staticmethod
+    def _pad_outputs(lw: Lowering, gws: list[int], args: dict[int, Any],
+                     output_args: list[tuple[int, Tensor, Tensor, str]],
+                     outputs_after: list[tuple[Tensor, Tensor, str]]) -> None:
+        """A launch of more work-items than an output has elements (a work size rounded up, or
+        written for another layout) must not write past the buffer when the kernel indexes by
+        its global id without a bound check: such outputs get a buffer of one element per
+        work-item, and only the tensor's own elements are copied out."""
+        items = int(np.prod(gws, dtype=np.int64)) if gws else 1
+        for arg_index, staged, y, fmt in output_args:
+            if items <= staged.size:
+                continue
+            big = lw.temp((items,), staged.storage)
+            args[arg_index] = big
+            view = lw.plan.view(big, staged.shape)
+            if staged is y:
+                outputs_after.append((view, y, fmt))
+            else:
+                outputs_after[:] = [(view if s is staged else s, yy, f) for s, yy, f in outputs_after]
+
+    def _check_entry(self, lw: Lowering, program: Any) -> None:
+        """The entry point must be a kernel of the built program: else the first inference
+        failed with a bare pyopencl LogicError (CL_INVALID_KERNEL_NAME)."""
+        s = self.spec
+        cl = lw.dev.cl
+        try:
+            names = [k for k in str(program.get_info(cl.program_info.KERNEL_NAMES)).split(";") if k]
+        except Exception:  # noqa: BLE001 - an OpenCL 1.1 driver without KERNEL_NAMES: ask for the kernel
+            try:
+                cl.Kernel(program, s.entry)
+                return
+            except cl.Error:
+                names = None  # type: ignore[assignment]
+        if names is not None and s.entry in names:
+            return
+        sources = ", ".join(src.path or src.label for src in s.sources) or "no <Source>"
+        found = (", ".join(sorted(names)) or "none") if names is not None else "unknown (the driver does not list them)"
+        raise KernelConfigError(
+            f"{s.where}: <Kernel entry=\"{s.entry}\">: the program built from {sources} has no kernel "
+            f"'{s.entry}'; its kernels: {found}"
+        )
+
     def _as_kernel_type(self, lw: Lowering, node: Node, x: Tensor, fp16: bool) -> Tensor:
         """Half tensors are handed to kernels as float where the device lacks cl_khr_fp16: OpenVINO-style
         kernels do arithmetic on ``INPUT0_TYPE`` values, which half does not allow there."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from opforge.errors import UnsupportedOpError
 from opforge.graph import Node
 
 from opforge_gpu.library import kernel
@@ -44,7 +45,16 @@ def _check(*value_ports: int, index_port: int | None = None) -> Any:
 
 
 def _scalar(node: Node, i: int) -> int:
-    return int(np.asarray(node.inputs[i].node.constant_value()).reshape(-1)[0])
+    value = node.inputs[i].node.constant_value()
+    if value is None or np.asarray(value).size < 1:
+        # computed on the device from data (not from shapes, sizes or model inputs, which the
+        # plan folds): the kernel's launch geometry cannot wait for it
+        raise UnsupportedOpError(
+            f"node '{node.name}' ({node.type_name}): input {i} ('{node.inputs[i].node.name}') is computed from "
+            "tensor data at run time; the GPU plans this node with it as a known constant (run the model "
+            "on CPU, or through HETERO:GPU,CPU)"
+        )
+    return int(np.asarray(value).reshape(-1)[0])
 
 
 def _axis(axis: int, rank: int) -> int:

@@ -186,3 +186,39 @@ def test_gpu_query_model_leaves_image_decoder_to_another_device() -> None:
     decoders = [n.name for n in model.get_ordered_ops() if n.type_name == "ImageDecoder"]
     assert decoders and all(d not in placed for d in decoders)
     assert "CPU" in {opforge.Core().query_model(model, "CPU").get(d) for d in decoders}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize(("direction", "layout", "with_lengths"), [
+    ("forward", 0, True), ("reverse", 0, True), ("bidirectional", 1, True), ("bidirectional", 0, False),
+])
+def test_lstm_with_peepholes_matches_onnxruntime(device: str, direction: str, layout: int, with_lengths: bool) -> None:
+    from opforge_onnx.testing.helpers import run_ort
+
+    seq, batch, inp, hid = 4, 3, 5, 2
+    nd = 2 if direction == "bidirectional" else 1
+    rng = np.random.default_rng(5)
+
+    def f(*shape: int) -> np.ndarray:
+        return rng.standard_normal(shape).astype(np.float32)
+
+    feeds = {"X": f(seq, batch, inp) if layout == 0 else f(batch, seq, inp), "W": f(nd, 4 * hid, inp),
+             "R": f(nd, 4 * hid, hid), "B": f(nd, 8 * hid),
+             "L": np.array([4, 2, 3], np.int32) if with_lengths else np.full(batch, seq, np.int32),
+             "H0": f(nd, batch, hid) if layout == 0 else f(batch, nd, hid),
+             "C0": f(nd, batch, hid) if layout == 0 else f(batch, nd, hid), "P": f(nd, 3 * hid)}
+    node = h.make_node("LSTM", ["X", "W", "R", "B", "L", "H0", "C0", "P"], ["Y", "Yh", "Yc"], hidden_size=hid,
+                       direction=direction, layout=layout, clip=2.5)
+    model = _model(node, feeds, opset=14)
+    if layout == 0:
+        want = run_ort(model, feeds)
+    else:  # ONNX Runtime has no layout=1 LSTM: run the layout-0 model on transposed data
+        t3 = (1, 0, 2)
+        f0 = {**feeds, "X": feeds["X"].transpose(t3), "H0": feeds["H0"].transpose(t3), "C0": feeds["C0"].transpose(t3)}
+        n0 = h.make_node("LSTM", list(node.input), list(node.output), hidden_size=hid, direction=direction, clip=2.5)
+        y, yh, yc = run_ort(_model(n0, f0, opset=14), f0)
+        want = [y.transpose(2, 0, 1, 3), yh.transpose(t3), yc.transpose(t3)]
+    got = OpforgeBackend.prepare(model, device=device).run([feeds[i.name] for i in model.graph.input])
+    for g, w in zip(got, want):
+        assert g.shape == w.shape
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)

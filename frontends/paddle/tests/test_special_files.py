@@ -84,3 +84,10 @@ def test_parameters_file_over_the_weights_limit(small: Path) -> None:
                                                  r"the limit MAX_WEIGHTS_BYTES=8"):
         core.read_model(small)
     assert Core().read_model(small) is not None
+
+
+def test_op_count_limit(small: Path) -> None:
+    core = Core()
+    core.set_property({"MAX_NODES": 0})
+    with pytest.raises(ResourceLimitError, match=r"small\.pdmodel: op count \d+ exceeds the limit MAX_NODES=0"):
+        core.read_model(small)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from opforge.errors import ModelFormatError
 from opforge.frontend.base import ConversionOptions, Frontend, ModelSource
+from opforge.limits import current
 from opforge.model_files import read_regular
 from opforge.transformations.constant_folding import ConstantFolding
 
@@ -106,8 +107,11 @@ class PaddleFrontend(Frontend):
             )
         data = self._model_bytes(source)
         if _is_pir_json(data[:256]) or source.suffix() == ".json":
-            return pir.parse_program(data, source.label, pir_table())
-        return legacy.parse_program(data, source.label)
+            program = pir.parse_program(data, source.label, pir_table())
+        else:
+            program = legacy.parse_program(data, source.label)
+        current().check("MAX_NODES", len(program.ops), f"{source.label}: op count")
+        return program
 
     def fallback_runtime(self) -> PaddleFallbackRuntime:
         """Runs the ops a CustomLayersMapping.xml lists through paddle (imported only then; one

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -85,6 +87,10 @@ def parse_config(items: list[str]) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if not args.address and "ray" not in sys.modules:
+        # A cluster started here serves this command only: keep it on the loopback address
+        # (Ray's single-machine mode, read when ray is imported) instead of the machine's.
+        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
     import ray
     from opforge.cli import parse_input_spec
 
@@ -120,7 +126,8 @@ def run(args: argparse.Namespace) -> int:
         if args.address:
             ray.init(address=args.address, log_to_driver=False)
         else:
-            ray.init(num_cpus=args.num_cpus, include_dashboard=False, log_to_driver=False)
+            # "local": a new instance even when RAY_ADDRESS or a running cluster would be found
+            ray.init(address="local", num_cpus=args.num_cpus, include_dashboard=False, log_to_driver=False)
         started_here = True
     try:
         t0 = time.perf_counter()
@@ -131,10 +138,15 @@ def run(args: argparse.Namespace) -> int:
         from opforge_ray.payload import ModelRef
 
         model_ref = ModelRef(ref, payload.name, payload.nbytes)
+        # Shards are read by tasks that reserve no CPU (one per shard; Ray's own readers list
+        # files in a task that needs one): the workers hold every CPU they were given, and a
+        # read task waiting for one would wait for ever.
+        shards = ray.data.from_items([{"path": f} for f in files], override_num_blocks=len(files))
         if fmt == "parquet":
-            ds = ray.data.read_parquet(files)
+            ds = shards.map_batches(_load_parquet, batch_size=1, num_cpus=0, batch_format="numpy")
         else:
-            ds = ray.data.read_numpy(files).rename_columns({"data": input_names[0]})
+            ds = shards.map_batches(_load_npy, fn_kwargs={"column": input_names[0]}, batch_size=1, num_cpus=0,
+                                    batch_format="numpy")
         concurrency = args.concurrency or _default_concurrency(ray, args)
         from opforge_ray.predictor import OpforgePredictor
 
@@ -147,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
         )
         out_dir.mkdir(parents=True, exist_ok=True)
         if out_fmt == "parquet":
-            preds.write_parquet(str(out_dir.resolve()))
+            preds.write_parquet(str(out_dir.resolve()), ray_remote_args={"num_cpus": 0})
             rows = sum(int(r.get("num_rows", 0)) for r in _parquet_rows(out_dir))
         else:
             rows = _write_npy(preds, out_dir)
@@ -164,6 +176,27 @@ def run(args: argparse.Namespace) -> int:
         print(f"{rows} rows of {fmt} -> {out_fmt} in {out_dir} with {concurrency} worker(s) on {args.device}: "
               f"{summary['seconds']} s ({summary['rows_per_second']} rows/s)")
     return 0
+
+
+def _load_parquet(batch: dict[str, Any]) -> Any:
+    """One Parquet shard (a batch of one path) -> its table (tensor columns stay tensors)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    return pa.concat_tables([pq.read_table(str(path)) for path in batch["path"]])
+
+
+def _load_npy(batch: dict[str, Any], column: str) -> dict[str, Any]:
+    """One ``.npy`` shard (a batch of one path) -> its rows as ``column``."""
+    import numpy as np
+
+    arrays = []
+    for path in batch["path"]:
+        arr = np.load(str(path), allow_pickle=False)
+        if arr.ndim == 0:
+            raise InferenceInputError(f"shard '{path}' holds a scalar; a shard's first axis must be its rows")
+        arrays.append(arr)
+    return {column: np.concatenate(arrays)}
 
 
 def _default_concurrency(ray: Any, args: argparse.Namespace) -> int:

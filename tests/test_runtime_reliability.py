@@ -13,7 +13,7 @@ import numpy as np
 import opforge
 import pytest
 from onnx import TensorProto, helper
-from opforge.errors import InputTypeError, RequestBusyError, ResourceLimitError
+from opforge.errors import InputTypeError, KernelError, RequestBusyError, ResourceLimitError
 
 F32, I64 = TensorProto.FLOAT, TensorProto.INT64
 
@@ -221,3 +221,53 @@ def test_topk_with_k_computed_at_run_time(device: str, n: int, k: int | None) ->
         got = compiled([scores])
         np.testing.assert_array_equal(got[0], want[0])
         np.testing.assert_array_equal(got[1], want[1])
+
+
+# --- nothing but opforge errors escape an inference ------------------------------------------
+@pytest.mark.parametrize(("raised", "caught"), [(ValueError("bad axis"), KernelError),
+                                                (OverflowError("int too large"), KernelError),
+                                                (MemoryError(), ResourceLimitError)])
+def test_bare_builtin_errors_from_a_device_become_opforge_errors(device: str, raised: Exception,
+                                                                 caught: type[Exception]) -> None:
+    compiled = _identity(device, TensorProto.FLOAT, [2])
+
+    def broken(inputs: Any, state: Any) -> Any:
+        raise raised
+
+    compiled._executable.infer = broken
+    with pytest.raises(caught, match=rf"inference on {re.escape(device)}") as info:
+        compiled([np.zeros(2, np.float32)])
+    assert info.value.__cause__ is raised
+
+
+def test_keyboard_interrupt_is_not_swallowed() -> None:
+    compiled = _identity("CPU", TensorProto.FLOAT, [2])
+
+    def interrupted(inputs: Any, state: Any) -> Any:
+        raise KeyboardInterrupt
+
+    compiled._executable.infer = interrupted
+    with pytest.raises(KeyboardInterrupt):
+        compiled([np.zeros(2, np.float32)])
+
+
+def test_gpu_launch_failure_names_the_node(device: str) -> None:
+    """A pyopencl error while enqueuing a kernel (a work-group size the device refuses...) is a
+    KernelError naming the node and device, not a bare pyopencl exception."""
+    if not device.startswith("GPU"):
+        pytest.skip("GPU only")
+    compiled = _compile(device, [helper.make_node("Relu", ["x"], ["y"], name="the_relu")],
+                        [helper.make_tensor_value_info("x", F32, [4])], [helper.make_tensor_value_info("y", F32, [4])])
+    exe = compiled._executable
+    cl = exe.dev.cl
+    real = cl.enqueue_nd_range_kernel
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise cl.LogicError(cl._cl._ErrorRecord("clEnqueueNDRangeKernel", -54, "INVALID_WORK_GROUP_SIZE"))
+
+    cl.enqueue_nd_range_kernel = refuse
+    try:
+        with pytest.raises(KernelError, match=r"node 'the_relu.*' \(Relu\) on GPU.*INVALID_WORK_GROUP_SIZE"):
+            compiled([np.ones(4, np.float32)])
+    finally:
+        cl.enqueue_nd_range_kernel = real

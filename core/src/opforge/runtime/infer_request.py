@@ -10,7 +10,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from opforge.errors import InferenceInputError, OpforgeError, RequestBusyError
+from opforge.errors import (
+    InferenceInputError,
+    KernelError,
+    OpforgeError,
+    RequestBusyError,
+    ResourceLimitError,
+)
 from opforge.runtime.inputs import bind_inputs, check_input
 from opforge.runtime.profiling import ProfilingInfo, normalize
 from opforge.runtime.results import Results
@@ -119,7 +125,18 @@ class InferRequest:
         if missing:
             raise InferenceInputError("missing input(s): " + ", ".join(repr(m) for m in missing))
         t0 = time.perf_counter()
-        outs = self._compiled._executable.infer([v for v in self._inputs if v is not None], self._state)
+        try:
+            outs = self._compiled._executable.infer([v for v in self._inputs if v is not None], self._state)
+        except OpforgeError:
+            raise
+        except MemoryError as err:  # the devices check sizes first; this is the net under them
+            raise ResourceLimitError(
+                f"inference on {self._compiled.device} ran out of memory: {err or 'MemoryError'}"
+            ) from err
+        except Exception as err:
+            # Every device plugin, third-party ones included: a bare builtin exception from a
+            # kernel becomes an opforge error naming the device (KeyboardInterrupt passes).
+            raise KernelError(f"inference on {self._compiled.device} failed: {type(err).__name__}: {err}") from err
         self.latency_ms = (time.perf_counter() - t0) * 1e3
         self._results = Results(self._compiled.outputs, outs)
         return self._results

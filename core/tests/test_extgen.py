@@ -156,6 +156,33 @@ def test_every_extractor_style_converts_onnx_with_renamed_attributes(
         np.testing.assert_array_equal(core.compile_model(model, "CPU")([x])["y"], x)
 
 
+def test_conversion_extension_style_maps_paddle_named_ports(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ConversionExtension style's Paddle converter (inputs and outputs by port name, an
+    attribute renamed), on a Paddle program built by the generated tests' own helper."""
+    paddle = pytest.importorskip("paddle")
+    pytest.importorskip("opforge_paddle")
+    import importlib.util
+
+    cfg = _cfg(package="opforge-acme-pconv", extractor="ConversionExtension", devices=["CPU"], cpu_kernel="python")
+    cfg["op"]["type"] = "PaddleClip"
+    cfg["frameworks"] = {"paddle": {"type": "paddle_clip", "inputs": ["Input"], "outputs": ["Output"],
+                                    "attributes": {"hi": "upper"}}}
+    root, module = _load_generated(tmp_path, monkeypatch, cfg)
+    spec = importlib.util.spec_from_file_location("generated_tests", root / "tests/test_paddle_clip.py")
+    assert spec is not None and spec.loader is not None
+    generated = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generated)
+    x = np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32)
+    path = generated._paddle_program(paddle, tmp_path / "m", x)
+    core = opforge.Core()
+    core.add_extension(f"{module}.plugin")
+    model = core.read_model(path)
+    custom = next(n for n in model.get_ordered_ops() if n.version == "acme")
+    assert (custom.attrs.lo, custom.attrs.hi) == (-0.5, 1.5)  # the non-default values, 'hi' read as 'upper'
+    if "CPU" in core.available_devices:
+        np.testing.assert_array_equal(core.compile_model(model, "CPU")([x])[0], x)
+
+
 def test_generated_python_cpu_and_opencl_kernels_pass_opcheck(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A two-input, two-output op with every attribute type: the generated NumPy CPU kernel and
     OpenCL GPU kernel agree with the reference on every available device (opcheck), before any edit."""
@@ -215,3 +242,31 @@ def test_one_install_command_in_a_fresh_venv_then_the_package_tests_pass(package
     tests = subprocess.run([str(py), "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
                             "-x", "tests"], cwd=root, capture_output=True, text=True, timeout=1200, check=False)
     assert tests.returncode == 0, tests.stdout[-5000:] + tests.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_opcheck_fails_naming_cpu_on_an_installed_plugin_whose_compiled_kernel_is_wrong(tmp_path: Path) -> None:
+    """A generated C++ CPU kernel edited to add 1 (and its reference left as the copy), installed
+    with the one command: opcheck exits 1 and every failure names CPU. Minutes on 2 cores."""
+    from opforge.extgen import INSTALL_COMMAND
+
+    cfg = _cfg(package="opforge-acme-wrongclip", devices=["CPU"])
+    cfg["op"]["type"] = "WrongClip"
+    cfg["frameworks"] = {}
+    root = write_package(parse_config(cfg), tmp_path / "gen")
+    cpp = root / "csrc/wrong_clip_kernel.cpp"
+    text = cpp.read_text()
+    assert "  return x;\n" in text
+    cpp.write_text(text.replace("  return x;\n", "  return static_cast<T>(x + 1);  // deliberately wrong\n", 1))
+    py = _fresh_venv(tmp_path)
+    install = subprocess.run(INSTALL_COMMAND.replace("pip", f"{py} -m pip", 1).split(), cwd=root,
+                             capture_output=True, text=True, timeout=1200, check=False)
+    assert install.returncode == 0, install.stdout[-3000:] + install.stderr[-3000:]
+    check = subprocess.run([str(py), "-m", "opforge", "opcheck", "opforge-acme-wrongclip", "--json"],
+                           capture_output=True, text=True, timeout=1200, check=False)
+    assert check.returncode == 1, check.stdout[-3000:] + check.stderr[-3000:]
+    report = json.loads(check.stdout)
+    failed = [r for r in report["results"] if r["status"] in ("failed", "crashed")]
+    assert {r["device"] for r in failed} == {"CPU"}
+    assert sum(r["dtype"] == "f32" for r in failed) == 8 and all("differ from the reference" in r["message"]
+                                                                  for r in failed if r["dtype"] == "f32")

@@ -341,7 +341,7 @@ def _vpu_values(s: ExtensionSpec) -> dict[str, str]:
         # MVCL scalars are int or float; lists and strings have no scalar form on the VPU
         if a.type in ("float", "int", "bool"):
             t = "float" if a.type == "float" else "int"
-            params.append(f"      <Scalar arg-name=\"{a.name}\" type=\"{t}\" source=\"{a.name}\"/>")
+            params.append(f"      <Scalar arg-name=\"{a.name}\" type=\"{t}\" port-index=\"0\" source=\"{a.name}\"/>")
             kparams.append(f"{t} {a.name}")
             scalars.append((a.name, t))
     funcs = []
@@ -439,12 +439,12 @@ def _readme_values(s: ExtensionSpec) -> dict[str, str]:
     rows.append((f"tests/test_{s.op_snake}.py", "the package's tests (pass as generated)",
                  "update the reference's expected values"))
     if s.cpp_kernel:
-        needs, note = "-cpu", (
+        needs, note = "opforge and opforge-cpu are", (
             "Build isolation stays on: the build needs only scikit-build-core and pybind11 from the package "
             "index and a C++17 compiler; the kernel ABI header ships in `csrc/include`. For an editable "
             "install use `pip install -e .`.")
     else:
-        needs, note = "", "For an editable install use `pip install -e .`."
+        needs, note = "opforge is", "For an editable install use `pip install -e .`."
     return {
         "install_command": INSTALL_COMMAND, "install_needs": needs, "install_note": note,
         "file_table": "\n".join(f"| `{a}` | {b} | {c} |" for a, b, c in rows),

@@ -223,6 +223,15 @@ def supported_types(op: type[Op]) -> list[Type]:
     return [t for t in Type if t is not Type.dynamic and accepted_attrs(op, t) is not None]
 
 
+def why_no_types(op: type[Op]) -> str:
+    """Why the op takes not even f32 with default attributes: the error building it gives."""
+    try:
+        make_node(op, Type.f32, SHAPES[2], {})
+    except OpforgeError as err:
+        return f"{type(err).__name__}: {err}"
+    return "f32 is accepted"
+
+
 def plan_cases(op: type[Op]) -> list[dict[str, Any]]:
     types = supported_types(op)
     cases: list[dict[str, Any]] = []
@@ -258,7 +267,8 @@ def check_ir_round_trip(op: type[Op], core: Any = None) -> CaseResult:
     attrs = accepted_attrs(op, dtype)
     label = op_label(op)
     if attrs is None:
-        return CaseResult(label, "IR", dtype.value, "", "failed", "the op accepts no element type at all")
+        return CaseResult(label, "IR", dtype.value, "", "failed",
+                          f"the op accepts no element type at all (f32: {why_no_types(op)})")
     node, params = make_node(op, dtype, SHAPES[3], attrs)
     for j, out in enumerate(node.outputs()):
         out.set_names([f"out{j}"])
@@ -407,7 +417,8 @@ def run_opcheck(target: str | type[Op], devices: list[str] | None = None, *, tim
         cases = plan_cases(op)
         if not cases:
             results.append(CaseResult(op_label(op), "-", "-", "-", "failed",
-                                      "shape inference accepts no element type: nothing can be checked"))
+                                      "shape inference accepts no element type, nothing can be checked (f32: "
+                                      f"{why_no_types(op)})"))
             continue
         for d in devs:
             results += run_device(op, d, cases, timeout, extensions)

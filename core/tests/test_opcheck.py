@@ -112,5 +112,7 @@ def test_bad_targets_are_clear_errors(capsys: pytest.CaptureFixture[str]) -> Non
         run_opcheck("nowhere::Nothing")
     with pytest.raises(OpcheckError, match="neither an installed plugin, a distribution nor an op"):
         run_opcheck("opforge-no-such-plugin")
+    with pytest.raises(OpcheckError, match="device NPU is not available here"):
+        run_opcheck("template_extension", ["NPU"])
     assert main(["opcheck", "opforge-no-such-plugin"]) == 2
     assert "neither an installed plugin" in capsys.readouterr().err

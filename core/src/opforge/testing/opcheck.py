@@ -378,11 +378,15 @@ def check_devices(core: Any, ops: list[type[Op]], devices: list[str] | None) -> 
         available = [d for d in core.available_devices if d.split(".")[0].split(":")[0] not in _META]
         unavailable = core.unavailable_devices()
     if devices:
-        missing = [d for d in devices if d not in available]
-        if missing:
-            raise OpcheckError(f"opcheck: device(s) {', '.join(missing)} not available here; available: "
-                               f"{', '.join(available) or 'none'}")
-        return list(devices), notes
+        chosen: list[str] = []
+        for d in devices:
+            # "GPU" names every available GPU (GPU.0, GPU.1), "GPU.1" just that one
+            match = [a for a in available if a == d or a.split(".")[0] == d.upper()]
+            if not match:
+                raise OpcheckError(f"opcheck: device {d} is not available here; available: "
+                                   f"{', '.join(available) or 'none'}")
+            chosen += [m for m in match if m not in chosen]
+        return chosen, notes
     for d, why in unavailable.items():
         notes.append(f"{d} not checked: unavailable ({why})")
     registered = {k[0] for k in core.plugins.kernels.keys() if isinstance(k, tuple)}  # noqa: SIM118

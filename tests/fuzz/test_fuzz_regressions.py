@@ -111,7 +111,8 @@ def test_gpu_config_not_utf8() -> None:
     _raises(gpu_kernel_config.fuzz_one, b"\xff\xfe<CustomLayer/>", KernelConfigError, "cannot read it")
 
 
-# --- not fixed here: the files are being reworked by the readers / runtime engineers -----------
+# --- fixed by the readers / runtime engineers (issue 11) -----------------------------------
+# (test_infer_with_none_inputs is still open)
 def _onnx_with_op_type(op_type: bytes) -> bytes:
     g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="r")], "g",
                           [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
@@ -123,10 +124,12 @@ def _onnx_with_op_type(op_type: bytes) -> bytes:
     return data.replace(b"Relu", op_type)  # same length: the protobuf stays well-formed
 
 
-@pytest.mark.xfail(strict=True, reason="frontends/onnx/src/opforge_onnx/converter.py _schema: a string "
-                   "field that is not UTF-8 arrives as bytes -> TypeError from onnx.defs.get_schema")
 def test_onnx_op_type_not_utf8() -> None:
+    """A string field that is not UTF-8 (protobuf hands it over as bytes): was TypeError from
+    onnx.defs.get_schema in converter.py _schema; fixed by the ONNX reader's validation."""
     _clean(onnx_reader.fuzz_one, _onnx_with_op_type(b"R\xfflu"))
+    with pytest.raises(ModelFormatError):
+        onnx_reader.fuzz_one(_onnx_with_op_type(b"R\xfflu"))
 
 
 @pytest.mark.xfail(strict=True, reason="core/src/opforge/runtime/inputs.py bind_inputs: list(None) -> "
@@ -137,10 +140,9 @@ def test_infer_with_none_inputs() -> None:
     _clean(lambda _data: compiled(None), b"")
 
 
-@pytest.mark.xfail(strict=True, reason="the ONNX frontend accepts a static input dim of 2**32-1 (no "
-                   "MAX_TENSOR_BYTES / MAX_DIMENSION check on input shapes) that the IR reader refuses, so "
-                   "the IR it writes does not read back")
 def test_onnx_input_dim_beyond_ir_limits() -> None:
+    """A static input dim of 2**32-1: the ONNX frontend accepted it while the IR reader refuses it
+    (MAX_TENSOR_BYTES), so the IR opforge wrote did not read back (oracle finding)."""
     g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="r")], "g",
                           [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 2**32 - 1])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 2**32 - 1])])

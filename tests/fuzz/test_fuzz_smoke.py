@@ -19,12 +19,8 @@ DEFAULT_RUNS = 400
 #: numbers: they move). Each has a reproducer in test_fuzz_regressions.py marked xfail; delete
 #: the line here when that test passes.
 KNOWN: set[str] = {
-    # test_onnx_op_type_not_utf8
-    "bare-exception:TypeError:frontends/onnx/src/opforge_onnx/converter.py:_schema",
     # test_infer_with_none_inputs
     "bare-exception:TypeError:core/src/opforge/runtime/inputs.py:bind_inputs",
-    # test_onnx_input_dim_beyond_ir_limits
-    "oracle:OracleFailure(ResourceLimitError):core/src/opforge/limits.py:check_bytes",
 }
 
 

@@ -160,6 +160,8 @@ def _child(args: argparse.Namespace) -> int:
 
 def _run_random(args: argparse.Namespace, target: Any, seeds: list[bytes], session: _Session,
                 fuzz_one: Any) -> None:
+    from opforge_fuzz.mutate import mutate_bytes
+
     rng = random.Random(args.seed)
     pool = list(seeds)
     deadline = time.monotonic() + args.seconds if args.seconds else None
@@ -168,7 +170,12 @@ def _run_random(args: argparse.Namespace, target: Any, seeds: list[bytes], sessi
         i += 1
         data = rng.choice(pool)
         for _ in range(1 if rng.random() < 0.6 else rng.randint(2, 4)):  # stacked mutations
-            data = target.mutate(data, rng, pool) if _takes_pool(target) else target.mutate(data, rng)
+            try:
+                data = target.mutate(data, rng, pool) if _takes_pool(target) else target.mutate(data, rng)
+            except Exception as err:  # noqa: BLE001 - a mutator bug is the harness's, not a finding
+                print(f"[fuzz {args.target}] mutator failed ({type(err).__name__}: {err}); byte mutation instead",
+                      file=sys.stderr)
+                data = mutate_bytes(data, rng)
         data = data[: args.max_len]
         if session.run(fuzz_one, data, args.timeout) and len(pool) < 4096:
             pool.append(data)
@@ -205,7 +212,10 @@ def _run_atheris(args: argparse.Namespace, target: Any, seeds: list[bytes], sess
         rng = random.Random(seed)
         if rng.random() < 0.3:
             return bytes(atheris.Mutate(data, max_size))
-        out = target.mutate(data, rng, pool) if takes_pool else target.mutate(data, rng)
+        try:
+            out = target.mutate(data, rng, pool) if takes_pool else target.mutate(data, rng)
+        except Exception:  # noqa: BLE001 - an exception escaping into libFuzzer hangs it: mutate bytes
+            return bytes(atheris.Mutate(data, max_size))
         return bytes(out[:max_size])
 
     flags = [sys.argv[0], str(corpus), "-timeout=0", f"-rss_limit_mb={args.memory_mb}", f"-max_len={args.max_len}",

@@ -9,6 +9,7 @@ raise on malformed input (they fall back to byte mutations).
 
 from __future__ import annotations
 
+import copy
 import json
 import random
 import struct
@@ -214,7 +215,7 @@ def mutate_xml(data: bytes, rng: random.Random) -> bytes:
             el.remove(el[rng.randrange(len(el))])
         elif op == 8 and len(el):  # duplicate a child (duplicate ids, ports, edges)
             child = el[rng.randrange(len(el))]
-            el.insert(rng.randint(0, len(el)), DET.fromstring(DET.tostring(child)))
+            el.insert(rng.randint(0, len(el)), copy.deepcopy(child))
         elif len(elements) > 1:  # move a subtree somewhere else
             other = rng.choice(elements)
             # never move an element under itself (a cycle would make the tree infinite)

@@ -9,7 +9,7 @@ PY="${PYTHON:-python3}"
 packages() {
   # core first: every other package depends on it
   echo "$ROOT/core"
-  for f in "$ROOT"/frontends/*/pyproject.toml "$ROOT"/plugin-*/pyproject.toml "$ROOT"/plugins/*/pyproject.toml; do
+  for f in "$ROOT"/frontends/*/pyproject.toml "$ROOT"/plugin-*/pyproject.toml "$ROOT"/plugins/*/pyproject.toml "$ROOT"/integrations/*/pyproject.toml; do
     [ -f "$f" ] && dirname "$f"
   done
   return 0

@@ -22,6 +22,7 @@ class ProgressBar:
         self.min_interval_s = min_interval_s
         self._t0 = time.perf_counter()
         self._last_draw = 0.0
+        self._last_len = 0
         self.draws = 0
 
     @staticmethod
@@ -47,7 +48,10 @@ class ProgressBar:
         f = self.fraction(iterations)
         filled = round(f * self.WIDTH)
         bar = "#" * filled + "." * (self.WIDTH - filled)
-        self.stream.write(f"\r[{bar}] {f * 100:5.1f}%  {iterations} iterations  {now - self._t0:6.1f} s")
+        text = f"[{bar}] {f * 100:5.1f}%  {iterations} iterations  {now - self._t0:6.1f} s"
+        # padded to the last line's length: a shorter line must not leave the end of a longer one
+        self.stream.write("\r" + text.ljust(self._last_len))
+        self._last_len = len(text)
         self.stream.flush()
         self.draws += 1
 

@@ -206,10 +206,10 @@ def _frontend_values(s: ExtensionSpec) -> dict[str, str]:
     }
 
 
-def _attr_reads(s: ExtensionSpec, renames: dict[str, str], ctx: str) -> str:
+def _attr_reads(s: ExtensionSpec, renames: dict[str, str], ctx: str, indent: int = 8) -> str:
     py_read = {"float": "float", "int": "int", "bool": "bool", "string": "str", "float[]": "list", "int[]": "list"}
     return "\n".join(
-        f"        {_py(a.name)}: {ctx}.get_attribute({_py(renames.get(a.name, a.name))}, {_py(a.default)}, "
+        f"{' ' * indent}{_py(a.name)}: {ctx}.get_attribute({_py(renames.get(a.name, a.name))}, {_py(a.default)}, "
         f"dtype={py_read[a.type]}),"
         for a in s.attributes
     )
@@ -226,25 +226,25 @@ def _converter(s: ExtensionSpec, fw: str, renames: dict[str, str]) -> str:
         ret = "{name: node.output(j) for j, name in enumerate(PADDLE_OUTPUTS)}"
         doc = "A Paddle op: inputs and outputs by port name."
     return (
-        f"\n\ndef convert_{fw}(ctx: NodeContext) -> Any:\n"
+        f"\n\n\ndef convert_{fw}(ctx: NodeContext) -> Any:\n"
         f"    \"\"\"{doc}\"\"\"\n"
         "    # EDIT: read attributes under other names, or compute them, here\n"
         f"    attrs: dict[str, Any] = {{\n{reads}\n    }}\n"
         f"    node = ctx.op({s.op_class}, {ins}, **attrs)\n"
-        f"    return {ret}\n\n"
+        f"    return {ret}\n"
     )
 
 
 def _extractor(s: ExtensionSpec, renames: dict[str, str]) -> str:
-    reads = _attr_reads(s, renames, "node")
+    reads = _attr_reads(s, renames, "node", 12)
     return (
-        f"\n\nclass {s.op_class}OnnxExtractor(FrontExtractorOp):\n"
+        f"\n\n\nclass {s.op_class}OnnxExtractor(FrontExtractorOp):\n"
         f"    \"\"\"Reads the ONNX node's attributes for {s.op_class}.\"\"\"\n\n"
         "    op = ONNX_TYPE\n    framework = \"onnx\"\n    domain = ONNX_DOMAIN\n\n"
         "    @classmethod\n"
         f"    def extract(cls, node: NodeContext) -> tuple[type[{s.op_class}], dict[str, Any]]:\n"
         "        # EDIT: read attributes under other names, or compute them, here\n"
-        f"        return {s.op_class}, {{\n{reads}\n        }}\n\n"
+        f"        return {s.op_class}, {{\n{reads}\n        }}\n"
     )
 
 
@@ -252,13 +252,13 @@ def _plugin_values(s: ExtensionSpec) -> dict[str, str]:
     imports = [f"from {s.module}.{s.op_snake} import {s.op_class}"]
     hooks = []
     if s.onnx or s.paddle:
-        imports.append(f"from {s.module}.frontend import extensions")
+        both = s.extractor == "FrontExtractorOp" and s.onnx
+        imports.append(f"from {s.module}.frontend import extensions" + (", extractors" if both else ""))
         hooks.append(
             "\n\n@hookimpl\ndef opforge_register_conversion_extensions(register: Register) -> None:\n"
             "    for extension in extensions():\n        register(extension)\n"
         )
-        if s.extractor == "FrontExtractorOp" and s.onnx:
-            imports.append(f"from {s.module}.frontend import extractors")
+        if both:
             hooks.append(
                 "\n\n@hookimpl\ndef opforge_register_extractors(register: Register) -> None:\n"
                 "    for extractor in extractors():\n"

@@ -33,10 +33,10 @@ if [ "$(cat "$VENV/.opforge-stamp" 2>/dev/null || true)" != "$want" ]; then
   echo "[setup] installing packages into $VENV" >&2
   "$VENV/bin/python" -m pip install -q --upgrade pip >&2
   "$VENV/bin/python" -m pip install -q -r "$ROOT/requirements-dev.txt" >&2
-  # Packages whose *build* needs another package of this repository (the template extension
-  # compiles its CPU kernel against opforge-cpu's ABI header) cannot build in an isolated
-  # environment, where pip would look for opforge-cpu on PyPI: install everything else first,
-  # then those against the venv.
+  # A package whose *build* needs another package of this repository cannot build in an
+  # isolated environment, where pip would look for it on PyPI: install everything else first,
+  # then those against the venv. (None does today: plugins with a compiled CPU kernel carry a
+  # copy of opforge-cpu's kernel ABI header, see docs/plugins.md.)
   first=(); second=()
   for p in $(packages); do
     if sed -n '/^\[build-system\]/,/^\[/p' "$p/pyproject.toml" | grep -q '"opforge'; then

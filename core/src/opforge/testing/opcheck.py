@@ -425,6 +425,17 @@ def run_opcheck(target: str | type[Op], devices: list[str] | None = None, *, tim
                                       f"{why_no_types(op)})"))
             continue
         for d in devs:
+            base = d.split(".")[0]
+            try:
+                kernel = core.plugins.kernels.lookup((base, op.type_name, op.version))
+                if kernel is None:
+                    kernel = core.plugins.kernels.lookup((base, op.type_name, None))
+            except OpforgeError as err:  # two plugins register this kernel: the device cannot use either
+                results.append(CaseResult(op_label(op), d, "-", "-", "failed", str(err)))
+                continue
+            if kernel is None:
+                notes.append(f"{op_label(op)} not checked on {d}: no plugin registers a kernel for it there")
+                continue
             results += run_device(op, d, cases, timeout, extensions)
     name = target if isinstance(target, str) else op_label(target)
     return OpcheckReport(name, [op_label(o) for o in ops], devs, results, notes, time.perf_counter() - t0)

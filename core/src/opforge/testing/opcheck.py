@@ -318,6 +318,18 @@ def _signal_name(code: int) -> str:
         return f"signal {-code}"
 
 
+def _crash_summary(stderr: str) -> str:
+    """The useful part of a dead child's stderr: faulthandler's fatal error line and the innermost
+    frames of the crashing thread, else the last lines (a traceback's end)."""
+    lines = [ln.strip() for ln in stderr.strip().splitlines() if ln.strip()]
+    fatal = [i for i, ln in enumerate(lines) if ln.startswith("Fatal Python error")]
+    if fatal:
+        start = fatal[0]
+        frames = [ln for ln in lines[start + 1:] if ln.startswith("File ")][:3]
+        return " | ".join([lines[start], *frames])
+    return " | ".join(lines[-4:]) or "no output"
+
+
 def run_device(op: type[Op], device: str, cases: list[dict[str, Any]], timeout: float,
                extensions: list[str] | None = None) -> list[CaseResult]:
     """Run ``cases`` on ``device`` in child processes; a crash costs the case it happened in."""
@@ -341,7 +353,10 @@ def run_device(op: type[Op], device: str, cases: list[dict[str, Any]], timeout: 
             started: int | None = None
             done: set[int] = set()
             for line in out.read_text().splitlines() if out.exists() else []:
-                rec = json.loads(line)
+                try:
+                    rec = json.loads(line)
+                except json.JSONDecodeError:  # the process died while writing this line
+                    continue
                 if "start" in rec:
                     started = rec["start"]
                 else:
@@ -350,7 +365,7 @@ def run_device(op: type[Op], device: str, cases: list[dict[str, Any]], timeout: 
                                               rec["message"], rec.get("exec_type", "")))
         if code == 0 and set(todo) <= done:
             break
-        tail = " | ".join(stderr.strip().splitlines()[-4:])
+        tail = _crash_summary(stderr)
         in_flight = started if started is not None and started not in done else None
         if code is None:
             why = f"timed out after {timeout:.0f} s"

@@ -179,3 +179,51 @@ def test_cpu_cache_dir_loads_onnx_from_cache(tmp_path: Path) -> None:
     assert not first.get_property("LOADED_FROM_CACHE") and second.get_property("LOADED_FROM_CACHE")
     x = np.array([[-1, 2, -3], [4, -5, 6]], np.float32)
     np.testing.assert_array_equal(second([x])[0], np.maximum(x, 0))
+
+
+EXTENSION = '''
+from typing import Any
+import numpy as np
+from opforge import InferContext, Op, OpAttrs, TensorSpec, hookimpl
+
+class TwiceAttrs(OpAttrs):
+    factor: float = 2.0
+
+class Twice(Op):
+    type_name = "Twice"
+    version = "bench_test_ext"
+    Attrs = TwiceAttrs
+
+    @classmethod
+    def infer(cls, ctx: InferContext) -> list[TensorSpec]:
+        return [TensorSpec(ctx.input_type(0), ctx.input_shape(0))]
+
+    @classmethod
+    def evaluate(cls, attrs: Any, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        return [inputs[0] * np.float32(attrs.factor)]
+
+@hookimpl
+def opforge_register_ops(register):
+    register(Twice)
+
+@hookimpl
+def opforge_register_kernels(register):
+    register("CPU", Twice, lambda attrs, inputs: [inputs[0] * np.float32(attrs.factor)])
+'''
+
+
+def test_benchmark_loads_extensions_first(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ext = tmp_path / "twice_ext.py"
+    ext.write_text(EXTENSION)
+    core = opforge.Core()
+    core.add_extension(str(ext))
+    x = opforge.op("Parameter", element_type="f32", shape=[4], name="x")
+    twice = opforge.Node.create("Twice", [x], {"factor": 3.0}, "twice", version="bench_test_ext",
+                                registry=core.plugins.ops)
+    xml = tmp_path / "twice.xml"
+    opforge.save_model(Model([twice], [x]), xml)
+    assert main(["benchmark", "-m", str(xml), "-niter", "3"]) == 2  # the op is unknown without it
+    assert "Twice" in capsys.readouterr().err
+    out = tmp_path / "r.json"
+    assert main(["benchmark", "-m", str(xml), "-niter", "3", "-extensions", str(ext), "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["iterations"] == 3

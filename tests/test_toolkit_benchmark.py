@@ -227,3 +227,20 @@ def test_benchmark_loads_extensions_first(tmp_path: Path, capsys: pytest.Capture
     out = tmp_path / "r.json"
     assert main(["benchmark", "-m", str(xml), "-niter", "3", "-extensions", str(ext), "--json", str(out)]) == 0
     assert json.loads(out.read_text())["iterations"] == 3
+
+
+def test_benchmark_config_file_reaches_the_gpu_kernel(tmp_path: Path) -> None:
+    core = opforge.Core()
+    gpus = [d for d in core.available_devices if d.startswith("GPU")]
+    if not gpus:
+        pytest.skip("no GPU device here")
+    leaky = Path(__file__).resolve().parents[1] / "plugin-gpu" / "tests" / "data" / "leaky.xml"
+    x = opforge.op("Parameter", element_type="f32", shape=[1, 2, 3, 4], name="x")
+    xml = tmp_path / "relu.xml"
+    opforge.save_model(Model([opforge.op("Relu", x, name="act")], [x]), xml)
+    for device in (gpus[0], f"HETERO:{gpus[0]},CPU", f"AUTO:{gpus[0]},CPU"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # leaky.xml's Define reads an attribute Relu lacks (reported)
+            report = run_benchmark(BenchmarkSettings(str(xml), device, niter=2, config_file=str(leaky),
+                                                     perf_counts=True))
+        assert any(c.exec_type == "ocl:leaky_relu" for c in report.counters), (device, report.counters)

@@ -145,8 +145,12 @@ def run(args: argparse.Namespace) -> int:
         if fmt == "parquet":
             ds = shards.map_batches(_load_parquet, batch_size=1, num_cpus=0, batch_format="numpy")
         else:
-            ds = shards.map_batches(_load_npy, fn_kwargs={"column": input_names[0]}, batch_size=1, num_cpus=0,
-                                    batch_format="numpy")
+            column = input_names[0]
+
+            def load_npy(batch: Any) -> Any:
+                return _load_npy(batch, column)
+
+            ds = shards.map_batches(load_npy, batch_size=1, num_cpus=0, batch_format="numpy")
         concurrency = args.concurrency or _default_concurrency(ray, args)
         from opforge_ray.predictor import OpforgePredictor
 
@@ -178,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _load_parquet(batch: dict[str, Any]) -> Any:
+def _load_parquet(batch: Any) -> Any:
     """One Parquet shard (a batch of one path) -> its table (tensor columns stay tensors)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -186,7 +190,7 @@ def _load_parquet(batch: dict[str, Any]) -> Any:
     return pa.concat_tables([pq.read_table(str(path)) for path in batch["path"]])
 
 
-def _load_npy(batch: dict[str, Any], column: str) -> dict[str, Any]:
+def _load_npy(batch: Any, column: str) -> dict[str, Any]:
     """One ``.npy`` shard (a batch of one path) -> its rows as ``column``."""
     import numpy as np
 

@@ -38,7 +38,7 @@ import asyncio
 import io
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from opforge.errors import InferenceInputError, OpforgeError
@@ -64,8 +64,9 @@ class OpforgeServer:
         loaded = load_model(model, core)
         self.placement = place(device, config, *worker_resources())
         self.runner = BatchRunner(core, loaded, self.placement.device, self.placement.config, batching=batching)
-        self._infer_batch.set_max_batch_size(max_batch_size)
-        self._infer_batch.set_batch_wait_timeout_s(batch_wait_timeout_s)
+        batcher = cast(Any, self._infer_batch)  # serve.batch's wrapper, typed as the plain method
+        batcher.set_max_batch_size(max_batch_size)
+        batcher.set_batch_wait_timeout_s(batch_wait_timeout_s)
         self.requests = 0
         self.batches = 0
         self._probe: dict[str, np.ndarray] | None = None
@@ -128,7 +129,7 @@ class OpforgeServer:
             return Response(json.dumps(doc), media_type="application/json")
         buf = io.BytesIO()
         if fmt == NPZ:
-            np.savez(buf, **outputs)
+            np.savez(buf, **outputs)  # type: ignore[arg-type]  # the stub fears a key named allow_pickle
             return Response(buf.getvalue(), media_type=NPZ)
         name = pick or self.runner.output_names[0]
         if name not in outputs:

@@ -67,6 +67,10 @@ def test_profiling_record_is_the_same_on_every_device(device: str) -> None:
         assert any(r.node_type == "HeteroSubgraph" and "transfer_bytes_in" in r.extra for r in rows)
     else:
         assert names & {"mm", "add", "relu"}, names  # the model's own nodes, by name
+    if device == "CPU":  # MatMul + bias Add + Relu run as one oneDNN step: the others are fused
+        fused = {r.node_name: r for r in rows if r.status == "OPTIMIZED_OUT"}
+        assert set(fused) == {"mm", "add"} and {r.extra["fused_into"] for r in fused.values()} == {"relu"}
+        assert fused["mm"].node_type == "MatMul" and fused["mm"].real_time_ms == 0.0
 
 
 # ============================================================================ benchmark

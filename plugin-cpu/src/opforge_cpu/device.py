@@ -252,8 +252,18 @@ class CpuExecutable(Executable):
         if not self.profiling or st.last is None or st.last not in st.states:
             return []
         compiled, native = st.states[st.last]
-        # The C++ program reports the core's five columns plus ``fused_names`` (kept as an extra).
-        return [ProfilingInfo.from_mapping(row, "CPU") for row in compiled.program.profile(native)]
+        # The C++ program reports the core's five columns plus ``fused_names`` (kept as an extra);
+        # each node fused into a step gets its own OPTIMIZED_OUT row, as OpenVINO reports them.
+        types = {n.name: n.type_name for n in compiled.model.get_ordered_ops()}
+        rows: list[ProfilingInfo] = []
+        for row in compiled.program.profile(native):
+            step = ProfilingInfo.from_mapping(row, "CPU")
+            rows.append(step)
+            for name in step.extra.get("fused_names") or []:
+                if name != step.node_name:
+                    rows.append(ProfilingInfo(str(name), types.get(str(name), "unknown"), "fused", 0.0,
+                                              "OPTIMIZED_OUT", {"fused_into": step.node_name, "fused_names": []}))
+        return rows
 
     def properties(self) -> dict[str, Any]:
         return {

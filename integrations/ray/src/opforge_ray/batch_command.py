@@ -158,7 +158,8 @@ def run(args: argparse.Namespace) -> int:
             OpforgePredictor,
             fn_constructor_kwargs={"model": model_ref, "device": args.device, "config": config,
                                    "batching": args.batching, "cast": args.cast},
-            batch_size=args.batch_size, concurrency=concurrency, num_cpus=args.cpus_per_worker,
+            batch_size=args.batch_size, compute=ray.data.ActorPoolStrategy(size=concurrency),
+            num_cpus=args.cpus_per_worker,
             num_gpus=args.gpus_per_worker or None, batch_format="numpy",
         )
         out_dir.mkdir(parents=True, exist_ok=True)

@@ -21,6 +21,8 @@ DEFAULT_RUNS = 400
 KNOWN: set[str] = {
     # test_infer_with_none_inputs
     "bare-exception:TypeError:core/src/opforge/runtime/inputs.py:bind_inputs",
+    # test_onnx_graph_name_not_utf8
+    "bare-exception:TypeError:core/src/opforge/ir/writer.py:_check_xml_chars",
     # test_inferred_dim_beyond_limits_round_trip
     "oracle:OracleFailure(ResourceLimitError):core/src/opforge/limits.py:check",
 }

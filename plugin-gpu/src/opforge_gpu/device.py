@@ -64,16 +64,21 @@ class GpuDevice(Device):
     # --- enumeration -----------------------------------------------------------------------
     def availability(self) -> Availability:
         try:
-            devices()
+            self.opencl_devices()
         except OpenCLUnavailable as err:
             return Availability(False, str(err))
         except Exception as err:  # noqa: BLE001 - availability must answer, never raise
             return Availability(False, f"OpenCL enumeration failed: {type(err).__name__}: {err}")
         return Availability(True)
 
+    def opencl_devices(self) -> list[DeviceInfo]:
+        """The OpenCL devices this device numbers ``NAME.0``, ``NAME.1``... (real GPUs first; the
+        VPU device orders accelerators first)."""
+        return devices()
+
     def sub_devices(self) -> list[str]:
         try:
-            return [f"{self.name}.{d.index}" for d in devices()]
+            return [f"{self.name}.{d.index}" for d in self.opencl_devices()]
         except OpenCLUnavailable:
             return []
 
@@ -86,7 +91,7 @@ class GpuDevice(Device):
     def resolve(self, device_name: str, config: dict[str, Any]) -> DeviceInfo:
         """The OpenCL device ``GPU``/``GPU.N`` means under ``config``."""
         try:
-            found = devices()
+            found = self.opencl_devices()
         except OpenCLUnavailable as err:
             raise DeviceUnavailableError(f"device {self.name}: {err}") from err
         base = device_name.split(":")[-1].split(",")[0]
@@ -209,7 +214,7 @@ class GpuDevice(Device):
             lines = "; ".join(f"'{n.name}' ({n.type_name}-{n.version}): {why}" for n, why in bad)
             raise UnsupportedOpError(
                 f"device {ctx.device_name} cannot run {len(bad)} node(s) of model '{model.name}': {lines}. "
-                "Use HETERO:GPU,CPU to run them elsewhere, or add a custom kernel (CONFIG_FILE)"
+                f"Use HETERO:{self.name},CPU to run them elsewhere, or add a custom kernel (CONFIG_FILE)"
             )
         info = self.resolve(ctx.device_name, ctx.config)
         dev = context_for(info)

@@ -308,7 +308,8 @@ def _quote_line(path: str | None, line: int) -> str:
 # --- process-wide device table ----------------------------------------------------------------
 _devices_lock = threading.Lock()
 _devices: list[DeviceInfo] | None = None
-_contexts: dict[int, DeviceContext] = {}
+#: keyed by the OpenCL (platform, device): the GPU and VPU devices number the same devices differently
+_contexts: dict[tuple[int, int], DeviceContext] = {}
 
 
 def devices() -> list[DeviceInfo]:
@@ -322,10 +323,11 @@ def devices() -> list[DeviceInfo]:
 
 def context_for(info: DeviceInfo) -> DeviceContext:
     with _devices_lock:
-        ctx = _contexts.get(info.index)
+        key = (info.platform_index, info.device_index)
+        ctx = _contexts.get(key)
         if ctx is None:
             try:
-                ctx = _contexts[info.index] = DeviceContext(info)
+                ctx = _contexts[key] = DeviceContext(info)
             except Exception as err:
                 raise DeviceUnavailableError(
                     f"GPU.{info.index} ({info.description}): cannot create an OpenCL context: "

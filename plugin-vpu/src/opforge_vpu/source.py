@@ -26,8 +26,18 @@ from opforge_gpu.runtime import KernelConfigError
 
 _TYPES = ("uchar", "char", "short", "ushort", "int", "uint", "long", "ulong", "half", "float")
 
+def _undef_first(lines: list[str]) -> list[str]:
+    """Each ``#define`` preceded by an ``#undef``: drivers define some of these names as macros."""
+    out = []
+    for line in lines:
+        if line.startswith("#define "):
+            out.append("#undef " + line.split()[1].split("(")[0])
+        out.append(line)
+    return out
+
+
 #: maps MYRIAD's half arithmetic onto float where the device has no cl_khr_fp16
-HALF_SHIM = "\n".join([
+HALF_SHIM = "\n".join(_undef_first([
     "#define OPFORGE_VPU_HALF_SHIM 1",
     "#define half float",
     *[f"#define half{n} float{n}" for n in (2, 3, 4, 8, 16)],
@@ -45,7 +55,7 @@ HALF_SHIM = "\n".join([
     "#ifndef HALF_MIN", "#define HALF_MIN 6.103515625e-05f", "#endif",
     "#ifndef HALF_EPSILON", "#define HALF_EPSILON 9.765625e-04f", "#endif",
     "",
-])
+]))
 
 #: the manual-DMA built-ins of the MYRIAD OpenCL compiler, as work-group-cooperative copies
 DMA_PREAMBLE = r"""

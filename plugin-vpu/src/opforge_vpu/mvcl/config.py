@@ -78,6 +78,11 @@ class _Builder(xml.sax.handler.ContentHandler):
 def parse_xml(text: str, label: str) -> Element:
     """The elements of ``text`` with line numbers; several top-level CustomLayers are allowed."""
     body = re.sub(r"^\s*<\?xml[^>]*\?>", lambda m: " " * len(m.group(0)), text, count=1)
+    dtd = re.search(r"<!(DOCTYPE|ENTITY)", body)
+    if dtd:
+        # (inside the wrapper root a DOCTYPE is only "malformed": say what is really refused)
+        line = body.count("\n", 0, dtd.start()) + 1
+        raise KernelConfigError(f"{label}:{line}: DOCTYPE/entity declarations are not allowed in a kernel configuration")
     builder = _Builder()
     try:
         # The wrapper root adds no line, so line numbers are the file's.

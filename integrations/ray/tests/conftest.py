@@ -30,8 +30,24 @@ if "opforge_ray_test_models" not in sys.modules:
 RAY_MISSING = None if importlib.util.find_spec("ray") else "ray is not installed (pip install 'ray[data,serve]')"
 
 
+_HERE = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests that start a Ray instance of their own (``slow``) run only when asked for
+    (``-m slow``); the default run shares the one cluster below."""
+    if config.getoption("markexpr", ""):
+        return
+    skip = pytest.mark.skip(reason="slow: run with -m slow")
+    for item in items:
+        if "slow" in item.keywords and _HERE in Path(str(item.fspath)).parents:
+            item.add_marker(skip)
+
+
 @pytest.fixture(scope="session")
 def cluster() -> Iterator[Any]:
+    """Every module using it carries ``pytestmark = pytest.mark.xdist_group("ray_cluster")``, so
+    under ``pytest -n 2 --dist loadgroup`` one xdist worker runs them all on one cluster."""
     if RAY_MISSING:
         pytest.skip(RAY_MISSING)
     import ray

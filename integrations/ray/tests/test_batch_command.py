@@ -19,6 +19,9 @@ from opforge_ray_test_models import conv_net, images
 
 pytest.importorskip("ray", reason="ray is not installed (pip install 'ray[data,serve]')")
 
+# one xdist worker runs every test of the shared cluster (see conftest.cluster)
+pytestmark = pytest.mark.xdist_group("ray_cluster")
+
 ROWS = 96
 
 

@@ -18,6 +18,9 @@ ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'ray[
 # Workers cannot import this test module (it is not on their path): ship its classes by value.
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
+# one xdist worker runs every test of the shared cluster (see conftest.cluster)
+pytestmark = pytest.mark.xdist_group("ray_cluster")
+
 ROWS = 512
 ONE_THREAD = {"INFERENCE_NUM_THREADS": 1}
 
@@ -42,7 +45,14 @@ def serial(model: bytes, x: np.ndarray) -> np.ndarray:
 
 
 class WhereAmI(OpforgePredictor):
-    """Adds the node and placement of the worker that produced each row."""
+    """Adds the node and placement of the worker that produced each row, and records the node
+    of every worker it starts in ``workers_dir`` (one file per worker)."""
+
+    def __init__(self, workers_dir: str, **kwargs: Any) -> None:
+        import ray
+
+        super().__init__(**kwargs)
+        Path(workers_dir, f"{os.getpid()}").write_text(ray.get_runtime_context().get_node_id())
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         import ray
@@ -59,14 +69,18 @@ def x() -> np.ndarray:
     return images(ROWS)
 
 
-def test_512_rows_through_two_workers_equal_serial_outputs_bitwise(cluster: Any, x: np.ndarray) -> None:
+def test_512_rows_through_two_workers_equal_serial_outputs_bitwise(cluster: Any, x: np.ndarray,
+                                                                   tmp_path: Path) -> None:
     model = conv_net(1)  # static batch 1: every batch of 32 is split into rows
     ref = put_model(model)
-    out = collect(dataset(x).map_batches(WhereAmI, fn_constructor_kwargs={"model": ref}, concurrency=2,
-                                         num_cpus=1, batch_size=32, batch_format="numpy"))
+    out = collect(dataset(x).map_batches(WhereAmI, fn_constructor_kwargs={"model": ref, "workers_dir": str(tmp_path)},
+                                         concurrency=2, num_cpus=1, batch_size=32, batch_format="numpy"))
     np.testing.assert_array_equal(out["id"], np.arange(ROWS))
     np.testing.assert_array_equal(out["logits"], serial(model, x))
-    assert len(set(out["node"])) == 2  # one worker per node
+    # Two workers, one per node (each node has one CPU); which of them ran how many batches is
+    # Ray's choice.
+    nodes = {f.read_text() for f in tmp_path.iterdir()}
+    assert len(nodes) == 2 and set(out["node"]) <= nodes
     assert set(out["placement"]) == {"CPU with 1 thread(s): Ray assigned 1 CPU(s)"}
 
 

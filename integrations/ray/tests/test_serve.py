@@ -18,6 +18,9 @@ from opforge_ray_test_models import conv_net, images
 pytest.importorskip("ray.serve", reason="ray[serve] is not installed (pip install 'ray[data,serve]')")
 aiohttp = pytest.importorskip("aiohttp", reason="aiohttp (installed with ray[serve]) is missing")
 
+# one xdist worker runs every test of the shared cluster (see conftest.cluster)
+pytestmark = pytest.mark.xdist_group("ray_cluster")
+
 REQUESTS = 200
 
 
@@ -82,6 +85,9 @@ def test_200_concurrent_requests_equal_direct_calls(url: str) -> None:
 def test_health_metadata_and_a_bad_request(url: str) -> None:
     import urllib.error
     import urllib.request
+
+    status, _ = asyncio.run(fire(url, [(images(1), "npy")]))[0]  # at least one request served
+    assert status == 200
 
     with urllib.request.urlopen(f"{url}/health", timeout=60) as resp:
         health = json.loads(resp.read())

@@ -3,10 +3,15 @@
 ``output_size`` = (H, W), with blocks of ``kernel_size`` = (kh, kw) placed with ``strides``,
 ``dilations`` and ``pads_begin``/``pads_end``. Overlapping contributions add up; those that fall
 into the padding are dropped. ``L`` must be the number of block positions.
+
+Beyond OpenVINO (whose Col2Im-15 is 2-D only), opforge also folds volumes as ONNX's Col2Im does:
+three-value ``output_size``/``kernel_size``/attributes give [N, C, D, H, W] from
+[N, C * kd * kh * kw, L].
 """
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
@@ -26,7 +31,7 @@ class Col2ImAttrs(OpAttrs):
 def _blocks(a: Col2ImAttrs, out: list[int], kernel: list[int]) -> list[int]:
     return [
         (out[i] + a.pads_begin[i] + a.pads_end[i] - (a.dilations[i] * (kernel[i] - 1) + 1)) // a.strides[i] + 1
-        for i in range(2)
+        for i in range(len(out))
     ]
 
 
@@ -40,10 +45,13 @@ class Col2Im(Op):
     @classmethod
     def infer(cls, ctx: InferContext) -> list[TensorSpec]:
         a: Col2ImAttrs = ctx.attrs  # type: ignore[assignment]
+        sp = len(a.strides)  # 2 (OpenVINO's op) or 3 (volumes)
+        if sp not in (2, 3):
+            raise ctx.error(f"strides has {sp} values, expected 2 (or 3 for volumes)")
         for name in ("strides", "dilations", "pads_begin", "pads_end"):
             v = getattr(a, name)
-            if len(v) != 2:
-                raise ctx.error(f"{name} has {len(v)} values, expected 2")
+            if len(v) != sp:
+                raise ctx.error(f"{name} has {len(v)} values, expected {sp}")
             if name in ("strides", "dilations") and min(v) <= 0:
                 raise ctx.error(f"{name} must be positive, got {v}")
             if min(v) < 0:
@@ -56,16 +64,16 @@ class Col2Im(Op):
         out = const_ints(ctx, 1)
         kernel = const_ints(ctx, 2)
         for name, v in (("output_size", out), ("kernel_size", kernel)):
-            if v is not None and len(v) != 2:
-                raise ctx.error(f"{name} has {len(v)} values, expected 2")
+            if v is not None and len(v) != sp:
+                raise ctx.error(f"{name} has {len(v)} values, expected {sp}")
         if d.rank is None:
             return [TensorSpec(t, PartialShape.dynamic())]
         batched = d.rank == 3
         cols: Dim = d.dims[-2]
         c: Dim = None
         if kernel is not None:
-            kk = kernel[0] * kernel[1]
-            if kk <= 0:
+            kk = int(np.prod(kernel))
+            if min(kernel) <= 0:
                 raise ctx.error(f"kernel_size must be positive, got {kernel}")
             if cols is not None:
                 if cols % kk:
@@ -73,12 +81,12 @@ class Col2Im(Op):
                 c = cols // kk
             if out is not None and d.dims[-1] is not None:
                 n_blocks = _blocks(a, out, kernel)
-                if n_blocks[0] * n_blocks[1] != d.dims[-1]:
+                if int(np.prod(n_blocks)) != d.dims[-1]:
                     raise ctx.error(
                         f"data has {d.dims[-1]} blocks, but output_size {out} and kernel_size {kernel} "
-                        f"give {n_blocks[0]} x {n_blocks[1]}"
+                        f"give {' x '.join(str(b) for b in n_blocks)}"
                     )
-        hw: list[Dim] = list(out) if out is not None else [None, None]
+        hw: list[Dim] = list(out) if out is not None else [None] * sp
         dims = ([d.dims[0]] if batched else []) + [c, *hw]
         return [TensorSpec(t, PartialShape(dims))]
 
@@ -91,20 +99,22 @@ class Col2Im(Op):
         batched = data.ndim == 3
         x = data if batched else data[None]
         n, cols, length = x.shape
-        kk = kernel[0] * kernel[1]
+        sp = len(out)
+        kk = int(np.prod(kernel))
         c = cols // kk
         nb = _blocks(a, out, kernel)
-        if cols % kk or nb[0] * nb[1] != length:
+        if len(kernel) != sp or sp != len(a.strides) or cols % kk or int(np.prod(nb)) != length:
             raise ValueError(f"data of shape {list(data.shape)} does not match output_size {out} and kernel_size {kernel}")
-        ph, pw = out[0] + a.pads_begin[0] + a.pads_end[0], out[1] + a.pads_begin[1] + a.pads_end[1]
-        padded = np.zeros((n, c, ph, pw), dtype=data.dtype)
-        blocks = x.reshape(n, c, kernel[0], kernel[1], nb[0], nb[1])
-        for ky in range(kernel[0]):
-            for kx in range(kernel[1]):
-                y0, x0 = ky * a.dilations[0], kx * a.dilations[1]
-                ys = slice(y0, y0 + a.strides[0] * (nb[0] - 1) + 1, a.strides[0])
-                xs = slice(x0, x0 + a.strides[1] * (nb[1] - 1) + 1, a.strides[1])
-                padded[:, :, ys, xs] += blocks[:, :, ky, kx]
-        y = padded[:, :, a.pads_begin[0]:a.pads_begin[0] + out[0], a.pads_begin[1]:a.pads_begin[1] + out[1]]
+        padded = np.zeros((n, c, *[out[i] + a.pads_begin[i] + a.pads_end[i] for i in range(sp)]), dtype=data.dtype)
+        blocks = x.reshape(n, c, *kernel, *nb)
+        for k in itertools.product(*[range(v) for v in kernel]):
+            at = tuple(slice(k[i] * a.dilations[i], k[i] * a.dilations[i] + a.strides[i] * (nb[i] - 1) + 1, a.strides[i])
+                       for i in range(sp))
+            dst: tuple[Any, ...] = (slice(None), slice(None), *at)
+            src: tuple[Any, ...] = (slice(None), slice(None), *k)
+            padded[dst] += blocks[src]
+        crop: tuple[Any, ...] = (slice(None), slice(None), *[slice(a.pads_begin[i], a.pads_begin[i] + out[i])
+                                                             for i in range(sp)])
+        y = padded[crop]
         y = np.ascontiguousarray(y)
         return [y if batched else y[0]]

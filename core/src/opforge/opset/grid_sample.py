@@ -8,10 +8,15 @@ edge) or ``reflection`` (coordinates mirrored at the border). These are the rule
 GridSample, which OpenVINO's op reproduces, with one difference: ``bicubic`` with ``border``
 clamps each of the 4x4 taps to the image rather than the sampling coordinate (as OpenVINO's CPU
 device and PyTorch do; ONNX's reference clamps the coordinate first).
+
+Beyond OpenVINO (whose GridSample-9 is 2-D only), opforge also samples volumes as ONNX's
+GridSample-20 does: ``data`` [N, C, D, H, W] at ``grid`` [N, D_out, H_out, W_out, 3] (x, y, z),
+with ``bilinear`` meaning trilinear and ``nearest``; ``bicubic`` stays 2-D (as in ONNX).
 """
 
 from __future__ import annotations
 
+import itertools
 from typing import Any, Literal
 
 import numpy as np
@@ -71,18 +76,26 @@ class GridSample(Op):
         t, tg = ctx.input_type(0), ctx.input_type(1)
         if tg is not Type.dynamic and not tg.is_float:
             raise ctx.error(f"input 1 (grid) has element type {tg}, expected a floating-point type")
-        check_rank(ctx, 0, "data", [4])
-        check_rank(ctx, 1, "grid", [4])
+        check_rank(ctx, 0, "data", [4, 5])
+        check_rank(ctx, 1, "grid", [4, 5])
         d, g = ctx.input_shape(0), ctx.input_shape(1)
-        n = c = h = w = None
+        if d.rank is not None and g.rank is not None and d.rank != g.rank:
+            raise ctx.error(f"data of rank {d.rank} needs a grid of the same rank, got rank {g.rank}")
+        rank = d.rank if d.rank is not None else g.rank
+        if rank is None:
+            return [TensorSpec(t, PartialShape.dynamic())]
+        if rank == 5 and ctx.attrs.mode == "bicubic":  # type: ignore[attr-defined]
+            raise ctx.error("bicubic sampling is 2-D only (volumetric data takes bilinear or nearest)")
+        n = c = None
+        spatial: list[int | None] = [None] * (rank - 2)
         if d.rank is not None:
             n, c = d.dims[0], d.dims[1]
         if g.rank is not None:
-            if g.dims[3] not in (None, 2):
-                raise ctx.error(f"input 1 (grid) has shape {g}, its last dimension must be 2")
+            if g.dims[-1] not in (None, rank - 2):
+                raise ctx.error(f"input 1 (grid) has shape {g}, its last dimension must be {rank - 2}")
             n = merge_dim(ctx, n, g.dims[0], "batch of data and grid")
-            h, w = g.dims[1], g.dims[2]
-        return [TensorSpec(t, PartialShape([n, c, h, w]))]
+            spatial = list(g.dims[1:-1])
+        return [TensorSpec(t, PartialShape([n, c, *spatial]))]
 
     @classmethod
     def evaluate(cls, attrs: Any, inputs: list[np.ndarray]) -> list[np.ndarray]:
@@ -91,12 +104,14 @@ class GridSample(Op):
         x_in = to_work(data)
         work = x_in.dtype if x_in.dtype.kind == "f" else np.dtype(np.float64)
         g = np.asarray(grid).astype(work)
-        n, c, hin, win = data.shape
-        dims = (hin, win)
-        # coordinates per output location: [N, Ho, Wo] each, height first
+        n, c = data.shape[:2]
+        dims = tuple(data.shape[2:])
+        sp = len(dims)
+        # coordinates per output location: [N, (Do,) Ho, Wo] each, outermost spatial axis first
+        # (the grid lists them innermost first: x, y, z)
         coords = []
         for k, size in enumerate(dims):
-            v = g[..., 1 - k]
+            v = g[..., sp - 1 - k]
             coords.append((v + 1) / 2 * (size - 1) if a.align_corners else ((v + 1) * size - 1) / 2)
         borders = [(0.0, s - 1.0) if a.align_corners else (-0.5, s - 0.5) for s in dims]
         if a.mode == "nearest":
@@ -107,12 +122,12 @@ class GridSample(Op):
                 coords[k] = np.where((v < lo) | (v > hi), np.clip(v, 0, dims[k] - 1), v)
             elif a.padding_mode == "reflection":
                 coords[k] = _reflect(v, lo, hi)
-        batch = np.arange(n)[:, None, None]
+        batch = np.arange(n).reshape((n,) + (1,) * sp)
 
-        def pixel(iy: np.ndarray, ix: np.ndarray) -> np.ndarray:
-            """data[n, :, iy, ix] with the padding rule for indices outside: [N, C, Ho, Wo]."""
-            idx = [iy, ix]
-            inside = np.ones(iy.shape, bool)
+        def pixel(*at: np.ndarray) -> np.ndarray:
+            """data[n, :, at...] with the padding rule for indices outside: [N, C, *out]."""
+            idx = list(at)
+            inside = np.ones(at[0].shape, bool)
             for k, size in enumerate(dims):
                 if a.padding_mode == "zeros":
                     inside &= (idx[k] >= 0) & (idx[k] < size)
@@ -122,12 +137,13 @@ class GridSample(Op):
                 else:
                     lo, hi = borders[k]
                     idx[k] = np.clip(np.trunc(_reflect(idx[k].astype(work), lo, hi)).astype(np.int64), 0, size - 1)
-            vals = x_in[batch, :, idx[0], idx[1]]  # [N, Ho, Wo, C]
+            where: tuple[Any, ...] = (batch, slice(None), *idx)
+            vals = x_in[where]  # [N, *out, C]
             vals = np.where(inside[..., None], vals, 0)
             return np.moveaxis(vals, -1, 1)
 
         if a.mode == "nearest":
-            y = pixel(coords[0].astype(np.int64), coords[1].astype(np.int64))
+            y = pixel(*[v.astype(np.int64) for v in coords])
         else:
             base = [np.floor(v) for v in coords]
             frac = [v - b for v, b in zip(coords, base)]
@@ -139,8 +155,9 @@ class GridSample(Op):
                 taps = [-1, 0, 1, 2]
                 wts = [_cubic_coeffs(f) for f in frac]
             y = np.zeros((n, c, *coords[0].shape[1:]), dtype=work)
-            for i, ty in enumerate(taps):
-                for j, tx in enumerate(taps):
-                    wgt = (wts[0][i] * wts[1][j])[:, None]
-                    y = y + wgt * pixel(b0[0] + ty, b0[1] + tx)
+            for pick in itertools.product(range(len(taps)), repeat=sp):
+                wgt = wts[0][pick[0]]
+                for k in range(1, sp):
+                    wgt = wgt * wts[k][pick[k]]
+                y = y + wgt[:, None] * pixel(*[b0[k] + taps[pick[k]] for k in range(sp)])
         return [cast_to(np.asarray(y), data.dtype)]

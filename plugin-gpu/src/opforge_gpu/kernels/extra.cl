@@ -160,7 +160,7 @@ __kernel void roi_align(__global const X_T* x, __global const R_T* rois, __globa
 #endif
 
 #ifdef GRID_SAMPLE
-// One work-item per output [n, c, ho, wo]. P: total C H W HO WO align_corners mode(0 bilinear,
+// One work-item per output [n, c, ho, wo] (4-D; grid_sample_3d below for 5-D). P: total C H W HO WO align_corners mode(0 bilinear,
 // 1 bicubic, 2 nearest) padding(0 zeros, 1 border, 2 reflection)
 float gs_reflect(float x, const float lo, const float hi) {
     const float span = hi - lo;
@@ -241,30 +241,104 @@ __kernel void grid_sample(__global const X_T* x, __global const G_T* grid, __glo
     }
     STORE_Y(y, i, out);
 }
+
+// Volumetric: one work-item per output [n, c, do, ho, wo]; grid [N, DO, HO, WO, 3] holds x, y, z.
+// Nearest or trilinear (mode 0 / 2 as above). P: total C D H W DO HO WO align_corners mode padding
+float gs_voxel(__global const X_T* img, const int* dims, int* at, const int pad, const float* lo, const float* hi) {
+    for (int k = 0; k < 3; ++k) {
+        if (pad == 0) {
+            if (at[k] < 0 || at[k] >= dims[k]) return 0.0f;
+        } else if (pad == 2) {
+            at[k] = (int)trunc(gs_reflect((float)at[k], lo[k], hi[k]));
+        }
+        at[k] = clamp(at[k], 0, dims[k] - 1);
+    }
+    return LOAD_X(img, ((long)at[0] * dims[1] + at[1]) * dims[2] + at[2]);
+}
+
+__kernel void grid_sample_3d(__global const X_T* x, __global const G_T* grid, __global Y_T* y,
+                             __global const int* P) {
+    const int i = get_global_id(0);
+    if (i >= P[0]) return;
+    const int C = P[1], align = P[8], mode = P[9], pad = P[10];
+    const int dims[3] = {P[2], P[3], P[4]};
+    const int DO = P[5], HO = P[6], WO = P[7];
+    const int pos = i % (DO * HO * WO), c = (i / (DO * HO * WO)) % C, n = i / (DO * HO * WO * C);
+    const long g = ((long)n * DO * HO * WO + pos) * 3;
+    float co[3], lo[3], hi[3];
+    for (int k = 0; k < 3; ++k) {
+        const float v = LOAD_G(grid, g + 2 - k), size = (float)dims[k];
+        co[k] = align ? (v + 1.0f) / 2.0f * (size - 1.0f) : ((v + 1.0f) * size - 1.0f) / 2.0f;
+        lo[k] = align ? 0.0f : -0.5f;
+        hi[k] = align ? size - 1.0f : size - 0.5f;
+        if (mode == 2) co[k] = rint(co[k]);
+        if (pad == 1) {
+            if (co[k] < lo[k] || co[k] > hi[k]) co[k] = clamp(co[k], 0.0f, size - 1.0f);
+        } else if (pad == 2) {
+            co[k] = gs_reflect(co[k], lo[k], hi[k]);
+        }
+    }
+    __global const X_T* img = x + ((long)n * C + c) * dims[0] * dims[1] * dims[2];
+    float out = 0.0f;
+    if (mode == 2) {
+        int at[3] = {(int)co[0], (int)co[1], (int)co[2]};
+        out = gs_voxel(img, dims, at, pad, lo, hi);
+    } else {
+        float base[3], frac[3];
+        for (int k = 0; k < 3; ++k) { base[k] = floor(co[k]); frac[k] = co[k] - base[k]; }
+        for (int corner = 0; corner < 8; ++corner) {
+            int at[3];
+            float w = 1.0f;
+            for (int k = 0; k < 3; ++k) {
+                const int bit = (corner >> (2 - k)) & 1;
+                at[k] = (int)base[k] + bit;
+                w *= bit ? frac[k] : 1.0f - frac[k];
+            }
+            out += w * gs_voxel(img, dims, at, pad, lo, hi);
+        }
+    }
+    STORE_Y(y, i, out);
+}
 #endif
 
 #ifdef COL2IM
-// One work-item per output [n, c, oy, ox]: the sum of every block element landing on it.
-// P: total C OH OW KH KW NBH NBW SH SW DH DW PBH PBW
+// One work-item per output [n, c, oz, oy, ox]: the sum of every block element landing on it.
+// 2-D images run as volumes of depth 1. P: total C, then per axis (z, y, x) in turn: output size,
+// kernel size, block count, stride, dilation, begin padding.
 __kernel void col2im(__global const X_T* x, __global Y_T* y, __global const int* P) {
     const int i = get_global_id(0);
     if (i >= P[0]) return;
-    const int C = P[1], OH = P[2], OW = P[3], KH = P[4], KW = P[5], NBH = P[6], NBW = P[7];
-    const int SH = P[8], SW = P[9], DH = P[10], DW = P[11];
-    const int ox = i % OW, oy = (i / OW) % OH, c = (i / (OW * OH)) % C, n = i / (OW * OH * C);
-    const int py = oy + P[12], px = ox + P[13];
+    const int C = P[1];
+    __global const int* O = P + 2;   // OD OH OW
+    __global const int* K = P + 5;   // KD KH KW
+    __global const int* NB = P + 8;  // NBD NBH NBW
+    __global const int* S = P + 11;
+    __global const int* D = P + 14;
+    __global const int* PB = P + 17;
+    const int ox = i % O[2], oy = (i / O[2]) % O[1], oz = (i / (O[2] * O[1])) % O[0];
+    const int c = (i / (O[2] * O[1] * O[0])) % C, n = i / (O[2] * O[1] * O[0] * C);
+    const int pz = oz + PB[0], py = oy + PB[1], px = ox + PB[2];
+    const long kvol = (long)K[0] * K[1] * K[2], nbvol = (long)NB[0] * NB[1] * NB[2];
     X_CT acc = 0;
-    for (int ky = 0; ky < KH; ++ky) {
-        const int ty = py - ky * DH;
-        if (ty < 0 || ty % SH) continue;
-        const int by = ty / SH;
-        if (by >= NBH) continue;
-        for (int kx = 0; kx < KW; ++kx) {
-            const int tx = px - kx * DW;
-            if (tx < 0 || tx % SW) continue;
-            const int bx = tx / SW;
-            if (bx >= NBW) continue;
-            acc += LOAD_X(x, ((long)(n * C + c) * KH * KW + ky * KW + kx) * NBH * NBW + by * NBW + bx);
+    for (int kz = 0; kz < K[0]; ++kz) {
+        const int tz = pz - kz * D[0];
+        if (tz < 0 || tz % S[0]) continue;
+        const int bz = tz / S[0];
+        if (bz >= NB[0]) continue;
+        for (int ky = 0; ky < K[1]; ++ky) {
+            const int ty = py - ky * D[1];
+            if (ty < 0 || ty % S[1]) continue;
+            const int by = ty / S[1];
+            if (by >= NB[1]) continue;
+            for (int kx = 0; kx < K[2]; ++kx) {
+                const int tx = px - kx * D[2];
+                if (tx < 0 || tx % S[2]) continue;
+                const int bx = tx / S[2];
+                if (bx >= NB[2]) continue;
+                const long kidx = ((long)kz * K[1] + ky) * K[2] + kx;
+                const long bidx = ((long)bz * NB[1] + by) * NB[2] + bx;
+                acc += LOAD_X(x, ((long)(n * C + c) * kvol + kidx) * nbvol + bidx);
+            }
         }
     }
     STORE_Y(y, i, acc);

@@ -363,9 +363,14 @@ def _bn_supports(node: Node) -> str | None:
     bad = _float_only(node)
     if bad:
         return bad
-    if batch_norm_affine(node) is None:
-        return "BatchNormInference with non-constant gamma/beta/mean/variance has no GPU kernel"
+    if batch_norm_affine(node) is None and any(i.partial_shape.rank != 1 for i in _bn_params(node)):
+        return "BatchNormInference with run-time gamma/beta/mean/variance needs them 1-D"
     return None
+
+
+def _bn_params(node: Node) -> list[Any]:
+    """The gamma, beta, mean and variance inputs (opset1 puts the data third)."""
+    return [node.inputs[i] for i in ((0, 1, 3, 4) if node.version == "opset1" else (1, 2, 3, 4))]
 
 
 @kernel("BatchNormInference", supports=_bn_supports)
@@ -374,6 +379,7 @@ def lower_batch_norm(node: Node, lw: Lowering, epilogue: Epilogue | None = None)
 
     folded = batch_norm_affine(node)
     if folded is None:
+        _batch_norm_at_run_time(node, lw)
         return
     scale, shift, di = folded
     x = lw.input(node, di)
@@ -385,3 +391,21 @@ def lower_batch_norm(node: Node, lw: Lowering, epilogue: Epilogue | None = None)
     tmp = lw.temp(y.shape, y.storage)
     run_binary(lw, node, x, s, tmp, "((a) * (b))")
     run_binary(lw, node, tmp, b, y, "((a) + (b))")
+
+
+def _batch_norm_at_run_time(node: Node, lw: Lowering) -> None:
+    """``(x - mean) / sqrt(var + eps) * gamma + beta`` per channel (axis 1), parameters fed at run
+    time (viewed [1, C, 1, ...] to broadcast), in the order ONNX's reference computes it."""
+    x = lw.input(node, 2 if node.version == "opset1" else 0)
+    y = lw.new_output(node)
+    per_channel = [1, y.shape[1]] + [1] * (len(y.shape) - 2)
+    g, b, m, v = (lw.view(lw.input_of(i, node), per_channel) for i in _bn_params(node))
+    eps = float(node.attrs.epsilon)  # type: ignore[attr-defined]
+    ct = y.storage.compute
+    std = lw.temp(per_channel, y.storage)
+    run_unary(lw, node, v, std, f"sqrt((x) + ({ct})({eps!r}))")
+    t1, t2 = lw.temp(y.shape, y.storage), lw.temp(y.shape, y.storage)
+    run_binary(lw, node, x, m, t1, "((a) - (b))")
+    run_binary(lw, node, t1, std, t2, "((a) / (b))")
+    run_binary(lw, node, t2, g, t1, "((a) * (b))")
+    run_binary(lw, node, t1, b, y, "((a) + (b))")

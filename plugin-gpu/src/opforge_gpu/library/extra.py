@@ -282,13 +282,17 @@ def lower_grid_sample(node: Node, lw: Lowering, ep: Epilogue | None = None) -> N
     a: Any = node.attrs
     x, grid = lw.input(node, 0), lw.input(node, 1)
     y = lw.new_output(node)
-    _, c, h, w = x.shape
     defines: dict[str, Any] = {"GRID_SAMPLE": 1}
     defines.update(x.storage.macros("X"))
     defines.update(grid.storage.macros("G"))
     defines.update(y.storage.macros("Y"))
     mode = {"bilinear": 0, "bicubic": 1, "nearest": 2}[a.mode]
     pad = {"zeros": 0, "border": 1, "reflection": 2}[a.padding_mode]
+    if len(x.shape) == 5:  # volumetric: nearest or trilinear (shape inference refuses bicubic)
+        prm = lw.params([y.size, *x.shape[1:], *y.shape[2:], int(bool(a.align_corners)), mode, pad])
+        lw.launch(FILE, "grid_sample_3d", defines, [x, grid, y, prm], [y.size], [WG], node=node)
+        return
+    _, c, h, w = x.shape
     prm = lw.params([y.size, c, h, w, y.shape[2], y.shape[3], int(bool(a.align_corners)), mode, pad])
     lw.launch(FILE, "grid_sample", defines, [x, grid, y, prm], [y.size], [WG], node=node)
 
@@ -311,12 +315,17 @@ def lower_col2im(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
     out = [int(v) for v in np.asarray(node.inputs[1].node.constant_value()).reshape(-1)]
     kern = [int(v) for v in np.asarray(node.inputs[2].node.constant_value()).reshape(-1)]
     nb = _blocks(a, out, kern)
-    c = y.shape[-3]
+    c = y.shape[-1 - len(out)]
     defines: dict[str, Any] = {"COL2IM": 1}
     defines.update(x.storage.macros("X"))
     defines.update(y.storage.macros("Y"))
-    prm = lw.params([y.size, c, out[0], out[1], kern[0], kern[1], nb[0], nb[1], *a.strides, *a.dilations,
-                     *a.pads_begin])
+    lead = 3 - len(out)  # a 2-D image is a volume of depth 1
+
+    def axes(v: list[int], fill: int) -> list[int]:
+        return [fill] * lead + [int(e) for e in v]
+
+    prm = lw.params([y.size, c, *axes(out, 1), *axes(kern, 1), *axes(nb, 1), *axes(a.strides, 1),
+                     *axes(a.dilations, 1), *axes(a.pads_begin, 0)])
     lw.launch(FILE, "col2im", defines, [x, y, prm], [y.size], [WG], node=node)
 
 

@@ -1,5 +1,5 @@
-"""GridSample: GridSample-9 (2-D). ONNX 20 renamed the modes ``linear``/``cubic``; both spellings
-are accepted. Volumetric (5-D) sampling has no OpenVINO op."""
+"""GridSample: GridSample-9, 2-D or (beyond OpenVINO) volumetric 5-D. ONNX 20 renamed the modes
+``linear``/``cubic``; both spellings are accepted."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ _MODES = {"bilinear": "bilinear", "linear": "bilinear", "bicubic": "bicubic", "c
 
 def convert(ctx: NodeContext) -> ConversionResult:
     x, grid = ctx.get_input(0), ctx.get_input(1)
-    if rank(x) not in (None, 4):
-        raise ctx.error(f"only 2-D sampling (4-D input) is supported, got rank {rank(x)}")
+    if rank(x) not in (None, 4, 5):
+        raise ctx.error(f"only 2-D and 3-D sampling (4-D or 5-D input) is supported, got rank {rank(x)}")
     mode = str(ctx.get_attribute("mode", "bilinear"))
     if mode not in _MODES:
         raise ctx.error(f"mode '{mode}' is not supported (supported: {', '.join(_MODES)})")

@@ -10,6 +10,7 @@ constant-folding engine: devices never execute through it.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import functools
 import math
 import types
@@ -88,12 +89,43 @@ class InferContext:
         return ShapeInferenceError(f"node '{self.node_name}' ({self.op.type_name}): {message}")
 
 
+#: the package of the standard opset: an op class defined there is a standard op
+OPSET_PACKAGE = "opforge.opset"
+
+#: type names of the nodes that are graph structure, not computation: model inputs, outputs and
+#: constants. Devices compile everything else.
+STRUCTURAL: frozenset[str] = frozenset({"Parameter", "Constant", "Result"})
+
+
+class CostClass(enum.Enum):
+    """What one output element costs, roughly: what a cost model (HETERO's) needs to know about
+    an op beyond its shapes."""
+
+    #: a few arithmetic operations per element (Add, Relu, Convert, comparisons)
+    ELEMENTWISE = "elementwise"
+    #: one transcendental function or division per element (Exp, Tanh, Gelu, Divide)
+    TRANSCENDENTAL = "transcendental"
+    #: reads many input elements per output element (ReduceSum, Softmax, MVN, TopK)
+    REDUCING = "reducing"
+    #: dense multiply-accumulate, costed from its operands (Convolution, MatMul, Einsum)
+    COMPUTE = "compute"
+    #: copies or rearranges elements without arithmetic (Transpose, Gather, Concat, Pad)
+    MOVEMENT = "movement"
+    #: no work at run time (Parameter, Constant, Result, ShapeOf)
+    STRUCTURAL = "structural"
+
+
 class Op:
     """Base class of operation definitions. Subclass, set the class attributes, implement
     :meth:`infer` and :meth:`evaluate`.
 
     ``version`` is the IR ``version`` string: ``"opsetN"`` for the opset that introduced this
     version of a standard operation, or the custom opset name of a plugin (``"template_extension"``).
+
+    The *facts* (``value_inputs`` ... ``cost_class``) tell devices and tools what they cannot
+    read from ``infer``: the defaults fit an element-wise op of data inputs, so only ops that
+    differ declare them. A plugin's op declares them the same way (docs/plugins.md).
+    ``is_standard`` is derived, never declared.
     """
 
     type_name: ClassVar[str]
@@ -101,6 +133,31 @@ class Op:
     Attrs: ClassVar[type[OpAttrs]] = NoAttrs
     min_inputs: ClassVar[int] = 1
     max_inputs: ClassVar[int | None] = 1  # None: any number
+
+    # --- facts ---------------------------------------------------------------------------------
+    #: input ports whose *values* the op reads like attributes: they decide output shapes or how
+    #: it computes (target shapes, axes, pads, counts, coefficients). A device that plans on the
+    #: host needs them as constants, or reads a model input's value to plan for it.
+    value_inputs: ClassVar[tuple[int, ...]] = ()
+    #: the value inputs that are scalars (a one-element value is given to them as a 0-d array)
+    scalar_inputs: ClassVar[tuple[int, ...]] = ()
+    #: the output shape depends on the input *data*, not only on shapes and value inputs
+    #: (NonZero, Unique): it is known only after running the op
+    data_dependent_shape: ClassVar[bool] = False
+    #: every output element is an element of input 0 (or a pad value), placed by the attributes
+    #: and value inputs alone: evaluating the op on element indices yields its gather map
+    rearranges_input: ClassVar[bool] = False
+    #: what one output element costs, for cost models
+    cost_class: ClassVar[CostClass] = CostClass.ELEMENTWISE
+    #: True for the classes of the standard opset (defined in ``opforge.opset`` with an
+    #: ``opsetN`` version); set by ``__init_subclass__``, so a plugin's op of the same type name
+    #: (``Identity`` of ``template_extension``) is never mistaken for the standard one
+    is_standard: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.is_standard = (cls.__module__.startswith(OPSET_PACKAGE + ".")
+                           and str(cls.version).startswith("opset"))
 
     @classmethod
     def infer(cls, ctx: InferContext) -> list[TensorSpec]:

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import field_validator
 
-from opforge.op import InferContext, Op, OpAttrs, TensorSpec
+from opforge.op import CostClass, InferContext, Op, OpAttrs, TensorSpec
 from opforge.opset._nn_util import cast_to, check_integral, lower_enum, same_type, to_work, work_dtype
 from opforge.opset._window import (
     AutoPad,
@@ -208,6 +208,8 @@ def conv_forward(a: ConvolutionAttrs, x: np.ndarray, w: np.ndarray) -> np.ndarra
 
 class ConvolutionBackprop(_ConvBase):
     Attrs = ConvolutionBackpropDataAttrs
+    value_inputs = (2,)
+    cost_class = CostClass.COMPUTE
     backprop = True
     min_inputs = 2
     max_inputs = 3

@@ -14,13 +14,15 @@ from typing import Any, ClassVar
 import numpy as np
 
 from opforge.element_type import Type
-from opforge.op import InferContext, Op, TensorSpec
+from opforge.op import CostClass, InferContext, Op, TensorSpec
 from opforge.opset._nn_util import check_integral, const_ints
 from opforge.shape import Dim, PartialShape
 
 
 class FourierTransform(Op):
     """Subclasses set ``complex_input``, ``complex_output`` and ``inverse``."""
+    value_inputs = (1, 2)
+    cost_class = CostClass.REDUCING
 
     min_inputs = 2
     max_inputs = 3

@@ -13,7 +13,7 @@ import numpy as np
 
 from opforge.element_type import Type
 from opforge.errors import KernelError
-from opforge.op import InferContext, Op, OpAttrs, TensorSpec
+from opforge.op import CostClass, InferContext, Op, OpAttrs, TensorSpec
 from opforge.opset._elementwise import check_type_class
 from opforge.opset._numeric_cast import finfo
 from opforge.shape import PartialShape
@@ -25,6 +25,8 @@ class ReductionAttrs(OpAttrs):
 
 class Reduction(Op):
     """Subclasses set ``type_name``, ``version``, ``accepts`` and implement ``reduce``."""
+    value_inputs = (1,)
+    cost_class = CostClass.REDUCING
 
     Attrs = ReductionAttrs
     min_inputs = 2

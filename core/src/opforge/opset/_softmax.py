@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from opforge.op import InferContext, Op, OpAttrs, TensorSpec
+from opforge.op import CostClass, InferContext, Op, OpAttrs, TensorSpec
 from opforge.opset._nn_util import normalize_axis, same_type, to_work
 
 
@@ -16,6 +16,7 @@ class AxisAttrs(OpAttrs):
 class SoftmaxLike(Op):
     """Subclasses set ``type_name``, ``version``, ``Attrs`` (an :class:`AxisAttrs`) and implement
     ``evaluate``."""
+    cost_class = CostClass.REDUCING
 
     Attrs = AxisAttrs
 

@@ -12,12 +12,14 @@ from typing import Any
 
 import numpy as np
 
+from opforge.op import CostClass
 from opforge.opset._elementwise import UnaryElementwise
 from opforge.opset._numeric_cast import apply_float_fn
 
 
 class Acosh(UnaryElementwise):
     type_name = "Acosh"
+    cost_class = CostClass.TRANSCENDENTAL
     version = "opset4"
 
     @classmethod

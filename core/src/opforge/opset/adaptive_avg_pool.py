@@ -13,6 +13,7 @@ from opforge.opset._nn_util import same_type, to_work
 
 class AdaptiveAvgPool(Op):
     type_name = "AdaptiveAvgPool"
+    value_inputs = (1,)
     version = "opset8"
     min_inputs = 2
     max_inputs = 2

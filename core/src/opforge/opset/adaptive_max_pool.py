@@ -22,6 +22,7 @@ class AdaptiveMaxPoolAttrs(OpAttrs):
 
 class AdaptiveMaxPool(Op):
     type_name = "AdaptiveMaxPool"
+    value_inputs = (1,)
     version = "opset8"
     Attrs = AdaptiveMaxPoolAttrs
     min_inputs = 2

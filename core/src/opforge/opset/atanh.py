@@ -12,12 +12,14 @@ from typing import Any
 
 import numpy as np
 
+from opforge.op import CostClass
 from opforge.opset._elementwise import UnaryElementwise
 from opforge.opset._numeric_cast import apply_float_fn
 
 
 class Atanh(UnaryElementwise):
     type_name = "Atanh"
+    cost_class = CostClass.TRANSCENDENTAL
     version = "opset4"
 
     @classmethod

@@ -12,7 +12,7 @@ from typing import Literal
 
 import numpy as np
 
-from opforge.op import InferContext, Op, OpAttrs, TensorSpec
+from opforge.op import CostClass, InferContext, Op, OpAttrs, TensorSpec
 from opforge.opset._shape_util import (
     ShapeError,
     broadcast_dims,
@@ -75,6 +75,9 @@ def broadcast_shape(
 
 class Broadcast(Op):
     type_name = "Broadcast"
+    cost_class = CostClass.MOVEMENT
+    rearranges_input = True
+    value_inputs = (1, 2)
     version = "opset3"
     Attrs = BroadcastAttrs
     min_inputs = 2

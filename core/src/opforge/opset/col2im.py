@@ -37,6 +37,7 @@ def _blocks(a: Col2ImAttrs, out: list[int], kernel: list[int]) -> list[int]:
 
 class Col2Im(Op):
     type_name = "Col2Im"
+    value_inputs = (1, 2)
     version = "opset15"
     Attrs = Col2ImAttrs
     min_inputs = 3

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from opforge.op import InferContext, Op, OpAttrs, TensorSpec
+from opforge.op import CostClass, InferContext, Op, OpAttrs, TensorSpec
 from opforge.opset._shape_util import ShapeError, infer_errors, merge_dim, normalize_axis, same_types
 from opforge.shape import Dim, PartialShape
 
@@ -15,6 +15,7 @@ class ConcatAttrs(OpAttrs):
 
 class Concat(Op):
     type_name = "Concat"
+    cost_class = CostClass.MOVEMENT
     version = "opset1"
     Attrs = ConcatAttrs
     min_inputs = 1

@@ -8,7 +8,7 @@ import numpy as np
 from pydantic import field_validator
 
 from opforge.element_type import Type
-from opforge.op import InferContext, Op, OpAttrs, TensorSpec
+from opforge.op import CostClass, InferContext, Op, OpAttrs, TensorSpec
 from opforge.shape import PartialShape
 
 
@@ -39,6 +39,7 @@ class ConstantAttrs(OpAttrs):
 
 class Constant(Op):
     type_name = "Constant"
+    cost_class = CostClass.STRUCTURAL
     version = "opset1"
     Attrs = ConstantAttrs
     min_inputs = 0

@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+from opforge.op import CostClass
 from opforge.opset._conv import ConvolutionForward
 
 
 class Convolution(ConvolutionForward):
     type_name = "Convolution"
+    cost_class = CostClass.COMPUTE
     version = "opset1"

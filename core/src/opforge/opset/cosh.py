@@ -9,12 +9,14 @@ from typing import Any
 
 import numpy as np
 
+from opforge.op import CostClass
 from opforge.opset._elementwise import UnaryElementwise
 from opforge.opset._numeric_cast import apply_float_fn
 
 
 class Cosh(UnaryElementwise):
     type_name = "Cosh"
+    cost_class = CostClass.TRANSCENDENTAL
     version = "opset1"
 
     @classmethod

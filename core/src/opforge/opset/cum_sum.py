@@ -10,7 +10,7 @@ import numpy as np
 
 from opforge.element_type import Type
 from opforge.errors import KernelError
-from opforge.op import InferContext, Op, OpAttrs, TensorSpec
+from opforge.op import CostClass, InferContext, Op, OpAttrs, TensorSpec
 from opforge.opset._elementwise import check_type_class
 
 
@@ -21,6 +21,9 @@ class CumSumAttrs(OpAttrs):
 
 class CumSum(Op):
     type_name = "CumSum"
+    cost_class = CostClass.REDUCING
+    value_inputs = (1,)
+    scalar_inputs = (1,)
     version = "opset3"
     Attrs = CumSumAttrs
     min_inputs = 1

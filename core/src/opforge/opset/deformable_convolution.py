@@ -23,7 +23,7 @@ import numpy as np
 from pydantic import field_validator
 
 from opforge.element_type import Type
-from opforge.op import InferContext, Op, OpAttrs, TensorSpec
+from opforge.op import CostClass, InferContext, Op, OpAttrs, TensorSpec
 from opforge.opset._nn_util import cast_to, check_rank, lower_enum, to_work
 from opforge.opset._window import AutoPad, check_positive, resolve_pads, window_count
 from opforge.shape import Dim, PartialShape
@@ -67,6 +67,7 @@ def _sample(img: np.ndarray, y: np.ndarray, x: np.ndarray, pad: bool) -> np.ndar
 
 class DeformableConvolution(Op):
     type_name = "DeformableConvolution"
+    cost_class = CostClass.COMPUTE
     version = "opset8"
     Attrs = DeformableConvolutionAttrs
     min_inputs = 3

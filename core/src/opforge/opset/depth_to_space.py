@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from opforge.op import InferContext
+from opforge.op import CostClass, InferContext
 from opforge.opset._space_depth import BlockAttrs, BlockRearrange
 from opforge.shape import Dim, PartialShape
 
@@ -19,6 +19,8 @@ class DepthToSpaceAttrs(BlockAttrs):
 
 class DepthToSpace(BlockRearrange):
     type_name = "DepthToSpace"
+    cost_class = CostClass.MOVEMENT
+    rearranges_input = True
     version = "opset1"
     Attrs = DepthToSpaceAttrs
 

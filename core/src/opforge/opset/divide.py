@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from opforge.op import CostClass
 from opforge.opset._elementwise import BinaryElementwise, BroadcastAttrs
 from opforge.opset._numeric_cast import apply_binary, is_float_dtype
 
@@ -19,6 +20,7 @@ class DivideAttrs(BroadcastAttrs):
 
 class Divide(BinaryElementwise):
     type_name = "Divide"
+    cost_class = CostClass.TRANSCENDENTAL
     version = "opset1"
     Attrs = DivideAttrs
 

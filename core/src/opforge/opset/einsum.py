@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from opforge.op import InferContext, Op, OpAttrs, TensorSpec
+from opforge.op import CostClass, InferContext, Op, OpAttrs, TensorSpec
 from opforge.opset._elementwise import broadcast_shapes
 from opforge.opset._nn_util import merge_dim, same_type
 from opforge.shape import Dim, PartialShape
@@ -72,6 +72,7 @@ def parse_equation(ctx: InferContext, equation: str, n_inputs: int) -> tuple[lis
 
 class Einsum(Op):
     type_name = "Einsum"
+    cost_class = CostClass.COMPUTE
     version = "opset7"
     Attrs = EinsumAttrs
     min_inputs = 1

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from opforge.op import OpAttrs
+from opforge.op import CostClass, OpAttrs
 from opforge.opset._elementwise import UnaryElementwise
 
 
@@ -14,6 +14,7 @@ class EluAttrs(OpAttrs):
 
 class Elu(UnaryElementwise):
     type_name = "Elu"
+    cost_class = CostClass.TRANSCENDENTAL
     version = "opset1"
     Attrs = EluAttrs
     accepts = "float"

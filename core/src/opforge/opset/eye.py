@@ -56,6 +56,7 @@ def eye_shape(
 
 class Eye(Op):
     type_name = "Eye"
+    value_inputs = (0, 1, 2, 3)
     version = "opset9"
     Attrs = EyeAttrs
     min_inputs = 3

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from opforge.op import InferContext, Op, OpAttrs, TensorSpec
+from opforge.op import CostClass, InferContext, Op, OpAttrs, TensorSpec
 from opforge.opset._shape_util import (
     ShapeError,
     axis_input,
@@ -64,6 +64,9 @@ def gather_shape(
 
 class Gather(Op):
     type_name = "Gather"
+    cost_class = CostClass.MOVEMENT
+    value_inputs = (2,)
+    scalar_inputs = (2,)
     version = "opset8"
     Attrs = GatherAttrs
     min_inputs = 3

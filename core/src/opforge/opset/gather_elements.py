@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from opforge.op import InferContext, Op, OpAttrs, TensorSpec
+from opforge.op import CostClass, InferContext, Op, OpAttrs, TensorSpec
 from opforge.opset._shape_util import (
     ShapeError,
     check_index_type,
@@ -44,6 +44,7 @@ def gather_elements_shape(data: PartialShape, indices: PartialShape, axis: int) 
 
 class GatherElements(Op):
     type_name = "GatherElements"
+    cost_class = CostClass.MOVEMENT
     version = "opset6"
     Attrs = GatherElementsAttrs
     min_inputs = 2

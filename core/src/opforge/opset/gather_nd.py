@@ -10,7 +10,7 @@ import math
 import numpy as np
 from pydantic import Field
 
-from opforge.op import InferContext, Op, OpAttrs, TensorSpec
+from opforge.op import CostClass, InferContext, Op, OpAttrs, TensorSpec
 from opforge.opset._shape_util import ShapeError, check_index_type, check_indices, infer_errors, merge_dim
 from opforge.shape import Dim, PartialShape
 
@@ -44,6 +44,7 @@ def gather_nd_shape(data: PartialShape, indices: PartialShape, batch_dims: int) 
 
 class GatherND(Op):
     type_name = "GatherND"
+    cost_class = CostClass.MOVEMENT
     version = "opset8"
     Attrs = GatherNDAttrs
     min_inputs = 2

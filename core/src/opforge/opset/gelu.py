@@ -8,7 +8,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import field_validator
 
-from opforge.op import OpAttrs
+from opforge.op import CostClass, OpAttrs
 from opforge.opset._elementwise import UnaryElementwise
 from opforge.opset._numeric_cast import erf
 
@@ -26,6 +26,7 @@ class GeluAttrs(OpAttrs):
 
 class Gelu(UnaryElementwise):
     type_name = "Gelu"
+    cost_class = CostClass.TRANSCENDENTAL
     version = "opset7"
     Attrs = GeluAttrs
     accepts = "float"

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from opforge.op import InferContext, Op, OpAttrs, TensorSpec
+from opforge.op import CostClass, InferContext, Op, OpAttrs, TensorSpec
 from opforge.opset._nn_util import check_rank, same_type, to_work
 
 
@@ -17,6 +17,7 @@ class GRNAttrs(OpAttrs):
 
 class GRN(Op):
     type_name = "GRN"
+    cost_class = CostClass.REDUCING
     version = "opset1"
     Attrs = GRNAttrs
 

@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+from opforge.op import CostClass
 from opforge.opset._conv import ConvolutionForward
 
 
 class GroupConvolution(ConvolutionForward):
     type_name = "GroupConvolution"
+    cost_class = CostClass.COMPUTE
     version = "opset1"
     grouped = True

@@ -6,11 +6,13 @@ from typing import Any
 
 import numpy as np
 
+from opforge.op import CostClass
 from opforge.opset._elementwise import UnaryElementwise
 
 
 class HSigmoid(UnaryElementwise):
     type_name = "HSigmoid"
+    cost_class = CostClass.TRANSCENDENTAL
     version = "opset5"
     accepts = "float"
 

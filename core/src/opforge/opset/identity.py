@@ -6,11 +6,12 @@ from typing import Any
 
 import numpy as np
 
-from opforge.op import InferContext, Op, TensorSpec
+from opforge.op import CostClass, InferContext, Op, TensorSpec
 
 
 class Identity(Op):
     type_name = "Identity"
+    cost_class = CostClass.MOVEMENT
     version = "opset16"
 
     @classmethod

@@ -46,6 +46,7 @@ def decode_image(encoded: np.ndarray, pixel_format: str, where: str = "ImageDeco
 
 class ImageDecoder(Op):
     type_name = "ImageDecoder"
+    data_dependent_shape = True
     version = "opset16"
     Attrs = ImageDecoderAttrs
 

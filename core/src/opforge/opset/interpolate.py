@@ -57,6 +57,7 @@ def scaled_size(size: int, scale: float) -> int:
 
 class Interpolate(Op):
     type_name = "Interpolate"
+    value_inputs = (1, 2)
     version = "opset11"
     Attrs = InterpolateAttrs
     min_inputs = 2

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from opforge.op import InferContext, Op, OpAttrs, TensorSpec
+from opforge.op import CostClass, InferContext, Op, OpAttrs, TensorSpec
 from opforge.opset._nn_util import check_axes, data_and_axes, to_work, wrap_axes
 
 
@@ -23,6 +23,8 @@ class LRNAttrs(OpAttrs):
 
 class LRN(Op):
     type_name = "LRN"
+    cost_class = CostClass.REDUCING
+    value_inputs = (1,)
     version = "opset1"
     Attrs = LRNAttrs
     min_inputs = 2

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from opforge.op import InferContext, Op, OpAttrs, TensorSpec
+from opforge.op import CostClass, InferContext, Op, OpAttrs, TensorSpec
 from opforge.opset._elementwise import broadcast_shapes
 from opforge.opset._nn_util import same_type
 from opforge.shape import Dim, PartialShape
@@ -23,6 +23,7 @@ class MatMulAttrs(OpAttrs):
 
 class MatMul(Op):
     type_name = "MatMul"
+    cost_class = CostClass.COMPUTE
     version = "opset1"
     Attrs = MatMulAttrs
     min_inputs = 2

@@ -6,11 +6,13 @@ from typing import Any
 
 import numpy as np
 
+from opforge.op import CostClass
 from opforge.opset._elementwise import UnaryElementwise
 
 
 class Mish(UnaryElementwise):
     type_name = "Mish"
+    cost_class = CostClass.TRANSCENDENTAL
     version = "opset4"
     accepts = "float"
 

@@ -11,7 +11,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import field_validator
 
-from opforge.op import InferContext, Op, OpAttrs, TensorSpec
+from opforge.op import CostClass, InferContext, Op, OpAttrs, TensorSpec
 from opforge.opset._nn_util import check_axes, data_and_axes, lower_enum, to_work, wrap_axes
 
 
@@ -25,6 +25,8 @@ class MVNAttrs(OpAttrs):
 
 class MVN(Op):
     type_name = "MVN"
+    cost_class = CostClass.REDUCING
+    value_inputs = (1,)
     version = "opset6"
     Attrs = MVNAttrs
     min_inputs = 2

@@ -68,6 +68,7 @@ def _iou(box: np.ndarray, others: np.ndarray) -> np.ndarray:
 
 class NonMaxSuppression(Op):
     type_name = "NonMaxSuppression"
+    data_dependent_shape = True
     version = "opset9"
     Attrs = NonMaxSuppressionAttrs
     min_inputs = 2

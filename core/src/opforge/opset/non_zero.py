@@ -16,6 +16,7 @@ class NonZeroAttrs(OutputTypeAttrs):
 
 class NonZero(Op):
     type_name = "NonZero"
+    data_dependent_shape = True
     version = "opset3"
     Attrs = NonZeroAttrs
 

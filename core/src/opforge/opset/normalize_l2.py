@@ -9,7 +9,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import field_validator
 
-from opforge.op import InferContext, Op, OpAttrs, TensorSpec
+from opforge.op import CostClass, InferContext, Op, OpAttrs, TensorSpec
 from opforge.opset._nn_util import check_axes, data_and_axes, lower_enum, to_work, wrap_axes
 
 
@@ -22,6 +22,8 @@ class NormalizeL2Attrs(OpAttrs):
 
 class NormalizeL2(Op):
     type_name = "NormalizeL2"
+    cost_class = CostClass.REDUCING
+    value_inputs = (1,)
     version = "opset1"
     Attrs = NormalizeL2Attrs
     min_inputs = 2

@@ -37,6 +37,8 @@ def one_hot_shape(indices: PartialShape, depth: int | None, axis: int) -> Partia
 
 class OneHot(Op):
     type_name = "OneHot"
+    value_inputs = (1,)
+    scalar_inputs = (1,)
     version = "opset1"
     Attrs = OneHotAttrs
     min_inputs = 4

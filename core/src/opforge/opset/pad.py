@@ -14,7 +14,7 @@ from typing import Literal
 import numpy as np
 
 from opforge.element_type import Type
-from opforge.op import InferContext, Op, OpAttrs, TensorSpec
+from opforge.op import CostClass, InferContext, Op, OpAttrs, TensorSpec
 from opforge.opset._shape_util import (
     ShapeError,
     check_integral,
@@ -80,6 +80,10 @@ def _source_index(mode: str, size: int, begin: int, out_len: int) -> tuple[np.nd
 
 class Pad(Op):
     type_name = "Pad"
+    cost_class = CostClass.MOVEMENT
+    rearranges_input = True
+    value_inputs = (1, 2)
+    scalar_inputs = (3,)
     version = "opset12"
     Attrs = PadAttrs
     min_inputs = 3

@@ -8,7 +8,7 @@ import numpy as np
 from pydantic import field_validator
 
 from opforge.element_type import Type
-from opforge.op import InferContext, Op, OpAttrs, TensorSpec
+from opforge.op import CostClass, InferContext, Op, OpAttrs, TensorSpec
 from opforge.shape import PartialShape
 
 
@@ -31,6 +31,7 @@ class ParameterAttrs(OpAttrs):
 
 class Parameter(Op):
     type_name = "Parameter"
+    cost_class = CostClass.STRUCTURAL
     version = "opset1"
     Attrs = ParameterAttrs
     min_inputs = 0

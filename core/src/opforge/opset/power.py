@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from opforge.op import CostClass
 from opforge.opset._elementwise import BinaryElementwise, BroadcastAttrs
 from opforge.opset._numeric_cast import apply_binary, float_to_integer, is_float_dtype
 
 
 class Power(BinaryElementwise):
     type_name = "Power"
+    cost_class = CostClass.TRANSCENDENTAL
     version = "opset1"
 
     @classmethod

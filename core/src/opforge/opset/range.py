@@ -56,6 +56,8 @@ def range_params(
 
 class Range(Op):
     type_name = "Range"
+    value_inputs = (0, 1, 2)
+    scalar_inputs = (0, 1, 2)
     version = "opset4"
     Attrs = RangeAttrs
     min_inputs = 3

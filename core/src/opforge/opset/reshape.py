@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from opforge.op import InferContext, Op, OpAttrs, TensorSpec
+from opforge.op import CostClass, InferContext, Op, OpAttrs, TensorSpec
 from opforge.opset._shape_util import (
     ShapeError,
     check_integral,
@@ -81,6 +81,9 @@ def reshape_shape(data: PartialShape, pattern: Sequence[int], special_zero: bool
 
 class Reshape(Op):
     type_name = "Reshape"
+    cost_class = CostClass.MOVEMENT
+    rearranges_input = True
+    value_inputs = (1,)
     version = "opset1"
     Attrs = ReshapeAttrs
     min_inputs = 2

@@ -6,11 +6,12 @@ from typing import Any
 
 import numpy as np
 
-from opforge.op import InferContext, Op, TensorSpec
+from opforge.op import CostClass, InferContext, Op, TensorSpec
 
 
 class Result(Op):
     type_name = "Result"
+    cost_class = CostClass.STRUCTURAL
     version = "opset1"
 
     @classmethod

@@ -8,7 +8,7 @@ from typing import Literal
 import numpy as np
 
 from opforge.element_type import Type
-from opforge.op import InferContext, Op, OpAttrs, TensorSpec
+from opforge.op import CostClass, InferContext, Op, OpAttrs, TensorSpec
 from opforge.opset._shape_util import ShapeError, check_rank, const_ints, infer_errors, ints, normalize_axes
 
 
@@ -27,6 +27,9 @@ def reverse_axes(mode: str, axes: list[int], rank: int) -> list[int]:
 
 class Reverse(Op):
     type_name = "Reverse"
+    cost_class = CostClass.MOVEMENT
+    rearranges_input = True
+    value_inputs = (1,)
     version = "opset1"
     Attrs = ReverseAttrs
     min_inputs = 2

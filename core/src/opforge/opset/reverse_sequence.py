@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from opforge.element_type import Type
-from opforge.op import InferContext, Op, OpAttrs, TensorSpec
+from opforge.op import CostClass, InferContext, Op, OpAttrs, TensorSpec
 from opforge.opset._shape_util import ShapeError, check_rank, infer_errors, merge_dim, normalize_axis
 from opforge.shape import PartialShape
 
@@ -28,6 +28,8 @@ def _axes(a: ReverseSequenceAttrs, rank: int) -> tuple[int, int]:
 
 class ReverseSequence(Op):
     type_name = "ReverseSequence"
+    cost_class = CostClass.MOVEMENT
+    rearranges_input = True
     version = "opset1"
     Attrs = ReverseSequenceAttrs
     min_inputs = 2

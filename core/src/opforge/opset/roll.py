@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from opforge.op import InferContext, Op, TensorSpec
+from opforge.op import CostClass, InferContext, Op, TensorSpec
 from opforge.opset._shape_util import (
     ShapeError,
     check_integral,
@@ -34,6 +34,9 @@ def roll_plan(
 
 class Roll(Op):
     type_name = "Roll"
+    cost_class = CostClass.MOVEMENT
+    rearranges_input = True
+    value_inputs = (1, 2)
     version = "opset7"
     min_inputs = 3
     max_inputs = 3

@@ -14,7 +14,7 @@ from typing import Literal
 import numpy as np
 
 from opforge.element_type import Type
-from opforge.op import InferContext, Op, OpAttrs, TensorSpec
+from opforge.op import CostClass, InferContext, Op, OpAttrs, TensorSpec
 from opforge.opset._shape_util import (
     ShapeError,
     axis_input,
@@ -62,6 +62,9 @@ def _identity(reduction: str, dtype: np.dtype) -> np.ndarray:
 
 class ScatterElementsUpdate(Op):
     type_name = "ScatterElementsUpdate"
+    cost_class = CostClass.MOVEMENT
+    value_inputs = (3,)
+    scalar_inputs = (3,)
     version = "opset12"
     Attrs = ScatterElementsUpdateAttrs
     min_inputs = 4

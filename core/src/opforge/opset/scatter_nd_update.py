@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from opforge.op import InferContext, Op, TensorSpec
+from opforge.op import CostClass, InferContext, Op, TensorSpec
 from opforge.opset._shape_util import (
     ShapeError,
     check_index_type,
@@ -42,6 +42,7 @@ def check_scatter_nd_shapes(data: PartialShape, indices: PartialShape, updates: 
 
 class ScatterNDUpdate(Op):
     type_name = "ScatterNDUpdate"
+    cost_class = CostClass.MOVEMENT
     version = "opset4"
     min_inputs = 3
     max_inputs = 3

@@ -13,7 +13,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import field_validator
 
-from opforge.op import InferContext, Op, OpAttrs, TensorSpec
+from opforge.op import CostClass, InferContext, Op, OpAttrs, TensorSpec
 from opforge.opset._nn_util import lower_enum
 from opforge.opset._shape_util import check_indices
 from opforge.opset.scatter_nd_update import ScatterNDUpdate, check_scatter_nd_shapes
@@ -34,6 +34,7 @@ _BOOL_UFUNCS: dict[str, Any] = {"sum": np.logical_or, "sub": np.logical_xor, "pr
 
 class ScatterNDUpdate15(Op):
     type_name = "ScatterNDUpdate"
+    cost_class = CostClass.MOVEMENT
     version = "opset15"
     Attrs = ScatterNDUpdate15Attrs
     min_inputs = 3

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from opforge.op import InferContext, Op, TensorSpec
+from opforge.op import CostClass, InferContext, Op, TensorSpec
 from opforge.opset._shape_util import (
     ShapeError,
     axis_input,
@@ -53,6 +53,9 @@ def check_scatter_update_shapes(
 
 class ScatterUpdate(Op):
     type_name = "ScatterUpdate"
+    cost_class = CostClass.MOVEMENT
+    value_inputs = (3,)
+    scalar_inputs = (3,)
     version = "opset3"
     min_inputs = 4
     max_inputs = 4

@@ -9,12 +9,14 @@ from typing import Any
 import numpy as np
 
 from opforge.element_type import Type
-from opforge.op import InferContext, Op, TensorSpec
+from opforge.op import CostClass, InferContext, Op, TensorSpec
 from opforge.opset._elementwise import check_type_class
 
 
 class Selu(Op):
     type_name = "Selu"
+    cost_class = CostClass.TRANSCENDENTAL
+    value_inputs = (1, 2)
     version = "opset1"
     min_inputs = 3
     max_inputs = 3

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from opforge.op import InferContext, Op, TensorSpec
+from opforge.op import CostClass, InferContext, Op, TensorSpec
 from opforge.opset._shape_util import OutputTypeAttrs
 from opforge.shape import PartialShape
 
@@ -15,6 +15,7 @@ class ShapeOfAttrs(OutputTypeAttrs):
 
 class ShapeOf(Op):
     type_name = "ShapeOf"
+    cost_class = CostClass.STRUCTURAL
     version = "opset3"
     Attrs = ShapeOfAttrs
 

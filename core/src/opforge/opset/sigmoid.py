@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from opforge.op import CostClass
 from opforge.opset._elementwise import UnaryElementwise
 from opforge.opset._numeric_cast import apply_float_fn
 
@@ -20,6 +21,7 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 
 class Sigmoid(UnaryElementwise):
     type_name = "Sigmoid"
+    cost_class = CostClass.TRANSCENDENTAL
     version = "opset1"
     accepts = "float"
 

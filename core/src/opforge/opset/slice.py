@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from opforge.op import InferContext, Op, TensorSpec
+from opforge.op import CostClass, InferContext, Op, TensorSpec
 from opforge.opset._shape_util import (
     ShapeError,
     const_ints,
@@ -46,6 +46,9 @@ def slice_plan(
 
 class Slice(Op):
     type_name = "Slice"
+    cost_class = CostClass.MOVEMENT
+    rearranges_input = True
+    value_inputs = (1, 2, 3, 4)
     version = "opset8"
     min_inputs = 4
     max_inputs = 5

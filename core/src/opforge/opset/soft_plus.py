@@ -11,11 +11,13 @@ from typing import Any
 
 import numpy as np
 
+from opforge.op import CostClass
 from opforge.opset._elementwise import UnaryElementwise
 
 
 class SoftPlus(UnaryElementwise):
     type_name = "SoftPlus"
+    cost_class = CostClass.TRANSCENDENTAL
     version = "opset4"
     accepts = "float"
 

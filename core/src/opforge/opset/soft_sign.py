@@ -6,11 +6,13 @@ from typing import Any
 
 import numpy as np
 
+from opforge.op import CostClass
 from opforge.opset._elementwise import UnaryElementwise
 
 
 class SoftSign(UnaryElementwise):
     type_name = "SoftSign"
+    cost_class = CostClass.TRANSCENDENTAL
     version = "opset9"
     accepts = "float"
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from opforge.op import InferContext
+from opforge.op import CostClass, InferContext
 from opforge.opset._space_depth import BlockAttrs, BlockRearrange
 from opforge.shape import Dim, PartialShape
 
@@ -18,6 +18,8 @@ class SpaceToDepthAttrs(BlockAttrs):
 
 class SpaceToDepth(BlockRearrange):
     type_name = "SpaceToDepth"
+    cost_class = CostClass.MOVEMENT
+    rearranges_input = True
     version = "opset1"
     Attrs = SpaceToDepthAttrs
 

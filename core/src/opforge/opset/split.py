@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from pydantic import Field
 
-from opforge.op import InferContext, Op, OpAttrs, TensorSpec
+from opforge.op import CostClass, InferContext, Op, OpAttrs, TensorSpec
 from opforge.opset._shape_util import (
     ShapeError,
     check_integral,
@@ -24,6 +24,8 @@ class SplitAttrs(OpAttrs):
 
 class Split(Op):
     type_name = "Split"
+    cost_class = CostClass.MOVEMENT
+    value_inputs = (1,)
     version = "opset1"
     Attrs = SplitAttrs
     min_inputs = 2

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from opforge.op import InferContext, Op, TensorSpec
+from opforge.op import CostClass, InferContext, Op, TensorSpec
 from opforge.opset._shape_util import (
     check_integral,
     check_rank,
@@ -37,6 +37,9 @@ def squeeze_shape(data: PartialShape, axes: Sequence[int] | None) -> PartialShap
 
 class Squeeze(Op):
     type_name = "Squeeze"
+    cost_class = CostClass.MOVEMENT
+    rearranges_input = True
+    value_inputs = (1,)
     version = "opset1"
     min_inputs = 1
     max_inputs = 2

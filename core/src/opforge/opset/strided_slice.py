@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from opforge.op import InferContext, Op, OpAttrs, TensorSpec
+from opforge.op import CostClass, InferContext, Op, OpAttrs, TensorSpec
 from opforge.opset._shape_util import (
     ShapeError,
     const_ints,
@@ -133,6 +133,9 @@ def strided_slice_shape(data: PartialShape, entries: list[_Entry]) -> PartialSha
 
 class StridedSlice(Op):
     type_name = "StridedSlice"
+    cost_class = CostClass.MOVEMENT
+    rearranges_input = True
+    value_inputs = (1, 2, 3)
     version = "opset1"
     Attrs = StridedSliceAttrs
     min_inputs = 3

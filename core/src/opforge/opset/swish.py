@@ -8,12 +8,14 @@ from typing import Any
 import numpy as np
 
 from opforge.element_type import Type
-from opforge.op import InferContext, Op, TensorSpec
+from opforge.op import CostClass, InferContext, Op, TensorSpec
 from opforge.opset._elementwise import check_type_class
 
 
 class Swish(Op):
     type_name = "Swish"
+    cost_class = CostClass.TRANSCENDENTAL
+    value_inputs = (1,)
     version = "opset4"
     min_inputs = 1
     max_inputs = 2

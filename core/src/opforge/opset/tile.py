@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from opforge.op import InferContext, Op, TensorSpec
+from opforge.op import CostClass, InferContext, Op, TensorSpec
 from opforge.opset._shape_util import ShapeError, check_integral, check_rank, const_ints, infer_errors, ints
 from opforge.shape import Dim, PartialShape
 
@@ -26,6 +26,9 @@ def tile_shape(data: PartialShape, repeats: Sequence[int]) -> PartialShape:
 
 class Tile(Op):
     type_name = "Tile"
+    cost_class = CostClass.MOVEMENT
+    rearranges_input = True
+    value_inputs = (1,)
     version = "opset1"
     min_inputs = 2
     max_inputs = 2

@@ -14,7 +14,7 @@ import numpy as np
 from pydantic import field_validator
 
 from opforge.element_type import Type
-from opforge.op import InferContext, Op, OpAttrs, TensorSpec
+from opforge.op import CostClass, InferContext, Op, OpAttrs, TensorSpec
 from opforge.opset._nn_util import (
     check_index_element_type,
     check_integral,
@@ -41,6 +41,9 @@ class TopKAttrs(OpAttrs):
 
 class TopK(Op):
     type_name = "TopK"
+    cost_class = CostClass.REDUCING
+    value_inputs = (1,)
+    scalar_inputs = (1,)
     version = "opset11"
     Attrs = TopKAttrs
     min_inputs = 2

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from opforge.op import InferContext, Op, TensorSpec
+from opforge.op import CostClass, InferContext, Op, TensorSpec
 from opforge.opset._shape_util import ShapeError, check_integral, check_rank, const_ints, infer_errors, ints
 from opforge.shape import PartialShape
 
@@ -25,6 +25,9 @@ def check_order(order: Sequence[int], rank: int) -> list[int]:
 
 class Transpose(Op):
     type_name = "Transpose"
+    cost_class = CostClass.MOVEMENT
+    rearranges_input = True
+    value_inputs = (1,)
     version = "opset1"
     min_inputs = 2
     max_inputs = 2

@@ -40,6 +40,8 @@ class UniqueAttrs(OpAttrs):
 
 class Unique(Op):
     type_name = "Unique"
+    value_inputs = (1,)
+    data_dependent_shape = True
     version = "opset10"
     Attrs = UniqueAttrs
     min_inputs = 1

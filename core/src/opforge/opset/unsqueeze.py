@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from opforge.op import InferContext, Op, TensorSpec
+from opforge.op import CostClass, InferContext, Op, TensorSpec
 from opforge.opset._shape_util import (
     ShapeError,
     check_integral,
@@ -40,6 +40,9 @@ def unsqueeze_shape(data: PartialShape, axes: Sequence[int]) -> PartialShape:
 
 class Unsqueeze(Op):
     type_name = "Unsqueeze"
+    cost_class = CostClass.MOVEMENT
+    rearranges_input = True
+    value_inputs = (1,)
     version = "opset1"
     min_inputs = 2
     max_inputs = 2

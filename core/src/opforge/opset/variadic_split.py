@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from opforge.op import InferContext, Op, TensorSpec
+from opforge.op import CostClass, InferContext, Op, TensorSpec
 from opforge.opset._shape_util import (
     ShapeError,
     axis_input,
@@ -47,6 +47,8 @@ def split_lengths(lengths: Sequence[int], dim: Dim) -> list[Dim]:
 
 class VariadicSplit(Op):
     type_name = "VariadicSplit"
+    cost_class = CostClass.MOVEMENT
+    value_inputs = (1, 2)
     version = "opset1"
     min_inputs = 3
     max_inputs = 3

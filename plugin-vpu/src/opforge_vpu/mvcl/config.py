@@ -249,9 +249,15 @@ def _layer(el: Element, location: Location, label: str) -> Stage:
     kernel = kernels[0]
     entry = _attr(kernel, "entry", label)
     sources: list[Source] = []
+    # OpenVINO 2020's parser also read <Parameters> and <WorkSizes> inside <Kernel> (the guide puts
+    # them beside it): both are accepted, once
+    nested = [c for c in kernel.children if c.tag in ("Parameters", "WorkSizes")]
     for s in kernel.children:
+        if s.tag in ("Parameters", "WorkSizes"):
+            continue
         if s.tag != "Source":
-            raise KernelConfigError(f"{label}:{s.line}: <Kernel> holds <Source> elements, not <{s.tag}>")
+            raise KernelConfigError(f"{label}:{s.line}: <Kernel> holds <Source>, <Parameters> and <WorkSizes> "
+                                    f"elements, not <{s.tag}>")
         fn = _attr(s, "filename", label)
         path = location.file_path(fn)
         if fn.lower().endswith(".bin"):
@@ -270,8 +276,11 @@ def _layer(el: Element, location: Location, label: str) -> Stage:
     where: dict[str, str] = {}
     where_line = 0
     ws: Element | None = None
-    for c in el.children:
+    for c in [*el.children, *nested]:
         if c.tag == "Parameters":
+            if any(p.tag == "Parameters" for p in el.children) and c in nested:
+                raise KernelConfigError(f"{label}:{c.line}: CustomLayer '{name}' has <Parameters> both in and beside "
+                                        "<Kernel>")
             params.extend(_param(p, label) for p in c.children)
         elif c.tag == "Where":
             where.update(c.attrs)

@@ -26,6 +26,7 @@ def _tokens(text: str, where: str) -> list[str]:
         if num is not None:
             out.append(num)
         elif name is not None:
+            name = name.upper() if name.upper() in LETTERS else name  # OpenVINO accepted b, f, y, x too
             if name not in LETTERS:
                 raise KernelConfigError(f"{where}: formula '{text}' uses '{name}'; only B, F, Y, X, integers, "
                                         "+ - * / % and parentheses are allowed")

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 from opforge.element_type import Type
+from opforge.errors import UnsupportedOpError
 from opforge.graph import Node
 from opforge_gpu.runtime import (
     Epilogue,
@@ -33,6 +34,16 @@ _CL_TYPES = {"float": Type.f32, "half": Type.f16, "int": Type.i32, "uint": Type.
              "ushort": Type.u16, "char": Type.i8, "uchar": Type.u8, "long": Type.i64, "ulong": Type.u64}
 #: the storage format the BFYX view uses for each MVCL format (3-D formats have no batch: B is 1)
 _LAYOUT = {"BFYX": "BFYX", "FYX": "BFYX", "BYXF": "BYXF", "YXF": "BYXF", "ANY": "BFYX"}
+
+
+def mvcl_dims(shape: Any) -> list[int]:
+    """The B, F, Y, X view of a tensor: ranks below 4 padded with 1 at the end (OpenVINO's view),
+    ranks above 4 with the dimensions between F and Y folded into F, so ``B*F*Y*X`` still
+    counts every element and a BFYX kernel sees each (Z, Y, X) block as channels."""
+    d = bfyx(list(shape))
+    if len(d) > 4:
+        d = [d[0], int(np.prod(d[1:-2], dtype=np.int64)), d[-2], d[-1]]
+    return d
 
 
 def attr_value(node: Node, name: str) -> Any:
@@ -160,8 +171,8 @@ class MvclKernel:
         for port, (t, fmt) in staged.items():
             y = lw.new_output(node, port)
             out = t
-            if _LAYOUT[fmt] != "BFYX" and len(out.shape) <= 4:
-                dims = bfyx(out.shape)
+            if _LAYOUT[fmt] != "BFYX":
+                dims = mvcl_dims(out.shape)
                 tmp = lw.temp(out.shape, out.storage)
                 strided_copy(lw, node, out, tmp, dims, pitches(dims, _LAYOUT[fmt]), contiguous(dims))
                 out = tmp
@@ -211,7 +222,7 @@ class MvclKernel:
             raise KernelConfigError(f"{s.file}:{line}: dim=\"{direction},{port}\": node '{node.name}' has {n} "
                                     f"{direction}s")
         shape = node.inputs[port].shape if direction == "input" else static_shape(node, port)
-        return bfyx(list(shape))
+        return mvcl_dims(shape)
 
     def _launch(self, s: Stage, bound: _Bound, node: Node, lw: Lowering, shim: bool,
                 buffers: dict[int, tuple[Tensor, str]], staged: dict[int, tuple[Tensor, str]]) -> None:
@@ -220,10 +231,10 @@ class MvclKernel:
         letters = {"B": wdims[0], "F": wdims[1], "Y": wdims[-2], "X": wdims[-1]}
         gws = [f(letters) for f in s.global_ws]
         lws = [f(letters) for f in s.local_ws]
-        if any(g <= 0 for g in gws) or any(v <= 0 for v in lws):
+        if any(g < 0 for g in gws) or any(v <= 0 for v in lws):
             raise KernelConfigError(f"{s.at}: work sizes global {gws} / local {lws} for node '{node.name}' are not "
                                     f"positive (B,F,Y,X = {letters['B']},{letters['F']},{letters['Y']},{letters['X']})")
-        if any(g % v for g, v in zip(gws, lws)):
+        if any(g % v for g, v in zip(gws, lws) if g):
             raise KernelConfigError(f"{s.at}: global work size {gws} is not a multiple of local {lws} for node "
                                     f"'{node.name}' (B,F,Y,X = {letters['B']},{letters['F']},{letters['Y']},"
                                     f"{letters['X']})")
@@ -277,8 +288,15 @@ class MvclKernel:
     # --- argument values ---------------------------------------------------------------------
     @staticmethod
     def _kernel_storage(lw: Lowering, et: Type, a: Arg, shim: bool) -> Any:
-        """The storage a tensor must have for a kernel argument of ``a``'s type."""
+        """The storage a tensor must have for a kernel argument of ``a``'s type: floats convert
+        between half and float (the VPU's own conversion), anything else must match, since an
+        integer tensor read through a ``half*`` would lose values silently."""
         want = _CL_TYPES.get(_base(a))
+        if want is not None and want != et and (not want.is_float or not et.is_float):
+            node = lw.node
+            raise UnsupportedOpError(
+                f"node '{node.name if node else '?'}': kernel argument '{a.name}' is {a.type}*, but the tensor "
+                f"bound to it is {et}; MVCL kernels get tensors of their declared element type only")
         if want is Type.f16 and shim:
             want = Type.f32  # the shim compiled half as float
         if want is None:
@@ -299,9 +317,9 @@ class MvclKernel:
     @staticmethod
     def _reorder_in(lw: Lowering, node: Node, x: Tensor, fmt: str) -> Tensor:
         layout = _LAYOUT[fmt]
-        if layout == "BFYX" or len(x.shape) > 4:
+        if layout == "BFYX":
             return x
-        dims = bfyx(x.shape)
+        dims = mvcl_dims(x.shape)
         tmp = lw.temp(x.shape, x.storage)
         strided_copy(lw, node, x, tmp, dims, contiguous(dims), pitches(dims, layout))
         return tmp

@@ -16,13 +16,14 @@ from opforge.errors import (
     UnsupportedOpError,
 )
 from opforge.graph import Model, Node
+from opforge.op import STRUCTURAL
 from opforge.runtime.device import Availability, CompileContext, Device, Executable
 from opforge.runtime.properties import COMMON_PROPERTIES, PropertySpec
 
 from opforge_gpu.custom.config import CustomLayerSpec, load_config
 from opforge_gpu.custom.kernel import CustomKernel
 from opforge_gpu.library import BuiltinKernels
-from opforge_gpu.lowering import STRUCTURAL, KernelImpl, is_standard
+from opforge_gpu.lowering import KernelImpl, is_standard
 from opforge_gpu.opencl import DeviceInfo, OpenCLUnavailable, context_for, default_cache_dir, devices
 
 GPU_PROPERTIES: tuple[PropertySpec, ...] = (

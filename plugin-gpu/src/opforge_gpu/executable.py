@@ -9,14 +9,14 @@ from typing import Any
 import numpy as np
 from opforge.errors import KernelError, OpforgeError, ResourceLimitError
 from opforge.graph import Model, Node
+from opforge.op import STRUCTURAL
 from opforge.runtime.device import Executable
 from opforge.runtime.profiling import ProfilingInfo
 
 from opforge_gpu.library import BuiltinKernels
-from opforge_gpu.library.dynamic import DYNAMIC, after, apply_counts, dynamic_nodes
+from opforge_gpu.library.dynamic import after, apply_counts, dynamic_nodes, is_dynamic
 from opforge_gpu.lowering import (
     MAX_VALUE_INPUT,
-    STRUCTURAL,
     KernelImpl,
     Lowering,
     fold_constants,
@@ -101,7 +101,7 @@ class GpuExecutable(Executable):
             # TopK = min(300, ShapeOf(NonZero)[1])): fold them, so kernels see static values.
             # Folding re-infers every node, so the counted sizes are applied again; one round per
             # count reaches the shapes behind each data-dependent node in turn.
-            fold_constants(m, keep=lambda n: n.type_name in DYNAMIC)
+            fold_constants(m, keep=is_dynamic)
             stop = apply_counts(m, counts)
         stop_after = set() if stop is None else after(m, stop)
         counts_of = dict(zip((n.id for n in dynamic_nodes(m)), counts))

@@ -12,6 +12,8 @@ import numpy as np
 from opforge.element_type import Type
 from opforge.errors import KernelError, OpforgeError, UnsupportedOpError
 from opforge.graph import Model, Node, Output
+from opforge.op import STRUCTURAL
+from opforge.opset.constant import Constant
 
 from opforge_gpu.opencl import DeviceContext
 from opforge_gpu.plan import (
@@ -28,9 +30,6 @@ from opforge_gpu.plan import (
     render_defines,
 )
 from opforge_gpu.storage import Storage, storage_for
-
-#: nodes that are graph structure, not computation
-STRUCTURAL = frozenset({"Parameter", "Constant", "Result"})
 
 #: folding anything larger would trade a cheap op for a big upload
 MAX_FOLDED_BYTES = 64 * 1024 * 1024
@@ -68,7 +67,7 @@ class Epilogue:
 
 
 def is_standard(node: Node) -> bool:
-    return node.version.startswith("opset")
+    return node.op.is_standard
 
 
 def const_of(out: Output) -> np.ndarray | None:
@@ -245,31 +244,20 @@ def static_shape(node: Node, i: int = 0) -> tuple[int, ...]:
 
 
 # --- graph preparation ----------------------------------------------------------------------
-_REDUCE_OPS = ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
-               "ReduceLogicalAnd", "ReduceLogicalOr")
+# Which input ports decide shapes or how a node is planned is a fact of the op
+# (``Op.value_inputs``): when one is fed by a model input, its value is read on the host and the
+# plan is built for it (one plan per value, like one plan per input shape). ``Op.scalar_inputs``
+# take a scalar: a one-element model input is given to them as one (a non-constant [1] input is
+# accepted where a known [1] value is rejected by shape inference).
 
-#: input ports whose *values* decide output shapes or how a node is planned (axes, pads, target
-#: shapes, counts). When one is fed by a model input, its value is read on the host and the plan
-#: is built for it (one plan per value, like one plan per input shape).
-VALUE_PORTS: dict[str, tuple[int, ...]] = {
-    "ConvolutionBackpropData": (2,), "GroupConvolutionBackpropData": (2,),
-    "Reshape": (1,), "Squeeze": (1,), "Unsqueeze": (1,), "Broadcast": (1, 2), "Tile": (1,),
-    "Slice": (1, 2, 3, 4), "StridedSlice": (1, 2, 3), "Pad": (1, 2), "Split": (1,),
-    "VariadicSplit": (1, 2), "MVN": (1,), "Range": (0, 1, 2), "TopK": (1,), "Gather": (2,),
-    "CumSum": (1,), "OneHot": (1,), "Interpolate": (1, 2, 3), "NormalizeL2": (1,), "Transpose": (1,),
-    "ScatterElementsUpdate": (3,), "ScatterUpdate": (3,), "Roll": (1, 2), "Eye": (0, 1, 2, 3),
-    "ReverseSequence": (), "Reverse": (1,), "DepthToSpace": (), "SpaceToDepth": (),
-    "LRN": (1,), "Selu": (1, 2), "Swish": (1,), "ShapeOf": (), "Col2Im": (1, 2), "DFT": (1, 2), "IDFT": (1, 2),
-    "RDFT": (1, 2), "IRDFT": (1, 2), "GroupNormalization": (),
-    **{r: (1,) for r in _REDUCE_OPS},
-}
 
-#: value ports that take a scalar: a one-element model input is given to them as a scalar (a
-#: non-constant [1] input is accepted where a known [1] value is rejected by shape inference)
-SCALAR_PORTS: dict[str, tuple[int, ...]] = {
-    "TopK": (1,), "Range": (0, 1, 2), "OneHot": (1,), "CumSum": (1,), "Gather": (2,),
-    "ScatterElementsUpdate": (3,), "ScatterUpdate": (3,), "Pad": (3,),
-}
+def value_port(node: Node, i: int) -> bool:
+    """Whether input ``i`` of ``node`` is one whose value the GPU needs on the host."""
+    return node.op.is_standard and i in node.op.value_inputs
+
+
+def scalar_port(node: Node, i: int) -> bool:
+    return node.op.is_standard and i in node.op.scalar_inputs
 
 #: a model input read on the host for planning must be at most this many elements
 MAX_VALUE_INPUT = 4096
@@ -302,14 +290,14 @@ def plan_value(node: Node, i: int) -> str | None:
 
 
 def shape_nodes(model: Model) -> set[int]:
-    """Ids of the nodes whose values some VALUE_PORT needs (shape computations), directly or
+    """Ids of the nodes whose values some value port needs (shape computations), directly or
     through other such nodes. Their results may also be used as data (ONNX OneHot's depth)."""
     consumers = model.consumers()
     found: set[int] = set()
     for node in reversed(model.get_ordered_ops()):
         if node.type_name in STRUCTURAL or not is_standard(node):
             continue
-        if any(idx in VALUE_PORTS.get(user.type_name, ()) or (user.id in found and user.type_name != "ShapeOf")
+        if any(value_port(user, idx) or (user.id in found and user.type_name != "ShapeOf")
                for out in node.outputs() for user, idx in consumers.get(out, [])):
             found.add(node.id)
     return found
@@ -321,7 +309,7 @@ def _value_uses(model: Model, shape: set[int]) -> dict[int, list[tuple[Node, int
     out: dict[int, list[tuple[Node, int]]] = {}
     for k, p in enumerate(model.parameters):
         uses = [(n, i) for n, i in consumers.get(p.output(0), [])
-                if i in VALUE_PORTS.get(n.type_name, ()) or (n.id in shape and n.type_name != "ShapeOf")]
+                if value_port(n, i) or (n.id in shape and n.type_name != "ShapeOf")]
         if uses:
             out[k] = uses
     return out
@@ -350,12 +338,12 @@ def specialise(model: Model, shapes: Sequence[tuple[int, ...]],
             et = m.parameters[k].output_specs[0].type
             arr = np.array(values[k], dtype=et.np, order="C")
             name = f"{m.parameters[k].name}:value"
-            const = Node.create("Constant", [], {"value": arr}, name=name)
-            scalar = Node.create("Constant", [], {"value": arr.reshape(())}, name=name + ":scalar") \
+            const = Node.create(Constant, [], {"value": arr}, name=name)
+            scalar = Node.create(Constant, [], {"value": arr.reshape(())}, name=name + ":scalar") \
                 if arr.size == 1 else const
             runtime.update((const.id, scalar.id))
             for n, i in uses:
-                n.inputs[i] = (scalar if i in SCALAR_PORTS.get(n.type_name, ()) else const).output(0)
+                n.inputs[i] = (scalar if scalar_port(n, i) else const).output(0)
         fold_constants(m, runtime=runtime, shape=shape, reinfer=True)
         return m
     fold_constants(m)
@@ -364,13 +352,13 @@ def specialise(model: Model, shapes: Sequence[tuple[int, ...]],
 
 def _scalar_inputs(node: Node, runtime: set[int]) -> None:
     """One-element values of model inputs reaching a scalar port become scalars."""
-    for i in SCALAR_PORTS.get(node.type_name, ()):
+    for i in (node.op.scalar_inputs if node.op.is_standard else ()):
         if i >= len(node.inputs):
             continue
         src = node.inputs[i].node
         v = src.constant_value()
         if v is not None and src.id in runtime and v.size == 1 and v.ndim:
-            const = Node.create("Constant", [], {"value": np.array(v.reshape(()), order="C")},
+            const = Node.create(Constant, [], {"value": np.array(v.reshape(()), order="C")},
                                 name=src.name + ":scalar")
             runtime.add(const.id)
             node.inputs[i] = const.output(0)
@@ -413,7 +401,7 @@ def fold_constants(model: Model, keep: Callable[[Node], bool] | None = None, run
             continue
         for i, arr in enumerate(outs):
             name = node.name if len(outs) == 1 else f"{node.name}:{i}"
-            const = Node.create("Constant", [], {"value": np.array(arr, order="C")}, name=name)
+            const = Node.create(Constant, [], {"value": np.array(arr, order="C")}, name=name)
             const.output(0).set_names(node.output(i).names)
             if from_runtime:
                 runtime.add(const.id)

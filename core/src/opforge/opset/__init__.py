@@ -1,6 +1,8 @@
 """The standard opset: one operation per module, named after the op in snake case
 (``convolution.py``, ``group_convolution.py``). Versions of one op live in separate modules
-(``top_k_1.py``, ``top_k_11.py``). Modules starting with ``_`` hold shared helpers.
+(``top_k_1.py``, ``top_k_11.py``). Modules starting with ``_`` hold shared helpers;
+:mod:`opforge.opset.geometry` is the public face of the window geometry devices reuse (it holds
+no op, so the scan finds nothing in it).
 
 The list of operations is derived by scanning this package: adding an op is adding a file.
 """

@@ -1,7 +1,7 @@
 """The built-in kernel library: for each standard op type, a check (can the GPU run this node?)
 and a lowering (the launches that compute it). The OpenCL code lives in ``opforge_gpu/kernels``.
 
-Kernels are looked up by op type for the standard opsets only (version ``opsetN``): a custom op
+Kernels are looked up by op type for the standard opset only (``Op.is_standard``): a custom op
 that happens to share a name (``Identity`` of ``template_extension``) never runs a built-in.
 """
 
@@ -48,7 +48,7 @@ class BuiltinKernels:
     origin = "builtin"
 
     def supports(self, node: Node) -> str | None:
-        if not node.version.startswith("opset"):
+        if not node.op.is_standard:
             return f"no built-in kernel for custom opset '{node.version}'"
         entry = _load().get(node.type_name)
         if entry is None:

@@ -7,7 +7,6 @@ planned for them (one plan per observed size, like one plan per input shape)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -26,10 +25,6 @@ FILE = "dynamic.cl"
 WG = 256
 
 
-def _nonzero_shapes(node: Node, count: int) -> list[tuple[int, ...]]:
-    return [(max(len(node.inputs[0].shape), 1), count)]
-
-
 def _unique_geometry(node: Node) -> tuple[int, int, int, int | None]:
     """(outer, L, inner, axis) of the slices compared (axis None: the flattened input)."""
     shape = node.inputs[0].shape
@@ -39,23 +34,21 @@ def _unique_geometry(node: Node) -> tuple[int, int, int, int | None]:
     return int(np.prod(shape[:ax])), shape[ax], int(np.prod(shape[ax + 1:])), ax
 
 
-def _unique_shapes(node: Node, count: int) -> list[tuple[int, ...]]:
-    _, n, _, ax = _unique_geometry(node)
-    shape = list(node.inputs[0].shape)
-    if ax is not None:
-        shape[ax] = count
-    values = tuple(shape) if ax is not None else (count,)
-    return [values, (count,), (n,), (count,)]
-
-
-#: op type -> the output shapes for an observed count
-DYNAMIC: dict[str, Callable[[Node, int], list[tuple[int, ...]]]] = {
-    "NonZero": _nonzero_shapes, "Unique": _unique_shapes,
-}
+def is_dynamic(node: Node) -> bool:
+    """A standard op whose output size the data decides (``Op.data_dependent_shape``)."""
+    return node.op.is_standard and node.op.data_dependent_shape
 
 
 def dynamic_nodes(model: Model) -> list[Node]:
-    return [n for n in model.get_ordered_ops() if n.type_name in DYNAMIC and n.version.startswith("opset")]
+    return [n for n in model.get_ordered_ops() if is_dynamic(n)]
+
+
+def observed_shapes(node: Node, count: int) -> list[PartialShape]:
+    """The output shapes of data-dependent ``node`` once its size is observed: the inferred
+    shapes with every dynamic dimension that size. The kernels here count one size per node
+    (NonZero's non-zeros, Unique's unique slices, NonMaxSuppression's selected boxes), and with
+    static inputs every dynamic dimension of those ops' outputs is that size."""
+    return [PartialShape([count if d is None else d for d in s.shape.dims]) for s in node.output_specs]
 
 
 def apply_counts(model: Model, counts: tuple[int, ...]) -> Node | None:
@@ -71,9 +64,8 @@ def apply_counts(model: Model, counts: tuple[int, ...]) -> Node | None:
                 continue
             node.validate_and_infer()
             if node.id in known:
-                shapes = DYNAMIC[node.type_name](node, known[node.id])
-                node._set_specs([TensorSpec(s.type, PartialShape(list(shp)))
-                                 for s, shp in zip(node.output_specs, shapes)])
+                shapes = observed_shapes(node, known[node.id])
+                node._set_specs([TensorSpec(s.type, shp) for s, shp in zip(node.output_specs, shapes)])
     return nodes[len(counts)] if len(counts) < len(nodes) else None
 
 
@@ -155,13 +147,6 @@ def lower_unique(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
 
 
 # --- NonMaxSuppression ------------------------------------------------------------------------
-def _nms_shapes(node: Node, count: int) -> list[tuple[int, ...]]:
-    return [(count, 3), (count, 3), (1,)]
-
-
-DYNAMIC["NonMaxSuppression"] = _nms_shapes
-
-
 def _nms_supports(node: Node) -> str | None:
     for i in range(len(node.inputs)):
         t = node.inputs[i].element_type

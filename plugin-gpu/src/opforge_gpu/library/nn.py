@@ -107,7 +107,7 @@ def _conv_supports(node: Node) -> str | None:
 
 
 def _geometry(node: Node, x_shape: tuple[int, ...], kernel_dims: tuple[int, ...]) -> dict[str, int]:
-    from opforge.opset._window import resolve_pads
+    from opforge.opset.geometry import resolve_pads
 
     a: Any = node.attrs
     n = len(x_shape) - 2
@@ -165,7 +165,7 @@ def lower_conv(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
             wk = wk * ep.scale.reshape(groups, cout_g, 1, 1)
         key = ("conv-w", id(w_const), node.name, None if ep is None or ep.scale is None else ep.scale.tobytes())
     if len(x.shape) == 5 or not x.storage.is_float:
-        from opforge.opset._window import resolve_pads
+        from opforge.opset.geometry import resolve_pads
 
         a: Any = node.attrs
         pb, _ = resolve_pads(x.shape[2:], kdims, a.strides, a.dilations, a.pads_begin, a.pads_end, a.auto_pad)
@@ -267,7 +267,7 @@ def _backprop_supports(node: Node) -> str | None:
 
 @kernel("ConvolutionBackpropData", "GroupConvolutionBackpropData", supports=_backprop_supports)
 def lower_conv_backprop(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
-    from opforge.opset._conv import backprop_pads
+    from opforge.opset.geometry import backprop_pads
 
     x = lw.input(node, 0)
     wt = lw.input(node, 1)
@@ -366,7 +366,7 @@ def _pool_supports(node: Node) -> str | None:
 
 def _pool_block(node: Node, x_shape: tuple[int, ...], dil: list[int]) -> tuple[list[int], list[int]]:
     """The parameter block (see pool.cl) and the padded extents (DP, HP, WP)."""
-    from opforge.opset._pool import pool_geometry
+    from opforge.opset.geometry import pool_geometry
 
     a: Any = node.attrs
     begin, end, out = pool_geometry(x_shape[2:], a.kernel, a.strides, dil, a.pads_begin, a.pads_end,

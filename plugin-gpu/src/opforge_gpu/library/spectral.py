@@ -109,7 +109,7 @@ def _deform_supports(node: Node) -> str | None:
 
 @kernel("DeformableConvolution", supports=_deform_supports)
 def lower_deformable_convolution(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
-    from opforge.opset._window import resolve_pads
+    from opforge.opset.geometry import resolve_pads
 
     a: Any = node.attrs
     x, off, w = (lw.input(node, i) for i in range(3))

@@ -12,7 +12,7 @@ from opforge_fuzz import driver
 
 def _run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str) -> dict[str, object]:
     monkeypatch.setenv("OPFORGE_FUZZ_SELFTEST", mode)
-    args = argparse.Namespace(engine="random", runs=3, seconds=None, seed=0, timeout=0.5, memory_mb=2048,
+    args = argparse.Namespace(engine="random", runs=3, seconds=None, seed=0, timeout=0.2, memory_mb=2048,
                               max_len=1024, workdir=str(tmp_path), stop_on_finding=False)
     return driver.run_target("_selftest", args)
 

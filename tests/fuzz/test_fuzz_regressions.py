@@ -25,7 +25,7 @@ from opforge_fuzz.targets._common import CORPUS as CORPUS_DIR
 
 
 def _clean(fuzz_one: Any, data: bytes) -> None:
-    finding = run_one(fuzz_one, data, timeout_s=0)  # pytest-timeout owns SIGALRM here
+    finding = run_one(fuzz_one, data, timeout_s=0)  # no watchdog inside pytest (pytest-timeout)
     assert finding is None, f"{finding.key}: {finding.message}\n{finding.trace}"
 
 
@@ -101,6 +101,15 @@ def test_legacy_feed_col_is_a_list() -> None:
     col.ints.extend([0, 1])
     data = join_parts(prog.SerializeToString(), params)
     _raises(paddle_legacy.fuzz_one, data, ModelFormatError, "feed op", "'col' must be an integer")
+
+
+def test_legacy_variable_name_not_utf8() -> None:
+    """A variable name that is not UTF-8 (protobuf hands it over as bytes): was TypeError from
+    sorting bytes with str names in legacy.py parse_program."""
+    program, params = split_parts((CORPUS_DIR / "paddle_legacy" / "conv.seed").read_bytes())
+    assert b"batch_norm2d_0.w_2" in program
+    bad = program.replace(b"batch_norm2d_0.w_2", b"\x9e\x9dtch_norm2d_0.w_2")
+    _raises(paddle_legacy.fuzz_one, join_parts(bad, params), ModelFormatError, "is not valid UTF-8 text")
 
 
 # --- GPU custom-kernel configuration (fixed in config.py: load_config) -------------------------

@@ -11,7 +11,7 @@ finding instead of killing the runner. Two engines:
   that produce a new outcome (a new error site or a successful read) as further bases. The test
   suite's smoke run uses it: same inputs on every run, no libFuzzer process exit to work around.
 
-Every input gets a SIGALRM watchdog (``--timeout``, a hang in Python code) and a faulthandler
+Every input gets a CPU-time watchdog (``--timeout``, SIGPROF: a hang in Python code) and a faulthandler
 backstop at 5x that (a hang in C code ends the child, which the parent reports); the process runs
 under ``RLIMIT_AS`` (``--memory-mb``) with opforge's resource limits lowered (harness.py).
 Findings are de-duplicated by kind, exception type and innermost opforge frame; each unique one is
@@ -147,8 +147,10 @@ def _child(args: argparse.Namespace) -> int:
     seeds = [s for s in target.seeds() if s]
     session = _Session(args.target, Path(args.workdir), args.engine, args.stop_on_finding)
     fuzz_one = _track_outcomes(target.fuzz_one)
-    for s in seeds:  # every seed must be clean: a seed that is itself a finding is reported first
-        session.run(fuzz_one, s, args.timeout)
+    # Every seed must be clean: a seed that is itself a finding is reported first. Seeds get 10x
+    # the time: the first reads import translators and compile kernels.
+    for s in seeds:
+        session.run(fuzz_one, s, 10 * args.timeout)
     if args.engine == "atheris":
         _run_atheris(args, target, seeds, session, fuzz_one)
     else:
@@ -315,6 +317,9 @@ def run_target(target: str, args: argparse.Namespace) -> dict[str, Any]:
     summary["returncode"] = rc
     # libFuzzer ends the process with exit() once its runs or time are done, before the child's
     # last summary write: take the exact count from its final statistics.
+    cov = re.findall(r"cov: (\d+) ft: (\d+) corp: (\d+)", err_tail)
+    if cov:  # libFuzzer's last status line: edges covered, features, corpus size
+        summary["coverage"] = {"edges": int(cov[-1][0]), "features": int(cov[-1][1]), "corpus": int(cov[-1][2])}
     m = re.search(r"stat::number_of_executed_units:\s*(\d+)", err_tail)
     if m:
         summary["execs"] = int(m.group(1))

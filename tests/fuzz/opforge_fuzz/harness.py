@@ -10,7 +10,7 @@ else is a finding:
 * ``empty-message`` -- an opforge error that says nothing (the issue's "bare MemoryError with an
   empty message" class of bug);
 * ``oracle`` -- a target's own check failed (:class:`OracleFailure`: a silent wrong answer);
-* ``hang`` -- one input ran longer than the per-input timeout (:class:`InputTimeout`);
+* ``hang`` -- one input used more CPU time than the per-input timeout (:class:`InputTimeout`);
 * ``crash`` -- the process died (only the parent of a fuzzing process can see that; the smoke
   test and ``scripts/fuzz`` run targets in a child process for this reason).
 """
@@ -51,7 +51,7 @@ class OracleFailure(AssertionError):
 
 
 class InputTimeout(BaseException):
-    """Raised by the SIGALRM watchdog inside a target that ran past the per-input timeout.
+    """Raised by the watchdog inside a target that ran past the per-input timeout.
     A BaseException so that a target's ``except Exception`` cannot swallow it."""
 
 
@@ -125,18 +125,21 @@ def _on_alarm(signum: int, frame: FrameType | None) -> None:
 
 @contextmanager
 def watchdog(timeout_s: float) -> Iterator[None]:
-    """SIGALRM raises :class:`InputTimeout` in Python code that runs too long; code stuck in C
-    is caught by the process-wide ``faulthandler`` backstop the engines arm."""
+    """SIGPROF raises :class:`InputTimeout` in Python code that has used ``timeout_s`` of CPU
+    time. CPU time, not wall time: on a shared, busy machine a niced fuzzer waits for a core, and
+    wall-clock timeouts then report inputs that merely waited. An input blocked without using CPU
+    (a read that never returns) and code stuck in C are caught by the wall-clock ``faulthandler``
+    backstop the engines arm."""
     if timeout_s <= 0:
         yield
         return
-    old = signal.signal(signal.SIGALRM, _on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, timeout_s)
+    old = signal.signal(signal.SIGPROF, _on_alarm)
+    signal.setitimer(signal.ITIMER_PROF, timeout_s)
     try:
         yield
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, old)
 
 
 def run_one(fuzz_one: Callable[[bytes], None], data: bytes, timeout_s: float) -> Finding | None:

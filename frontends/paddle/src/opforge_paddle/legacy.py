@@ -98,6 +98,7 @@ def parse_program(data: bytes, label: str) -> PaddleProgram:
     pvars: dict[str, PaddleVar] = {}
     params: list[str] = []
     for v in block.vars:
+        _text(v.name, label, "a variable name")
         vt = int(v.type.type)
         dtype = shape = None
         if vt == _DENSE_TENSOR and v.type.HasField("dense_tensor"):
@@ -111,6 +112,11 @@ def parse_program(data: bytes, label: str) -> PaddleProgram:
     feeds: list[tuple[int, str]] = []
     fetches: list[tuple[int, str]] = []
     for i, od in enumerate(block.ops):
+        _text(od.type, label, f"the type of op {i}")
+        for arg in [*od.inputs, *od.outputs]:
+            _text(arg.parameter, label, f"an argument name of op {i} ({od.type})")
+            for x in arg.arguments:
+                _text(x, label, f"a variable of op {i} ({od.type})")
         try:
             attrs = {a.name: _attr_value(a) for a in od.attrs if a.name not in _IGNORED_ATTRS}
         except ModelFormatError as err:
@@ -147,3 +153,11 @@ def _col(attrs: dict[str, Any], default: int, where: str) -> int:
     if isinstance(col, bool) or not isinstance(col, int):
         raise ModelFormatError(f"{where}: attribute 'col' must be an integer, got {col!r:.100}")
     return col
+
+
+def _text(value: Any, label: str, what: str) -> str:
+    """Protobuf hands a string field that is not valid UTF-8 over as bytes (framework.proto is
+    proto2, which does not enforce UTF-8): refuse it instead of carrying bytes into names."""
+    if isinstance(value, bytes):
+        raise ModelFormatError(f"{label}: {what} is not valid UTF-8 text ({value[:40]!r})")
+    return str(value)

@@ -12,22 +12,24 @@ import dataclasses
 import enum
 import math
 import types
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 import numpy as np
 from opforge.element_type import Type
 from opforge.errors import PluginValidationError, UnsupportedOpError
 from opforge.graph import WEIGHTS_RELEASED, Model, Node, Output
-from opforge.opset.constant import ConstantAttrs
+from opforge.op import STRUCTURAL
+from opforge.opset.add import Add
+from opforge.opset.constant import Constant, ConstantAttrs
+from opforge.opset.convert import Convert
+from opforge.opset.gelu import Gelu
+from opforge.opset.mvn import MVN
 from opforge.shape import PartialShape
 from opforge.transformations.constant_folding import ConstantFolding
 from opforge.transformations.dead_code import DeadCodeElimination
 
 from opforge_cpu.staging import HOST_OPS
-
-#: nodes that are not kernels: model boundaries and constants
-STRUCTURAL = {"Parameter", "Constant", "Result"}
 
 #: element-wise ops that oneDNN applies as a post-op of the op before them: name -> encoding
 _POST_OPS: dict[str, Callable[[Node], str | None]] = {
@@ -45,13 +47,15 @@ _POST_OPS: dict[str, Callable[[Node], str | None]] = {
     "Sqrt": lambda n: "sqrt",
 }
 
-#: data-movement ops lowered to one IndexMap kernel when their parameters are constants
-INDEX_MAP_OPS = {
-    "Slice", "StridedSlice", "Tile", "Broadcast", "Reverse", "Roll", "DepthToSpace", "SpaceToDepth",
-    "Pad", "ReverseSequence", "Squeeze", "Unsqueeze",
-}
-#: ops that never need an index map even when they are in the set above (pure reshapes)
+#: ops the C++ Reshape kernel runs (a view of the same buffer: never an index map)
 _RESHAPES = {"Squeeze", "Unsqueeze", "Reshape"}
+
+
+def index_mapped(node: Node, builtin: Collection[str]) -> bool:
+    """Whether standard ``node`` is lowered to one IndexMap kernel (when its parameters are
+    constants): an op that only rearranges its input 0 (``Op.rearranges_input``) and has no C++
+    kernel of its own, evaluated on element indices (``Emitter.emit_index_map``)."""
+    return node.op.rearranges_input and node.type_name not in _RESHAPES and node.type_name not in builtin
 
 
 def contiguous(value: Any) -> np.ndarray:
@@ -64,7 +68,7 @@ def contiguous(value: Any) -> np.ndarray:
 def is_standard(node: Node) -> bool:
     """Built-in kernels are for the standard opset only; a plugin's op of the same name
     (``Identity`` of ``template_extension``) is a different op."""
-    return str(node.version).startswith("opset")
+    return node.op.is_standard
 
 
 def find_plugin_kernel(kernels: Mapping[tuple[str, str | None], Any], node: Node) -> Any:
@@ -96,7 +100,7 @@ def specialize(model: Model, shapes: Mapping[int, tuple[int, ...]] | None,
     if values:
         for i, v in values.items():
             p = m.parameters[i]
-            c = Node.create("Constant", [], {"value": contiguous(v)}, name=f"{p.name}/value")
+            c = Node.create(Constant, [], {"value": contiguous(v)}, name=f"{p.name}/value")
             c.output(0).set_names([f"{p.name}/value"])  # the input keeps its own tensor names
             m.replace_output(p.output(0), c.output(0))
         m.validate()
@@ -115,7 +119,7 @@ def _fold(m: Model) -> None:
 
 
 def _const(m: Model, node: Node, value: np.ndarray) -> Node:
-    c = Node.create("Constant", [], {"value": contiguous(value)}, name=f"{node.name}/folded")
+    c = Node.create(Constant, [], {"value": contiguous(value)}, name=f"{node.name}/folded")
     return c
 
 
@@ -164,13 +168,13 @@ def _fold_batch_norm(m: Model) -> None:
             ws = scale.reshape((-1,) + (1,) * (w.ndim - 1))
         else:
             ws = scale.reshape(w.shape[0], w.shape[1], *((1,) * (w.ndim - 2)))
-        new_w = Node.create("Constant", [], {"value": (w.astype(np.float64) * ws).astype(np.float32)},
+        new_w = Node.create(Constant, [], {"value": (w.astype(np.float64) * ws).astype(np.float32)},
                             name=f"{w_node.name}/bn_folded")
         new_conv = Node(conv.op, [conv.inputs[0], new_w.output(0)], conv.attrs, conv.name)
         rank = len(conv.output(0).shape)
-        bias = Node.create("Constant", [], {"value": shift.astype(np.float32).reshape((1, -1) + (1,) * (rank - 2))},
+        bias = Node.create(Constant, [], {"value": shift.astype(np.float32).reshape((1, -1) + (1,) * (rank - 2))},
                            name=f"{bn.name}/shift")
-        add = Node.create("Add", [new_conv.output(0), bias.output(0)], name=bn.name)
+        add = Node.create(Add, [new_conv.output(0), bias.output(0)], name=bn.name)
         m.replace_output(bn.output(0), add.output(0))
         uses = m.consumers()
 
@@ -231,7 +235,7 @@ def _rewrite_gelu(m: Model) -> None:
                 end = mul1
         if end is None or x.element_type is not Type.f32:
             continue
-        gelu = Node.create("Gelu", [x], {"approximation_mode": "ERF"}, name=f"{end.name}/gelu")
+        gelu = Node.create(Gelu, [x], {"approximation_mode": "ERF"}, name=f"{end.name}/gelu")
         m.replace_output(end.output(0), gelu.output(0))
         uses = m.consumers()
 
@@ -305,9 +309,9 @@ def _rewrite_layer_norm(m: Model) -> None:
                     end = mul
         if end is None or tuple(end.output(0).shape) != tuple(x.shape):
             continue
-        axes = Node.create("Constant", [], {"value": np.array([len(x.shape) - 1], np.int64)},
+        axes = Node.create(Constant, [], {"value": np.array([len(x.shape) - 1], np.int64)},
                            name=f"{mean.name}/axes")
-        mvn = Node.create("MVN", [x, axes.output(0)], {"normalize_variance": True, "eps": float(eps),
+        mvn = Node.create(MVN, [x, axes.output(0)], {"normalize_variance": True, "eps": float(eps),
                                                        "eps_mode": "inside_sqrt"}, name=f"{end.name}/mvn")
         m.replace_output(end.output(0), mvn.output(0))
         uses = m.consumers()
@@ -489,7 +493,7 @@ class Emitter:
         if t == "MVN":
             self.emit_mvn(node)
             return
-        if t in INDEX_MAP_OPS and t not in _RESHAPES and self.emit_index_map(node):
+        if index_mapped(node, self.core.kernel_types()) and self.emit_index_map(node):
             return
         ins = [self.tensor(i) for i in node.inputs]
         self.add(node, t if t not in _RESHAPES else "Reshape", attrs_dict(node), ins, node.outputs(), [node.name])
@@ -767,7 +771,7 @@ def supported_nodes(core: types.ModuleType, model: Model, kernels: Mapping[tuple
         if t in HOST_OPS:
             out[n.name] = ""  # its stage runs on the host (staging.HOST_OPS)
             continue
-        lowered = t in INDEX_MAP_OPS and t not in _RESHAPES
+        lowered = index_mapped(n, builtin)
         if t not in builtin and not lowered:
             out[n.name] = f"no kernel for {t}"
             continue
@@ -809,9 +813,9 @@ def lower_precision(core: types.ModuleType, model: Model, kernels: Mapping[tuple
                     v = i.node.constant_value()
                     tag = f"{i.node.name}/{i.index}/f32"
                     if v is not None:
-                        c = Node.create("Constant", [], {"value": np.asarray(v, np.float32)}, name=tag)
+                        c = Node.create(Constant, [], {"value": np.asarray(v, np.float32)}, name=tag)
                     else:
-                        c = Node.create("Convert", [i], {"destination_type": "f32"}, name=tag)
+                        c = Node.create(Convert, [i], {"destination_type": "f32"}, name=tag)
                     as_f32[i] = c.output(0)
                 new_inputs.append(as_f32[i])
             else:
@@ -824,7 +828,7 @@ def lower_precision(core: types.ModuleType, model: Model, kernels: Mapping[tuple
         for k, (old, new) in enumerate(zip(n.outputs(), clone.outputs())):
             res = new
             if old.element_type is not new.element_type:
-                res = Node.create("Convert", [new], {"destination_type": old.element_type.ir},
+                res = Node.create(Convert, [new], {"destination_type": old.element_type.ir},
                                   name=f"{n.name}/out{k}/{old.element_type.ir}").output(0)
             res.set_names(old.names)
             model.replace_output(old, res)

@@ -26,18 +26,17 @@ import numpy as np
 from opforge.element_type import Type
 from opforge.errors import KernelError
 from opforge.graph import Model, Node, Output
+from opforge.opset.parameter import Parameter
 from opforge.shape import PartialShape
 
-#: ops whose output shape the data decides
-DYNAMIC_OPS = {"NonZero", "Unique", "NonMaxSuppression", "ImageDecoder"}
-#: data-dependent ops whose stage runs on the host instead of a one-node C++ program
+#: data-dependent ops (``Op.data_dependent_shape``) whose stage runs on the host instead of a one-node C++ program
 HOST_OPS = {"ImageDecoder"}
 
 
 def dynamic_node(model: Model) -> Node | None:
     """The first node of a data-dependent output shape whose inputs are all static."""
     for n in model.get_ordered_ops():
-        if (n.type_name in DYNAMIC_OPS and str(n.version).startswith("opset")
+        if (n.op.is_standard and n.op.data_dependent_shape
                 and not all(o.partial_shape.is_static for o in n.outputs())
                 and all(i.partial_shape.is_static for i in n.inputs)):
             return n
@@ -137,7 +136,7 @@ class StagedProgram:
         for o in [*cut, *dyn.outputs()]:
             co = by_name[o.node.name].output(o.index)
             shape = o.partial_shape if o.node.id != dyn.id else PartialShape.dynamic(o.partial_shape.rank)
-            p = Node.create("Parameter", [], {"element_type": o.element_type.ir, "shape": shape},
+            p = Node.create(Parameter, [], {"element_type": o.element_type.ir, "shape": shape},
                             name=f"{o.node.name}/{o.index}/staged")
             clone.replace_output(co, p.output(0))
             new_params.append(p)

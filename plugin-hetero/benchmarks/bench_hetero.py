@@ -29,14 +29,13 @@ import numpy as np
 import opforge
 import opforge_hetero.plugin
 from opforge.graph import Model, Node, Value
+from opforge.op import STRUCTURAL
 from opforge.plugins import PluginInfo, PluginSystem
 from opforge.runtime import CompileContext, Device, Executable, PropertySpec
 from opforge.runtime.properties import COMMON_PROPERTIES
 from opforge_hetero import HeteroFallbackWarning
 from opforge_hetero.cost import node_flops
 from opforge_hetero.partition import Source
-
-STRUCTURAL = {"Parameter", "Constant", "Result"}
 
 
 # ============================================================================ emulated devices

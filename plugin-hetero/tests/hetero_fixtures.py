@@ -27,10 +27,9 @@ import numpy as np
 import opforge
 from opforge.errors import UnsupportedOpError
 from opforge.graph import Model, Node
+from opforge.op import STRUCTURAL
 from opforge.runtime import CompileContext, Device, Executable, PropertySpec
 from opforge.runtime.properties import COMMON_PROPERTIES
-
-STRUCTURAL = {"Parameter", "Constant", "Result"}
 
 Kernel = Callable[[Node, list[np.ndarray]], list[np.ndarray]]
 

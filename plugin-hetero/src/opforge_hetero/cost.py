@@ -8,6 +8,7 @@ import math
 from collections.abc import Mapping, Sequence
 
 from opforge.graph import Node, Output
+from opforge.op import CostClass
 from opforge.shape import PartialShape
 
 #: dynamic dimensions count as this many elements: the estimate must stay finite
@@ -16,16 +17,9 @@ DYNAMIC_DIM_GUESS = 1
 #: a node doing at most this many FLOPs per output element is "cheap" (elementwise, data movement)
 CHEAP_FLOPS_PER_ELEMENT = 8.0
 
-_TRANSCENDENTAL = frozenset({
-    "Exp", "Log", "Sigmoid", "Tanh", "Swish", "Mish", "Gelu", "Erf", "SoftPlus", "SoftSign", "Elu",
-    "Selu", "Power", "HSwish", "HSigmoid", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh",
-    "Cosh", "Asinh", "Acosh", "Atanh", "Sqrt", "Divide",
-})
-_REDUCING = frozenset({
-    "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
-    "ReduceLogicalAnd", "ReduceLogicalOr", "Softmax", "LogSoftmax", "MVN", "NormalizeL2", "LRN",
-    "GRN", "TopK", "CumSum",
-})
+#: FLOPs per element of an op's cost class (``Op.cost_class``; COMPUTE and pools are costed
+#: from their operands below, everything else at one per output element)
+_PER_ELEMENT = {CostClass.TRANSCENDENTAL: 4.0}
 
 
 def numel(shape: PartialShape) -> int:
@@ -71,11 +65,10 @@ def node_flops(node: Node) -> float:
     if t in ("MaxPool", "AvgPool"):
         kernel = getattr(node.attrs, "kernel", None) or [1]
         return float(out * math.prod(kernel))
-    if t in _REDUCING:
+    cost = node.op.cost_class
+    if cost is CostClass.REDUCING:
         return 4.0 * (math.prod(ins[0]) if ins and ins[0] else out)
-    if t in _TRANSCENDENTAL:
-        return 4.0 * out
-    return float(out)
+    return _PER_ELEMENT.get(cost, 1.0) * out
 
 
 def is_cheap(node: Node) -> bool:

@@ -12,6 +12,7 @@ from typing import Any
 
 from opforge.errors import DeviceNotFoundError, OpforgeError, PropertyError, UnsupportedOpError
 from opforge.graph import Model
+from opforge.op import STRUCTURAL
 from opforge.runtime.device import CompileContext, Device, Executable
 from opforge.runtime.device_name import parse_device_name
 from opforge.runtime.properties import COMMON_PROPERTIES, PropertySpec
@@ -20,7 +21,7 @@ from opforge_hetero import partition
 from opforge_hetero.cost import CostModel, default_gflops, port_bytes
 from opforge_hetero.errors import AffinityError, PartitionError
 from opforge_hetero.executable import CompiledSubgraph, HeteroExecutable
-from opforge_hetero.graphinfo import CONSTANT, DATA, SHAPE, STRUCTURAL, ModelGraph
+from opforge_hetero.graphinfo import CONSTANT, DATA, SHAPE, ModelGraph
 from opforge_hetero.placement import (
     COMPUTE,
     CONSTANT_SUBGRAPH,

@@ -7,9 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from opforge.errors import ModelValidationError
 from opforge.graph import Model, Node, Output
-
-#: nodes that hold no computation: they go wherever their neighbours are
-STRUCTURAL = frozenset({"Parameter", "Result", "Constant"})
+from opforge.op import STRUCTURAL  # no computation: these go wherever their neighbours are
 
 #: a port: (producer node name, output index)
 Port = tuple[str, int]

@@ -142,7 +142,7 @@ def convert(model_path: str, output: str, extensions: list[str], inputs: list[st
         v = n.constant_value()
         if v is not None and v.dtype.kind == "f":
             params += int(v.size)
-        if not n.version.startswith("opset"):
+        if not n.op.is_standard:
             reg = plugins.ops.registration(n.op.key())
             custom[f"{n.type_name} ({n.version})"] = str(reg.plugin) if reg else "an extension given with --extension"
     summary = {

@@ -30,7 +30,7 @@ def run_demo(out: Path, devices: list[str] | None = None) -> int:
             f"{err}\nThe demo needs the ONNX frontend and the template extension: "
             "pip install -e frontends/onnx -e plugins/template-extension (scripts/demo does this)."
         ) from err
-    custom = [n for n in model.get_ordered_ops() if not n.version.startswith("opset")]
+    custom = [n for n in model.get_ordered_ops() if not n.op.is_standard]
     for n in custom:
         reg = core.plugins.ops.registration(n.op.key())
         print(f"      node '{n.name}' -> op {n.type_name} of opset '{n.version}' from plugin {reg.plugin if reg else '?'}")

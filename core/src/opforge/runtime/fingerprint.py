@@ -59,7 +59,7 @@ def relevant_versions(plugins: PluginSystem, model: Model, device_name: str) -> 
     regs = [plugins.devices.registration(b) for b in sorted(bases)]
     infos = [r.plugin for r in regs if r is not None]
     for node in model.get_ordered_ops():
-        if not str(node.version).startswith("opset"):
+        if not node.op.is_standard:
             reg = plugins.ops.registration(node.op.key())
             if reg is not None:
                 infos.append(reg.plugin)

@@ -135,7 +135,7 @@ def resolve_target(target: str | type[Op], plugins: Any = None) -> list[type[Op]
         op = ps.ops.lookup((type_name, opset))
         if op is None:
             have = sorted(f"{k[1]}::{k[0]}" for k in ps.ops.keys()  # noqa: SIM118 - a Registry
-                          if isinstance(k, tuple) and not str(k[1]).startswith("opset"))
+                          if isinstance(k, tuple) and (o := ps.ops.lookup(k)) is not None and not o.is_standard)
             raise OpcheckError(f"opcheck: no installed plugin provides the op {target}; custom ops installed: "
                                f"{', '.join(have) or 'none'}")
         return [op]

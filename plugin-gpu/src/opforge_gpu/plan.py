@@ -238,8 +238,13 @@ def check_request_memory(plan: Plan) -> None:
     total = plan.memory_bytes()
     have, where = info.global_mem_size, "its global memory"
     if info.type == "CPU":
-        # the host also stages each input (a contiguous copy in the device's element type)
+        # the host also stages each input (a contiguous copy in the device's element type), reads
+        # each output back, and converts it to the model's type where the device stores another
+        # (f16 storage of f32 outputs: INFERENCE_PRECISION_HINT=f16, the VPU)
         total += sum(plan.tensors[t].nbytes for t in plan.inputs)
+        for t, st in zip(plan.outputs, plan.output_storages):
+            size = plan.tensors[t].size
+            total += size * st.itemsize + (size * st.type.np.itemsize if st.type.np != st.np else 0)
         host = host_available_bytes()
         if host < have or not have:
             have, where = host, "the host memory available to this process (MemAvailable, RLIMIT_AS)"

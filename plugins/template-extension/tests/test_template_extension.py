@@ -58,7 +58,11 @@ def test_scale_needs_a_float_input() -> None:
         opforge.Node.create(TemplateIdentity, [x], {"scale": 3.0})
 
 
-@pytest.mark.parametrize("device", ["CPU", "GPU"])
+def _fp16(a: np.ndarray) -> np.ndarray:
+    return a.astype(np.float16).astype(np.float32)
+
+
+@pytest.mark.parametrize("device", ["CPU", "GPU", "VPU"])
 def test_kernel_on_device(device: str) -> None:
     core = opforge.Core()
     if device not in core.device_plugins() or not any(d.split(".")[0] == device for d in core.available_devices):
@@ -66,10 +70,12 @@ def test_kernel_on_device(device: str) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         compiled = core.compile_model(_model(), device)
-    np.testing.assert_allclose(compiled([X])["y"], np.maximum(X, 0) * 2, rtol=1e-6)
+    # the VPU stores every tensor in FP16: x, relu(x) and y are each rounded to half
+    want = _fp16(np.maximum(_fp16(X), 0) * 2) if device == "VPU" else np.maximum(X, 0) * 2
+    np.testing.assert_allclose(compiled([X])["y"], want, rtol=1e-6)
 
 
-@pytest.mark.parametrize("device", ["CPU", "GPU"])
+@pytest.mark.parametrize("device", ["CPU", "GPU", "VPU"])
 @pytest.mark.parametrize("shape", [(), (7,), (3, 5), (2, 3, 4), (2, 3, 4, 5), (2, 3, 2, 4, 5), (2, 1, 3, 2, 4, 3),
                                    (1, 2, 1, 2, 3, 2, 2)])
 def test_kernel_on_every_rank(device: str, shape: tuple[int, ...]) -> None:
@@ -85,7 +91,8 @@ def test_kernel_on_every_rank(device: str, shape: tuple[int, ...]) -> None:
         warnings.simplefilter("ignore")
         compiled = core.compile_model(opforge.Model([y], [x], name=f"rank{len(shape)}"), device)
     for _ in range(3):  # an out-of-bounds write shows up as corruption on a later run
-        np.testing.assert_array_equal(compiled([data])[0], data * np.float32(3.0))
+        want = _fp16(_fp16(data) * np.float32(3.0)) if device == "VPU" else data * np.float32(3.0)
+        np.testing.assert_array_equal(compiled([data])[0], want)
 
 
 def test_opcheck_passes_on_every_available_device() -> None:

@@ -36,6 +36,8 @@ def opforge_register_kernels(register: Register) -> None:
     # GPU: an OpenVINO-format custom kernel (XML + .cl) shipped as package resources; the GPU
     # plugin reads them from the installed package, so no loose files and no import of it here.
     register("GPU", TemplateIdentity, ("opforge_template_extension", "gpu/identity.xml"))
+    # VPU: an MVCL custom layer (XML + MYRIAD OpenCL C), for the opforge-vpu device.
+    register("VPU", TemplateIdentity, ("opforge_template_extension", "vpu/identity.xml"))
 
 
 class _CompiledCpuKernel:

@@ -222,3 +222,54 @@ def test_lstm_with_peepholes_matches_onnxruntime(device: str, direction: str, la
     for g, w in zip(got, want):
         assert g.shape == w.shape
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("mode", ["linear", "nearest"])
+@pytest.mark.parametrize("padding", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align", [0, 1])
+def test_volumetric_grid_sample_matches_onnx(device: str, mode: str, padding: str, align: int) -> None:
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((2, 3, 4, 5, 3)).astype(np.float32)
+    grid = rng.uniform(-1.3, 1.3, (2, 2, 3, 4, 3)).astype(np.float32)
+    node = h.make_node("GridSample", ["x", "grid"], ["y"], mode=mode, padding_mode=padding, align_corners=align)
+    feeds = {"x": x, "grid": grid}
+    model = _model(node, feeds, opset=20)
+    want = ReferenceEvaluator(model).run(None, feeds)[0]
+    got = OpforgeBackend.prepare(model, device=device).run([x, grid])[0]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_volumetric_col2im_matches_onnx(device: str) -> None:
+    rng = np.random.default_rng(8)
+    image, block = np.array([5, 6, 4], np.int64), np.array([2, 3, 2], np.int64)
+    attrs = {"strides": [1, 2, 1], "dilations": [2, 1, 1], "pads": [1, 0, 1, 0, 1, 0]}
+    nb = [(int(image[i]) + attrs["pads"][i] + attrs["pads"][i + 3] - (attrs["dilations"][i] * (int(block[i]) - 1) + 1))
+          // attrs["strides"][i] + 1 for i in range(3)]
+    x = rng.standard_normal((2, 3 * int(np.prod(block)), int(np.prod(nb)))).astype(np.float32)
+    node = h.make_node("Col2Im", ["x", "image", "block"], ["y"], **attrs)
+    model = _model(node, {"x": x}, [image, block], opset=18)
+    want = ReferenceEvaluator(model).run(None, {"x": x})[0]
+    got = OpforgeBackend.prepare(model, device=device).run([x])[0]
+    assert got.shape == want.shape == (2, 3, 5, 6, 4)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dt", [np.uint8, np.int8, np.int32])
+def test_integer_max_pool_is_exact(device: str, dt: Any) -> None:
+    x = _q((2, 3, 7, 6), dt) if dt != np.int32 else RNG.integers(-1000, 1000, (2, 3, 7, 6)).astype(dt)
+    node = h.make_node("MaxPool", ["x"], ["y"], kernel_shape=[3, 2], strides=[2, 1], pads=[1, 0, 1, 1])
+    _run_all(_model(node, {"x": x}, opset=12), {"x": x}, device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("axes", [[0, 2, 3], [1], [0, 3]])
+def test_mvn_over_any_axes_matches_onnx(device: str, axes: list[int]) -> None:
+    x = RNG.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    node = h.make_node("MeanVarianceNormalization", ["x"], ["y"], axes=axes)
+    model = _model(node, {"x": x}, opset=13)
+    want = ReferenceEvaluator(model).run(None, {"x": x})[0]
+    got = OpforgeBackend.prepare(model, device=device).run([x])[0]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)

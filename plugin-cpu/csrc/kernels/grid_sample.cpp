@@ -1,6 +1,7 @@
 // GridSample-9: data [N, C, H, W] sampled at the normalised (x, y) locations of grid
 // [N, Ho, Wo, 2]: nearest (ties to even), bilinear or bicubic (a = -0.75), with zeros, border or
 // reflection padding, align_corners as in the reference (coordinates in the data's type).
+// Volumetric data [N, C, D, H, W] with grid [N, Do, Ho, Wo, 3] (x, y, z): nearest or trilinear.
 #include <array>
 #include <cmath>
 
@@ -49,15 +50,21 @@ template <class T, class G> class GridSampleKernel : public Kernel {
     const T* x = in[0].ptr<T>();
     const G* g = in[1].ptr<G>();
     T* y = out[0].ptr<T>();
-    const int64_t N = ds_[0], C = ds_[1], H = ds_[2], Wd = ds_[3], Ho = gs_[1], Wo = gs_[2];
-    const int64_t dims[2] = {H, Wd};
-    parallel_range(N * Ho * Wo, ctx.num_threads, [&](int64_t r0, int64_t r1) {
+    // sp spatial axes (2: H, W; 3: D, H, W), outermost first; the grid lists them x, y(, z)
+    const int sp = static_cast<int>(ds_.size()) - 2;
+    const int64_t N = ds_[0], C = ds_[1];
+    int64_t dims[3] = {1, 1, 1}, in_sp = 1, out_sp = 1;
+    for (int k = 0; k < sp; ++k) {
+      dims[k] = ds_[2 + k];
+      in_sp *= dims[k];
+      out_sp *= gs_[1 + k];
+    }
+    parallel_range(N * out_sp, ctx.num_threads, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
-        const int64_t b = r / (Ho * Wo), pos = r % (Ho * Wo);
-        W co[2];
-        W lo[2], hi[2];
-        for (int k = 0; k < 2; ++k) {
-          W v = static_cast<W>(g[r * 2 + (1 - k)]);
+        const int64_t b = r / out_sp, pos = r % out_sp;
+        W co[3], lo[3], hi[3];
+        for (int k = 0; k < sp; ++k) {
+          W v = static_cast<W>(g[r * sp + (sp - 1 - k)]);
           const W size = static_cast<W>(dims[k]);
           co[k] = align_ ? (v + 1) / 2 * (size - 1) : ((v + 1) * size - 1) / 2;
           lo[k] = align_ ? W(0) : W(-0.5);
@@ -69,9 +76,11 @@ template <class T, class G> class GridSampleKernel : public Kernel {
             co[k] = reflect(co[k], lo[k], hi[k]);
           }
         }
-        auto pixel = [&](int64_t c, int64_t iy, int64_t ix) -> W {
-          int64_t idx[2] = {iy, ix};
-          for (int k = 0; k < 2; ++k) {
+        auto pixel = [&](int64_t c, const int64_t* at) -> W {
+          int64_t idx[3];
+          int64_t off = 0;
+          for (int k = 0; k < sp; ++k) {
+            idx[k] = at[k];
             if (pad_ == 0) {
               if (idx[k] < 0 || idx[k] >= dims[k]) return W(0);
             } else if (pad_ == 1) {
@@ -80,28 +89,42 @@ template <class T, class G> class GridSampleKernel : public Kernel {
               W rv = std::trunc(reflect(static_cast<W>(idx[k]), lo[k], hi[k]));
               idx[k] = std::min<int64_t>(std::max<int64_t>(static_cast<int64_t>(rv), 0), dims[k] - 1);
             }
+            off = off * dims[k] + idx[k];
           }
-          return static_cast<W>(x[((b * C + c) * H + idx[0]) * Wd + idx[1]]);
+          return static_cast<W>(x[(b * C + c) * in_sp + off]);
         };
+        int64_t base[3];
+        W frac[3];
+        for (int k = 0; k < sp; ++k) {
+          const W f = mode_ == 0 ? co[k] : std::floor(co[k]);
+          base[k] = static_cast<int64_t>(f);
+          frac[k] = co[k] - f;
+        }
         for (int64_t c = 0; c < C; ++c) {
           W acc = 0;
           if (mode_ == 0) {
-            acc = pixel(c, static_cast<int64_t>(co[0]), static_cast<int64_t>(co[1]));
-          } else {
-            const W by = std::floor(co[0]), bx = std::floor(co[1]);
-            const W fy = co[0] - by, fx = co[1] - bx;
-            const int64_t iy = static_cast<int64_t>(by), ix = static_cast<int64_t>(bx);
-            if (mode_ == 1) {
-              const W wy[2] = {1 - fy, fy}, wx[2] = {1 - fx, fx};
-              for (int i = 0; i < 2; ++i)
-                for (int j = 0; j < 2; ++j) acc = acc + wy[i] * wx[j] * pixel(c, iy + i, ix + j);
-            } else {
-              auto wy = cubic_coeffs(fy), wx = cubic_coeffs(fx);
-              for (int i = 0; i < 4; ++i)
-                for (int j = 0; j < 4; ++j) acc = acc + wy[i] * wx[j] * pixel(c, iy + i - 1, ix + j - 1);
+            acc = pixel(c, base);
+          } else if (mode_ == 1) {
+            // 2^sp corners; weights multiply outermost axis first, as the reference does
+            for (int corner = 0; corner < (1 << sp); ++corner) {
+              int64_t at[3];
+              W wgt = 1;
+              for (int k = 0; k < sp; ++k) {
+                const int bit = (corner >> (sp - 1 - k)) & 1;
+                at[k] = base[k] + bit;
+                wgt = k == 0 ? (bit ? frac[k] : 1 - frac[k]) : wgt * (bit ? frac[k] : 1 - frac[k]);
+              }
+              acc = acc + wgt * pixel(c, at);
             }
+          } else {
+            auto wy = cubic_coeffs(frac[0]), wx = cubic_coeffs(frac[1]);
+            for (int i = 0; i < 4; ++i)
+              for (int j = 0; j < 4; ++j) {
+                const int64_t at[2] = {base[0] + i - 1, base[1] + j - 1};
+                acc = acc + wy[i] * wx[j] * pixel(c, at);
+              }
           }
-          y[(b * C + c) * Ho * Wo + pos] = static_cast<T>(acc);
+          y[(b * C + c) * out_sp + pos] = static_cast<T>(acc);
         }
       }
     }, 256);
@@ -125,7 +148,9 @@ std::unique_ptr<Kernel> make_grid_sample(NodeDesc& n) {
 }
 std::string check_grid_sample(const NodeDesc& n) {
   if (n.in(1).dtype != DType::f32 && n.in(1).dtype != DType::f64) return "GridSample grid must be f32 or f64";
-  if (n.in(0).shape.size() != 4) return "GridSample supports 4-D data only";
+  const size_t r = n.in(0).shape.size();
+  if (r != 4 && r != 5) return "GridSample supports 4-D and 5-D data only";
+  if (r == 5 && n.attrs.s("mode", "bilinear") == "bicubic") return "bicubic GridSample is 2-D only";
   return check_unary(n, Types::Float);
 }
 

@@ -1,5 +1,6 @@
 // MaxPool-8: values by oneDNN; when the indices output is read, a direct loop that also writes
-// the flat index of each maximum (oneDNN's workspace is not in OpenVINO's index format).
+// the flat index of each maximum (oneDNN's workspace is not in OpenVINO's index format). Integer
+// tensors (u8, i8, i32...) take the direct loop too: exact, with or without indices.
 #include "core/nn.hpp"
 #include "core/elementwise.hpp"
 
@@ -8,7 +9,7 @@
 namespace opforge_cpu {
 
 namespace {
-class MaxPoolIndices : public Kernel {
+template <class T> class MaxPoolIndices : public Kernel {
  public:
   explicit MaxPoolIndices(const NodeDesc& n) : xs_(n.in(0).shape), ys_(n.outputs[0].shape) {
     const int sp = static_cast<int>(xs_.size()) - 2;
@@ -20,11 +21,12 @@ class MaxPoolIndices : public Kernel {
     axis_ = n.attrs.i("axis", 0);
     if (axis_ < 0) axis_ += static_cast<int64_t>(xs_.size());
     idx64_ = n.outputs.size() > 1 && n.outputs[1].dtype == DType::i64;
+    with_idx_ = n.outputs.size() > 1;
   }
   void run(RunContext& ctx, const TensorView* in, TensorView* out, Bound*) override {
     const int sp = static_cast<int>(xs_.size()) - 2;
-    const float* x = in[0].ptr<float>();
-    float* y = out[0].ptr<float>();
+    const T* x = in[0].ptr<T>();
+    T* y = out[0].ptr<T>();
     const int64_t N = xs_[0], C = xs_[1];
     int64_t in_sp = 1, out_sp = 1;
     for (int i = 0; i < sp; ++i) {
@@ -37,12 +39,13 @@ class MaxPoolIndices : public Kernel {
     parallel_range(N * C, ctx.num_threads, [&](int64_t b, int64_t e) {
       std::vector<int64_t> o(sp), w(sp);
       for (int64_t nc = b; nc < e; ++nc) {
-        const float* xp = x + nc * in_sp;
+        const T* xp = x + nc * in_sp;
         int64_t base = (nc / C) * idx_stride_n + (nc % C) * idx_stride_c;
         for (int64_t oi = 0; oi < out_sp; ++oi) {
           int64_t r = oi;
           for (int d = sp - 1; d >= 0; --d) { o[d] = r % ys_[2 + d]; r /= ys_[2 + d]; }
-          float best = -std::numeric_limits<float>::infinity();
+          T best = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
+                                                        : std::numeric_limits<T>::lowest();
           int64_t best_i = -1;
           int64_t total = 1;
           for (int d = 0; d < sp; ++d) total *= kernel_[d];
@@ -61,6 +64,7 @@ class MaxPoolIndices : public Kernel {
             if (best_i < 0 || xp[off] > best) { best = xp[off]; best_i = off; }
           }
           y[nc * out_sp + oi] = best;
+          if (!with_idx_) continue;
           int64_t flat = best_i < 0 ? 0 : base + best_i;
           if (idx64_) out[1].ptr<int64_t>()[nc * out_sp + oi] = flat;
           else out[1].ptr<int32_t>()[nc * out_sp + oi] = static_cast<int32_t>(flat);
@@ -73,16 +77,31 @@ class MaxPoolIndices : public Kernel {
   Shape xs_, ys_;
   std::vector<int64_t> kernel_, strides_, dil_, pb_;
   int64_t axis_ = 0;
-  bool idx64_ = true;
+  bool idx64_ = true, with_idx_ = true;
 };
 }  // namespace
 
 std::unique_ptr<Kernel> make_max_pool(NodeDesc& n) {
-  if (n.attrs.b("need_indices", true) && n.outputs.size() > 1) {
-    if (n.in(0).dtype != DType::f32) throw CompileFailure("the CPU device pools f32 tensors only");
-    return std::make_unique<MaxPoolIndices>(n);
+  const DType t = n.in(0).dtype;
+  if (t != DType::f32) {
+    std::unique_ptr<Kernel> k;
+    switch (t) {
+      case DType::u8: k = std::make_unique<MaxPoolIndices<uint8_t>>(n); break;
+      case DType::i8: k = std::make_unique<MaxPoolIndices<int8_t>>(n); break;
+      case DType::i32: k = std::make_unique<MaxPoolIndices<int32_t>>(n); break;
+      case DType::i64: k = std::make_unique<MaxPoolIndices<int64_t>>(n); break;
+      default: throw CompileFailure(std::string("MaxPool of ") + dtype_name(t) + " is not supported");
+    }
+    return k;
   }
+  if (n.attrs.b("need_indices", true) && n.outputs.size() > 1) return std::make_unique<MaxPoolIndices<float>>(n);
   return make_dnnl_pool(n, true);
+}
+
+std::string check_max_pool(const NodeDesc& n) {
+  const DType t = n.in(0).dtype;
+  if (t == DType::f32 || t == DType::u8 || t == DType::i8 || t == DType::i32 || t == DType::i64) return "";
+  return std::string("element type ") + dtype_name(t) + " is not supported (f32, u8, i8, i32, i64)";
 }
 
 }  // namespace opforge_cpu

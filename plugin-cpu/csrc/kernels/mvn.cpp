@@ -76,6 +76,77 @@ template <class T> class MvnKernel : public Kernel {
   double eps_ = 1e-9;
 };
 
+// MVN over any set of axes (ONNX MeanVarianceNormalization's default [0, 2, 3] of NCHW): each
+// group of the kept axes gathers its elements through precomputed offsets. No fused scale/shift
+// (the LayerNorm fusion only forms trailing-axis MVNs).
+template <class T> class MvnAnyAxesKernel : public Kernel {
+ public:
+  MvnAnyAxesKernel(const NodeDesc& n, const std::vector<bool>& red) {
+    const Shape& s = n.in(0).shape;
+    const Shape st = strides_of(s);
+    base_ = {0};
+    offs_ = {0};
+    for (size_t d = 0; d < s.size(); ++d) {
+      auto& v = red[d] ? offs_ : base_;
+      std::vector<int64_t> next;
+      next.reserve(v.size() * s[d]);
+      for (int64_t o : v)
+        for (int64_t i = 0; i < s[d]; ++i) next.push_back(o + i * st[d]);
+      v.swap(next);
+    }
+    norm_var_ = n.attrs.b("normalize_variance", true);
+    eps_ = n.attrs.f("eps", 1e-9);
+    inside_ = n.attrs.s("eps_mode", "inside_sqrt") == "inside_sqrt";
+  }
+  std::string impl_name() const override { return "mvn_axes"; }
+  void run(RunContext& ctx, const TensorView* in, TensorView* out, Bound*) override {
+    const T* x = in[0].ptr<T>();
+    T* y = out[0].ptr<T>();
+    const double cols = static_cast<double>(offs_.size());
+    parallel_range(static_cast<int64_t>(base_.size()), ctx.num_threads, [&](int64_t g0, int64_t g1) {
+      for (int64_t g = g0; g < g1; ++g) {
+        const int64_t b = base_[g];
+        double sum = 0;
+        for (int64_t o : offs_) sum += x[b + o];
+        const double mean = sum / cols;
+        double inv = 1.0;
+        if (norm_var_) {
+          double sq = 0;
+          for (int64_t o : offs_) {
+            const double d = x[b + o] - mean;
+            sq += d * d;
+          }
+          const double var = sq / cols;
+          inv = inside_ ? 1.0 / std::sqrt(var + eps_) : 1.0 / (std::sqrt(var) + eps_);
+        }
+        const T m = static_cast<T>(mean), sc = static_cast<T>(inv);
+        for (int64_t o : offs_) y[b + o] = (x[b + o] - m) * sc;
+      }
+    }, 1);
+  }
+
+ private:
+  std::vector<int64_t> base_, offs_;  // element offsets of each kept group, and within a group
+  bool norm_var_ = true, inside_ = true;
+  double eps_ = 1e-9;
+};
+
+std::vector<bool> reduced_axes(const NodeDesc& n) {
+  const int64_t r = static_cast<int64_t>(n.in(0).shape.size());
+  std::vector<bool> red(r, false);
+  for (auto a : n.const_ints(1)) red[normalize_axis(a, r)] = true;
+  return red;
+}
+
+bool trailing(const std::vector<bool>& red) {
+  bool seen = false;
+  for (bool v : red) {
+    if (v) seen = true;
+    else if (seen) return false;
+  }
+  return true;
+}
+
 // f32 LayerNorm over the trailing axes (inside_sqrt, per-column or no gamma/beta): oneDNN's
 // layer_normalization primitive (vectorised; the hand-written loop above is scalar).
 class DnnlLayerNorm : public DnnlKernel {
@@ -129,8 +200,15 @@ std::unique_ptr<Kernel> try_dnnl_layer_norm(const NodeDesc& n) {
 }  // namespace
 
 std::unique_ptr<Kernel> make_mvn(NodeDesc& n) {
-  if (auto k = try_dnnl_layer_norm(n)) return k;
   std::unique_ptr<Kernel> k;
+  const auto red = reduced_axes(n);
+  if (!trailing(red)) {
+    if (n.attrs.b("has_scale", false) || n.attrs.b("has_shift", false))
+      throw CompileFailure("a fused scale/shift needs MVN over trailing axes");
+    dispatch_float(n.in(0).dtype, [&](auto tag) { k = std::make_unique<MvnAnyAxesKernel<OPF_TYPE_OF(tag)>>(n, red); });
+    return k;
+  }
+  if (auto dk = try_dnnl_layer_norm(n)) return dk;
   dispatch_float(n.in(0).dtype, [&](auto tag) { k = std::make_unique<MvnKernel<OPF_TYPE_OF(tag)>>(n); });
   return k;
 }
@@ -145,11 +223,8 @@ std::string check_mvn(const NodeDesc& n) {
     if (x < 0 || x >= r) return "MVN axis out of range";
     red[x] = true;
   }
-  bool seen = false;
-  for (int64_t i = 0; i < r; ++i) {
-    if (red[i]) seen = true;
-    else if (seen) return "MVN over non-trailing axes is not supported by the CPU device";
-  }
+  if (!trailing(red) && (n.attrs.b("has_scale", false) || n.attrs.b("has_shift", false)))
+    return "a fused scale/shift needs MVN over trailing axes";
   return "";
 }
 

@@ -90,6 +90,7 @@ std::string check_logical_xor(const NodeDesc& n);
 std::unique_ptr<Kernel> make_mat_mul(NodeDesc& n);
 std::string check_mat_mul(const NodeDesc& n);
 std::unique_ptr<Kernel> make_max_pool(NodeDesc& n);
+std::string check_max_pool(const NodeDesc& n);
 std::unique_ptr<Kernel> make_maximum(NodeDesc& n);
 std::string check_maximum(const NodeDesc& n);
 std::unique_ptr<Kernel> make_minimum(NodeDesc& n);
@@ -302,7 +303,7 @@ const std::vector<KernelEntry>& kernel_table() {
       {"LogicalOr", make_logical_or, check_logical_or, false},
       {"LogicalXor", make_logical_xor, check_logical_xor, false},
       {"MatMul", make_mat_mul, check_mat_mul, false},
-      {"MaxPool", make_max_pool, check_float, true},
+      {"MaxPool", make_max_pool, check_max_pool, true},
       {"Maximum", make_maximum, check_maximum, false},
       {"Minimum", make_minimum, check_minimum, false},
       {"Mish", make_mish, check_mish, true},

@@ -273,3 +273,38 @@ def test_mvn_over_any_axes_matches_onnx(device: str, axes: list[int]) -> None:
     want = ReferenceEvaluator(model).run(None, {"x": x})[0]
     got = OpforgeBackend.prepare(model, device=device).run([x])[0]
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_cpu_image_decoder_names_the_node_for_undecodable_data() -> None:
+    if "CPU" not in DEVICES:
+        pytest.skip("no CPU device here")
+    data = np.arange(40, dtype=np.uint8)
+    node = h.make_node("ImageDecoder", ["x"], ["y"])
+    rep = OpforgeBackend.prepare(_model(node, {"x": data}, opset=20), device="CPU")
+    with pytest.raises(opforge.errors.KernelError, match=r"device CPU: node 'y.*ImageDecoder.*not an image"):
+        rep.run([data])
+
+
+def test_tf_idf_vectorizer_refuses_inconsistent_attributes() -> None:
+    x = opforge.op("Parameter", element_type="i64", shape=[2, 5])
+    attrs: dict[str, Any] = {"mode": "TF", "min_gram_length": 1, "max_gram_length": 2, "max_skip_count": 0,
+                             "ngram_counts": [0, 2], "pool_int64s": [1, 2, 3, 4]}
+    with pytest.raises(opforge.errors.AttributeValidationError, match="ngram_indexes has only 2"):
+        opforge.op("TfIdfVectorizer", x, ngram_indexes=[0, 1], **attrs)
+    with pytest.raises(opforge.errors.AttributeValidationError, match="weights are indexed by output column"):
+        opforge.op("TfIdfVectorizer", x, ngram_indexes=[0, 1, 5], weights=[1.0], **attrs)
+    f = opforge.op("Parameter", element_type="f32", shape=[5])
+    with pytest.raises(ShapeInferenceError, match="must be i32 or i64"):
+        opforge.op("TfIdfVectorizer", f, ngram_indexes=[0, 1, 2], **attrs)
+
+
+def test_gpu_bit_cast_refuses_f16_storage_of_f32() -> None:
+    if "GPU" not in DEVICES:
+        pytest.skip("no GPU here")
+    from opforge.frontend import convert_model
+
+    x = np.ones((2, 2), np.float32)
+    model = _model(h.make_node("BitCast", ["x"], ["y"], to=T.INT32), {"x": x}, opset=26)
+    m = convert_model(model.SerializeToString(), framework="onnx")
+    with pytest.raises(opforge.errors.UnsupportedOpError, match="needs the exact bits"):
+        opforge.Core().compile_model(m, "GPU", {"INFERENCE_PRECISION_HINT": "f16"})({"x": x})

@@ -232,11 +232,23 @@ class AsyncInferQueue:
             return self._idle[0]
 
     def start_async(self, inputs: Inputs = None, userdata: Any = None) -> None:
+        """Run ``inputs`` on the next idle request. As :meth:`InferRequest.start_async`, the
+        inputs are copied here, in the caller's thread, so the caller may reuse its arrays at
+        once; a bad input is re-raised from :meth:`wait_all`, like any error of a job."""
         with self._cond:
             while not self._idle:
                 self._cond.wait()
             rid = self._idle.pop(0)
         req = self._requests[rid]
+        if inputs is not None:
+            try:
+                inputs = [np.array(a, copy=True) for a in bind_inputs(req._compiled._model, inputs)]
+            except Exception as err:  # noqa: BLE001 - re-raised from wait_all()
+                self._errors.append(err)
+                with self._cond:
+                    self._idle.append(rid)
+                    self._cond.notify_all()
+                return
 
         def job() -> None:
             try:

@@ -176,28 +176,6 @@ def _convert(args: argparse.Namespace) -> int:
     return 0
 
 
-def _query(args: argparse.Namespace) -> int:
-    from opforge.runtime.core import Core
-
-    core = Core()
-    for ext in args.extension or []:
-        core.add_extension(ext)
-    try:
-        # The placement report and the drawings belong to the HETERO plugin, which explains a
-        # single device as well as a list of them.
-        from opforge_hetero.cli import query_command
-    except ImportError:
-        if args.dump:
-            raise OpforgeError("--dump needs the HETERO plugin: pip install opforge-hetero") from None
-        model = core.read_model(args.model)
-        supported = core.query_model(model, args.device)
-        ops = [n for n in model.get_ordered_ops() if n.type_name not in ("Parameter", "Result", "Constant")]
-        for n in ops:
-            print(f"{n.name} ({n.type_name}): {supported.get(n.name, 'UNSUPPORTED')}")
-        return 0 if all(n.name in supported for n in ops) else 1
-    return query_command(core, args.model, args.device, args.dump, all_nodes=args.all)
-
-
 def _demo(args: argparse.Namespace) -> int:
     from opforge.demo import run_demo
 
@@ -243,15 +221,6 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--allow-unsupported", action="store_true", help="keep unsupported ops as placeholders")
     sc.add_argument("--json", action="store_true", help="print the summary as JSON")
     sc.set_defaults(func=_convert)
-
-    sq = sub.add_parser("query", help="which device runs each operation (query_model), and why")
-    sq.add_argument("model")
-    sq.add_argument("-d", "--device", required=True, help="a device or HETERO:GPU,CPU")
-    sq.add_argument("--dump", help="draw the placement: .svg, .dot or .html")
-    sq.add_argument("--all", action="store_true", help="list every node, not only the operations")
-    sq.add_argument("--extension", action="append",
-                    help="extension to load first: installed plugin name, module path or .py file")
-    sq.set_defaults(func=_query)
 
     sm = sub.add_parser("demo", help="the main job on the bundled sample model (custom op)")
     sm.add_argument("--out", default="opforge-demo-out", help="folder for the files it writes")

@@ -3,6 +3,7 @@ calls (the sub-command itself lives in ``opforge.cli``)."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from collections.abc import Mapping
@@ -38,3 +39,22 @@ def query_command(core: Core, model_path: str | os.PathLike[str] | Model, device
         print(f"error: {e}", file=stderr)
         return 2
     return 1 if placement.unsupported else 0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``opforge query`` (registered by :mod:`opforge_hetero.plugin`)."""
+    parser.add_argument("model")
+    parser.add_argument("-d", "--device", required=True, help="a device or HETERO:GPU,CPU")
+    parser.add_argument("--dump", help="draw the placement: .svg, .dot or .html")
+    parser.add_argument("--all", action="store_true", help="list every node, not only the operations")
+    parser.add_argument("--extension", action="append",
+                        help="extension to load first: installed plugin name, module path or .py file")
+
+
+def run(args: argparse.Namespace) -> int:
+    """``opforge query``: the placement report of :func:`query_command`, with the extensions
+    loaded into a fresh Core first (the model may use their ops)."""
+    core = Core()
+    for ext in args.extension or []:
+        core.add_extension(ext)
+    return query_command(core, args.model, args.device, args.dump, all_nodes=args.all)

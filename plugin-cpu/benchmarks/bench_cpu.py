@@ -4,14 +4,21 @@ Uses the real benchmark models of ``shared/bench`` when ``--models`` points at t
 ``make_models.py``); otherwise builds stand-ins with onnx.helper: a ResNet-like CNN (conv + BN +
 residual + ReLU), a MobileNetV2-like CNN (depthwise + Clip), an MLP (3 Gemm + ReLU) and a
 BERT-like encoder (LayerNormalization, erf GELU, attention). opforge reads the same ONNX file
-through its ONNX frontend. Prints median latencies (ms) and ratios opforge / peer.
+through its ONNX frontend. Prints the host's CPU, oneDNN ISA and load, then median latencies
+(ms, engines timed in alternating rounds) and ratios opforge / peer.
+
+``--precision f32`` compares opforge f32 with OpenVINO f32; ``--precision bf16`` compares opforge
+with INFERENCE_PRECISION_HINT=bf16 against OpenVINO at its default precision (bf16 on hosts with
+bf16 arithmetic, f32 elsewhere; the column says which). ONNX Runtime runs f32 in both.
 
     python plugin-cpu/benchmarks/bench_cpu.py [--models /tmp/bench-models] [--threads 1 2] [--runs 50]
+        [--precision f32 bf16]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -252,29 +259,38 @@ def median_ms(fn: Callable[[], Any], runs: int, warmup: int = 5) -> float:
     return statistics.median(times)
 
 
-def run_opforge(path: Path, feeds: dict[str, np.ndarray], threads: int, runs: int) -> tuple[float, np.ndarray]:
+#: an engine prepared for one model: (infer callable, its first output, resolved precision)
+Prepared = tuple[Callable[[], Any], np.ndarray, str]
+
+
+def prepare_opforge(path: Path, feeds: dict[str, np.ndarray], threads: int, precision: str = "f32") -> Prepared:
     import opforge
 
     core = opforge.Core()
     model = core.read_model(str(path))
-    compiled = core.compile_model(model, "CPU", {"INFERENCE_NUM_THREADS": threads})
+    compiled = core.compile_model(model, "CPU", {"INFERENCE_NUM_THREADS": threads,
+                                                 "INFERENCE_PRECISION_HINT": precision})
     req = compiled.create_infer_request()
     out = req.infer(feeds)[0]
-    return median_ms(lambda: req.infer(feeds), runs), np.asarray(out)
+    return (lambda: req.infer(feeds)), np.asarray(out), str(compiled.get_property("INFERENCE_PRECISION_HINT"))
 
 
-def run_openvino(path: Path, feeds: dict[str, np.ndarray], threads: int, runs: int) -> tuple[float, np.ndarray]:
+def prepare_openvino(path: Path, feeds: dict[str, np.ndarray], threads: int, precision: str | None = "f32") -> Prepared:
+    """``precision=None``: OpenVINO's default for this host (bf16 where the CPU has bf16)."""
     import openvino as ov
 
     core = ov.Core()
-    compiled = core.compile_model(str(path), "CPU", {"INFERENCE_NUM_THREADS": threads, "INFERENCE_PRECISION_HINT": "f32",
-                                                     "PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": 1})
+    config: dict[str, Any] = {"INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": 1}
+    if precision is not None:
+        config["INFERENCE_PRECISION_HINT"] = precision
+    compiled = core.compile_model(str(path), "CPU", config)
     req = compiled.create_infer_request()
     out = req.infer(feeds)[0]
-    return median_ms(lambda: req.infer(feeds), runs), np.asarray(out)
+    prec = compiled.get_property("INFERENCE_PRECISION_HINT")  # an ov.Type: "f32", "bf16"
+    return (lambda: req.infer(feeds)), np.asarray(out), str(getattr(prec, "get_type_name", lambda: prec)())
 
 
-def run_ort(path: Path, feeds: dict[str, np.ndarray], threads: int, runs: int) -> tuple[float, np.ndarray]:
+def prepare_ort(path: Path, feeds: dict[str, np.ndarray], threads: int) -> Prepared:
     import onnxruntime as ort
 
     so = ort.SessionOptions()
@@ -282,14 +298,75 @@ def run_ort(path: Path, feeds: dict[str, np.ndarray], threads: int, runs: int) -
     so.inter_op_num_threads = 1
     sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
     out = sess.run(None, feeds)[0]
-    return median_ms(lambda: sess.run(None, feeds), runs), np.asarray(out)
+    return (lambda: sess.run(None, feeds)), np.asarray(out), "f32"
+
+
+def run_opforge(path: Path, feeds: dict[str, np.ndarray], threads: int, runs: int) -> tuple[float, np.ndarray]:
+    fn, out, _ = prepare_opforge(path, feeds, threads)
+    return median_ms(fn, runs), out
+
+
+def run_openvino(path: Path, feeds: dict[str, np.ndarray], threads: int, runs: int) -> tuple[float, np.ndarray]:
+    fn, out, _ = prepare_openvino(path, feeds, threads)
+    return median_ms(fn, runs), out
+
+
+def run_ort(path: Path, feeds: dict[str, np.ndarray], threads: int, runs: int) -> tuple[float, np.ndarray]:
+    fn, out, _ = prepare_ort(path, feeds, threads)
+    return median_ms(fn, runs), out
+
+
+def interleaved_medians(fns: dict[str, Callable[[], Any]], runs: int, rounds: int = 10,
+                        warmup: int = 5) -> dict[str, float]:
+    """Median latency of each engine, timed in alternating rounds (engine A ``runs/rounds``
+    times, then B, then C, again...), so load that comes and goes on a shared machine falls on
+    every engine alike instead of on whichever ran during a busy spell."""
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
+    per_round = max(1, runs // rounds)
+    times: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(rounds):
+        for k, fn in fns.items():
+            for _ in range(per_round):
+                t0 = time.perf_counter()
+                fn()
+                times[k].append((time.perf_counter() - t0) * 1e3)
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+def host_header() -> str:
+    """CPU model, the ISA oneDNN dispatches to (what decides f32/bf16 speed) and the load."""
+    import platform
+
+    from opforge_cpu._loader import load_core
+
+    core = load_core()
+    model = platform.processor() or "CPU"
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            model = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), model)
+    except OSError:
+        pass
+    load = " ".join(f"{v:.2f}" for v in os.getloadavg())
+    return (f"# host: {model}; oneDNN {core.onednn_version()} ISA {core.cpu_isa()}; native bf16: "
+            f"{'yes' if core.native_bf16() else 'no'}; {os.cpu_count()} CPUs; load average {load}")
+
+
+def relerr(a: np.ndarray, b: np.ndarray) -> str:
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    return f"{float(np.max(np.abs(a64 - b64)) / max(np.max(np.abs(b64)), 1e-12)):.2e}"
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", type=Path, help="folder of make_models.py output (resnet18.onnx ...)")
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    ap.add_argument("--runs", type=int, default=50)
+    ap.add_argument("--runs", type=int, default=50, help="timed runs per engine (split over --rounds)")
+    ap.add_argument("--rounds", type=int, default=10, help="alternating rounds the runs are split into")
+    ap.add_argument("--precision", nargs="+", default=["f32"], choices=["f32", "bf16"],
+                    help="f32: opforge f32 vs OpenVINO f32; bf16: opforge bf16 vs OpenVINO's default "
+                         "precision (bf16 on hosts with bf16). ONNX Runtime is f32 in both.")
     ap.add_argument("--only", nargs="*", help="model names to run")
     args = ap.parse_args()
 
@@ -312,25 +389,39 @@ def main() -> int:
     if args.only:
         models = {k: v for k, v in models.items() if k in args.only}
 
-    runners = {"opforge": run_opforge, "openvino": run_openvino, "onnxruntime": run_ort}
-    print(f"{'model':<16}{'thr':>4}" + "".join(f"{k:>14}" for k in runners) + f"{'of/ov':>8}{'of/ort':>8}{'max rel err':>13}")
+    print(host_header())
+    print(f"# median of {args.runs} runs per engine in {args.rounds} alternating rounds; ms")
+    print(f"{'model':<14}{'prec':>6}{'thr':>4}{'opforge':>10}{'openvino':>14}{'onnxrt f32':>12}"
+          f"{'of/ov':>8}{'of/ort':>8}{'err vs ort':>12}{'load':>6}")
     for name, (path, feeds) in models.items():
-        for t in args.threads:
-            res: dict[str, float] = {}
-            outs: dict[str, np.ndarray] = {}
-            for k, fn in runners.items():
-                try:
-                    res[k], outs[k] = fn(path, feeds, t, args.runs)
-                except Exception as err:  # noqa: BLE001 - one failing engine must not hide the others
-                    print(f"  {k} failed on {name}: {type(err).__name__}: {str(err)[:300]}", file=sys.stderr)
-            cols = "".join(f"{res[k]:>14.3f}" if k in res else f"{'-':>14}" for k in runners)
-            r_ov = f"{res['opforge'] / res['openvino']:>8.2f}" if "opforge" in res and "openvino" in res else f"{'-':>8}"
-            r_ort = f"{res['opforge'] / res['onnxruntime']:>8.2f}" if "opforge" in res and "onnxruntime" in res else f"{'-':>8}"
-            err = "-"
-            if "opforge" in outs and "onnxruntime" in outs:
-                a, b = outs["opforge"].astype(np.float64), outs["onnxruntime"].astype(np.float64)
-                err = f"{float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-12)):.2e}"
-            print(f"{name:<16}{t:>4}{cols}{r_ov}{r_ort}{err:>13}", flush=True)
+        for prec in args.precision:
+            for t in args.threads:
+                prepared: dict[str, Prepared] = {}
+                makers: dict[str, Callable[..., Prepared]] = {
+                    "opforge": lambda p, f, n: prepare_opforge(p, f, n, prec),  # noqa: B023 - called at once
+                    # bf16 rows: OpenVINO at its own default precision, not forced
+                    "openvino": lambda p, f, n: prepare_openvino(p, f, n, "f32" if prec == "f32" else None),  # noqa: B023
+                    "onnxruntime": prepare_ort,
+                }
+                for k, make in makers.items():
+                    try:
+                        prepared[k] = make(path, feeds, t)
+                    except Exception as err:  # noqa: BLE001 - one failing engine must not hide the others
+                        print(f"  {k} failed on {name}: {type(err).__name__}: {str(err)[:300]}", file=sys.stderr)
+                res = interleaved_medians({k: v[0] for k, v in prepared.items()}, args.runs, args.rounds)
+                ov_prec = prepared["openvino"][2] if "openvino" in prepared else "-"
+                cols = "".join(f"{res[k]:>10.3f}" if k in res else f"{'-':>10}" for k in ["opforge"])
+                cols += f"{res['openvino']:>8.3f} {ov_prec:<5}" if "openvino" in res else f"{'-':>14}"
+                cols += f"{res['onnxruntime']:>12.3f}" if "onnxruntime" in res else f"{'-':>12}"
+                r_ov = f"{res['opforge'] / res['openvino']:>8.2f}" if "opforge" in res and "openvino" in res else f"{'-':>8}"
+                r_ort = (f"{res['opforge'] / res['onnxruntime']:>8.2f}" if "opforge" in res and "onnxruntime" in res
+                         else f"{'-':>8}")
+                err = relerr(prepared["opforge"][1], prepared["onnxruntime"][1]) \
+                    if "opforge" in prepared and "onnxruntime" in prepared else "-"
+                of_prec = prepared["opforge"][2] if "opforge" in prepared else prec
+                print(f"{name:<14}{of_prec:>6}{t:>4}{cols}{r_ov}{r_ort}{err:>12}{os.getloadavg()[0]:>6.1f}",
+                      flush=True)
+                prepared.clear()
     return 0
 
 

@@ -489,6 +489,32 @@ PYBIND11_MODULE(_core, m) {
     return static_cast<const opforge_cpu_kernel*>(p)->abi_version;
   });
   m.def("max_threads", []() { return omp_get_num_procs(); });
+  // The instruction set oneDNN dispatches to here (cpuid, capped by DNNL_MAX_CPU_ISA): the
+  // benchmark prints it, and INFERENCE_PRECISION_HINT=bf16 needs a native bf16 one.
+  m.def("cpu_isa", []() -> std::string {
+    switch (dnnl::get_effective_cpu_isa()) {
+      case dnnl::cpu_isa::sse41: return "sse41";
+      case dnnl::cpu_isa::avx: return "avx";
+      case dnnl::cpu_isa::avx2: return "avx2";
+      case dnnl::cpu_isa::avx2_vnni: return "avx2_vnni";
+      case dnnl::cpu_isa::avx2_vnni_2: return "avx2_vnni_2";
+      case dnnl::cpu_isa::avx512_core: return "avx512_core";
+      case dnnl::cpu_isa::avx512_core_vnni: return "avx512_core_vnni";
+      case dnnl::cpu_isa::avx512_core_bf16: return "avx512_core_bf16";
+      case dnnl::cpu_isa::avx512_core_fp16: return "avx512_core_fp16";
+      case dnnl::cpu_isa::avx512_core_amx: return "avx512_core_amx";
+      case dnnl::cpu_isa::avx512_core_amx_fp16: return "avx512_core_amx_fp16";
+      default: return "x86-64";
+    }
+  });
+  // bf16 dot products in hardware (AVX512_BF16, AMX-BF16, AVX-NE-CONVERT): the ISA values are
+  // cumulative bit masks, so every ISA above one of these two contains its bits.
+  m.def("native_bf16", []() {
+    const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+    const auto bf16 = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);
+    const auto ne = static_cast<unsigned>(dnnl::cpu_isa::avx2_vnni_2);
+    return (isa & bf16) == bf16 || (isa & ne) == ne;
+  });
   m.def("onednn_version", []() {
     const dnnl_version_t* v = dnnl_version();
     return std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);

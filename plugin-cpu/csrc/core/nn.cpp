@@ -159,6 +159,13 @@ dnnl::memory::desc any_md(DType t, const Shape& s) {
   return dnnl::memory::desc(to_dims(s), dnnl_type(t), dnnl::memory::format_tag::any);
 }
 
+// oneDNN's reference implementations ("ref:any", "ref_int8"...) are the fallback it finds when
+// no optimised kernel fits; for a bf16 request that means a host without bf16 support.
+bool is_reference_impl(const dnnl::primitive_desc_base& pd) {
+  const char* info = pd.impl_info_str();
+  return info == nullptr || std::string(info).rfind("ref", 0) == 0;
+}
+
 }  // namespace
 
 std::unique_ptr<Kernel> make_dnnl_conv(NodeDesc& n, bool grouped) {
@@ -199,27 +206,49 @@ std::unique_ptr<Kernel> make_dnnl_conv(NodeDesc& n, bool grouped) {
   dnnl::post_ops ops;
   append_post_ops(ops, post);
   attr.set_post_ops(ops);
-  auto mk = [&](const dnnl::memory::desc& s) {
+  auto mk = [&](const dnnl::memory::desc& s, const dnnl::memory::desc& w, const dnnl::memory::desc& d) {
     return has_bias
                ? dnnl::convolution_forward::primitive_desc(cpu_engine(), dnnl::prop_kind::forward_inference,
                                                            dnnl::algorithm::convolution_direct, s,
-                                                           w_const ? w_any : w_plain, bias_md, dst_md, to_dims(strides),
+                                                           w, bias_md, d, to_dims(strides),
                                                            ddil, to_dims(pb), to_dims(pe), attr)
                : dnnl::convolution_forward::primitive_desc(cpu_engine(), dnnl::prop_kind::forward_inference,
                                                            dnnl::algorithm::convolution_direct, s,
-                                                           w_const ? w_any : w_plain, dst_md, to_dims(strides), ddil,
+                                                           w, d, to_dims(strides), ddil,
                                                            to_dims(pb), to_dims(pe), attr);
   };
   dnnl::convolution_forward::primitive_desc pd;
-  try {
-    pd = mk(src_md);
-  } catch (const dnnl::error&) {
-    pd = mk(user_src);  // no implementation for "any": use the tensor's own layout
+  // INFERENCE_PRECISION_HINT=bf16 (attribute set by the emitter): bf16 source and weights, f32
+  // accumulation and bias. The source is converted in the kernel's scratch by the same reorder
+  // that changes its layout. The destination is f32, so every other kernel keeps reading f32,
+  // except where the emitter found that only bf16 convolutions read it ("bf16_output"): then it
+  // is bf16 (half the memory traffic, no conversion in the reader). Only when a fast
+  // implementation exists: a reference one would be far slower than f32.
+  bool bf16 = false;
+  if (w_const && n.attrs.b("bf16", false)) {
+    bool bf16_dst = sum_input < 0 && n.attrs.b("bf16_output", false) && !n.allow_blocked_output.empty() &&
+                    n.allow_blocked_output[0];
+    auto w_bf16 = dnnl::memory::desc(wdims, dnnl::memory::data_type::bf16, dnnl::memory::format_tag::any);
+    try {
+      pd = mk(any_md(DType::bf16, xs), w_bf16, bf16_dst ? any_md(DType::bf16, ys) : dst_md);
+      bf16 = !is_reference_impl(pd);
+    } catch (const dnnl::error&) {
+      bf16 = false;
+    }
+  }
+  if (!bf16) {
+    try {
+      pd = mk(src_md, w_const ? w_any : w_plain, dst_md);
+    } catch (const dnnl::error&) {
+      // no implementation for "any": use the tensor's own layout
+      pd = mk(user_src, w_const ? w_any : w_plain, dst_md);
+    }
   }
   (void)grouped;
   k->finish(dnnl::convolution_forward(pd), pd, user_src);
   k->weights_md_ = pd.weights_desc();
   if (w_const) {
+    // (f32 -> bf16 too, when the primitive is a bf16 one)
     k->weights_ = pack_constant(n.inputs[1].const_data, w_plain, pd.weights_desc());
     k->weights_packed_ = true;
   }
@@ -230,6 +259,8 @@ std::unique_ptr<Kernel> make_dnnl_conv(NodeDesc& n, bool grouped) {
   }
   k->sum_input_ = sum_input;
   n.outputs[0].md = pd.dst_desc();
+  // (a bf16 destination is never the plain f32 layout: it always counts as blocked, so the
+  // tensor is sized by its descriptor and any non-oneDNN reader gets a converting reorder)
   n.outputs[0].blocked = pd.dst_desc() != plain_md(DType::f32, ys);
   return k;
 }
@@ -429,9 +460,40 @@ std::unique_ptr<Kernel> make_dnnl_matmul(NodeDesc& n) {
   append_post_ops(ops, n.attrs.is_none("post_ops") ? std::vector<std::string>{} : n.attrs.strings("post_ops"));
   attr.set_post_ops(ops);
   bool w_const = n.is_const(1);
+  auto mk = [&](const dnnl::memory::desc& a, const dnnl::memory::desc& b) {
+    return has_bias ? dnnl::matmul::primitive_desc(cpu_engine(), a, b, bias_md, cmd, attr)
+                    : dnnl::matmul::primitive_desc(cpu_engine(), a, b, cmd, attr);
+  };
+  if (w_const && n.attrs.b("bf16", false)) {
+    // INFERENCE_PRECISION_HINT=bf16 with constant weights (a dense layer): bf16 operands, f32
+    // accumulation, bias and output. The f32 source is converted into scratch before each run
+    // (a WindowKernel does exactly that); the weights are packed as bf16 once, here.
+    auto abf = dnnl::memory::desc(amd.get_dims(), dnnl::memory::data_type::bf16, amd.get_strides());
+    auto bbf = dnnl::memory::desc(bd, dnnl::memory::data_type::bf16, dnnl::memory::format_tag::any);
+    dnnl::matmul::primitive_desc bpd;
+    bool ok = false;
+    try {
+      bpd = mk(abf, bbf);
+      ok = !is_reference_impl(bpd);
+    } catch (const dnnl::error&) {
+      ok = false;
+    }
+    if (ok) {
+      auto k = std::make_unique<WindowKernel>();
+      k->finish(dnnl::matmul(bpd), bpd, amd);
+      k->weights_md_ = bpd.weights_desc();
+      k->weights_ = pack_constant(n.inputs[1].const_data, bmd_user, bpd.weights_desc());
+      k->weights_packed_ = true;
+      if (has_bias) {
+        k->bias_md_ = bias_md;
+        k->bias_input_ = 2;
+      }
+      k->sum_input_ = sum_input;
+      return k;
+    }
+  }
   auto bmd = w_const ? dnnl::memory::desc(bd, dnnl::memory::data_type::f32, dnnl::memory::format_tag::any) : bmd_user;
-  auto pd = has_bias ? dnnl::matmul::primitive_desc(cpu_engine(), amd, bmd, bias_md, cmd, attr)
-                     : dnnl::matmul::primitive_desc(cpu_engine(), amd, bmd, cmd, attr);
+  auto pd = mk(amd, bmd);
   auto k = std::make_unique<MatMulKernel>();
   k->setup(dnnl::matmul(pd), pd);
   k->in(DNNL_ARG_SRC, 0, amd);

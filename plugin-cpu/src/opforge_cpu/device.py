@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 from opforge.element_type import Type
-from opforge.errors import KernelError, UnsupportedOpError
+from opforge.errors import KernelError, PropertyError, UnsupportedOpError
 from opforge.graph import Model
 from opforge.runtime.allocation import check_allocation, host_available_bytes
 from opforge.runtime.device import Availability, CompileContext, Device, Executable
@@ -95,6 +95,27 @@ class CpuDevice(Device):
         return CpuExecutable(self._core, model, kernels, plugins, ctx.config)
 
 
+def inference_precision(core: Any, requested: Any) -> str:
+    """The precision a compiled model computes in for ``INFERENCE_PRECISION_HINT``.
+
+    ``bf16``: convolutions and MatMuls with constant weights run in bf16 (f32 accumulation;
+    f32 between ops, except a tensor only bf16 convolutions read), only on a host with bf16 dot products in hardware (AVX512_BF16, AMX,
+    AVX-NE-CONVERT): elsewhere oneDNN has no fast bf16 kernel, so the request is refused rather
+    than run slower than f32. ``f16`` is not implemented on CPU: it computes in f32 (as
+    OpenVINO's CPU plugin does on hosts without f16 arithmetic) and reports ``f32``. The default
+    stays ``f32`` on every host (see plugin-cpu/README.md).
+    """
+    want = str(getattr(requested, "value", requested) or "f32").lower()
+    if want != "bf16":
+        return "f32"
+    if not core.native_bf16():
+        raise PropertyError(
+            f"device CPU: INFERENCE_PRECISION_HINT=bf16 needs a CPU with bf16 arithmetic (AVX512_BF16, "
+            f"AMX-BF16 or AVX-NE-CONVERT); this host's oneDNN ISA is {core.cpu_isa()}. Use f32."
+        )
+    return "bf16"
+
+
 class _Compiled:
     """One program for one set of input shapes."""
 
@@ -157,6 +178,7 @@ class CpuExecutable(Executable):
         threads = int(config.get("INFERENCE_NUM_THREADS", 0) or 0)
         self.threads = threads if threads > 0 else max(1, cores // self.streams)
         self.profiling = bool(config.get("ENABLE_PROFILING", False))
+        self.precision = inference_precision(core, config.get("INFERENCE_PRECISION_HINT", "f32"))
         # At most NUM_STREAMS inferences run at once; more requests wait instead of
         # oversubscribing the cores.
         self._streams_sem = threading.BoundedSemaphore(self.streams)
@@ -181,7 +203,7 @@ class CpuExecutable(Executable):
     def _sub_executable(self, model: Model) -> CpuExecutable:
         """A stage of a staged model (see ``staging``), with this executable's settings."""
         config = {"INFERENCE_NUM_THREADS": self.threads, "NUM_STREAMS": self.streams,
-                  "ENABLE_PROFILING": self.profiling}
+                  "ENABLE_PROFILING": self.profiling, "INFERENCE_PRECISION_HINT": self.precision}
         return CpuExecutable(self._core, model, self._kernels, self._plugins, config)
 
     def _build(self, model: Model) -> _Compiled:
@@ -192,7 +214,7 @@ class CpuExecutable(Executable):
             # An op decides its output shape at run time: run the model in stages around it.
             staged = StagedProgram(self._sub_executable, self._core, model, dyn, self.threads)
             return _Compiled(staged, model, None)
-        emitter = Emitter(self._core, model, self._kernels, self._plugins)
+        emitter = Emitter(self._core, model, self._kernels, self._plugins, bf16=self.precision == "bf16")
         try:
             program = emitter.build(self.threads, self.profiling)
         except self._core.NodeCompileFailure as err:
@@ -270,6 +292,7 @@ class CpuExecutable(Executable):
             "EXECUTION_DEVICES": ["CPU"],
             "INFERENCE_NUM_THREADS": self.threads,
             "NUM_STREAMS": self.streams,
+            "INFERENCE_PRECISION_HINT": self.precision,
         }
 
     # --- introspection (tests, benchmarks) -------------------------------------------------

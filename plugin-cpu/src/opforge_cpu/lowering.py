@@ -382,8 +382,10 @@ class Emitter:
     """Builds one ``_core.Program`` from a static, rewritten model."""
 
     def __init__(self, core: types.ModuleType, model: Model, kernels: Mapping[tuple[str, str | None], Any],
-                 kernel_plugins: Mapping[tuple[str, str | None], str]) -> None:
+                 kernel_plugins: Mapping[tuple[str, str | None], str], bf16: bool = False) -> None:
         self.core = core
+        #: INFERENCE_PRECISION_HINT=bf16: convolutions and dense MatMuls compute in bf16
+        self.bf16 = bf16
         self.model = model
         self.kernels = kernels
         self.kernel_plugins = kernel_plugins
@@ -572,8 +574,27 @@ class Emitter:
         if sum_input == -2:
             sum_input = base + (1 if has_bias else 0)
         attrs = attrs_dict(node) | {"has_bias": has_bias, "sum_input": sum_input, "post_ops": post}
+        if self.bf16 and node.inputs[1].node.constant_value() is not None:
+            # bf16 operands, f32 accumulation and output (see core/nn.cpp); only with constant
+            # weights, packed as bf16 once. Attention's activation x activation products stay f32.
+            attrs["bf16"] = True
+            attrs["bf16_output"] = not is_mm and sum_input < 0 and self._only_bf16_convs_read(cur)
         self.prog.add_node(fused[-1] if len(fused) > 1 else node.name, node.type_name, node.version, attrs, ins,
                            [self.tensor(cur)], fused)
+
+    def _only_bf16_convs_read(self, out: Output) -> bool:
+        """Every reader of ``out`` is a convolution that will run in bf16 (constant weights) and
+        reads it as its data input, and ``out`` is no model output: it can then be stored in
+        bf16 (see make_dnnl_conv). Anything else reads f32."""
+        readers = self.uses.get(out, [])
+        if not readers or any(r.type_name == "Result" for r, _ in readers):
+            return False
+        return all(
+            r.type_name in ("Convolution", "GroupConvolution") and is_standard(r) and i == 0
+            and r.inputs[1] != out and r.inputs[1].node.constant_value() is not None
+            and find_plugin_kernel(self.kernels, r) is None
+            for r, i in readers
+        )
 
     def _computed(self, out: Output) -> bool:
         # The fused step runs where its first node is; an operand produced later in the order

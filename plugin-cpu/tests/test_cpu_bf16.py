@@ -1,0 +1,145 @@
+"""INFERENCE_PRECISION_HINT=bf16 on CPU: convolutions and dense MatMuls compute in bf16 (f32
+accumulation and output) where the host has bf16 arithmetic, and the request is refused elsewhere."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from typing import Any
+
+import numpy as np
+import opforge
+import pytest
+from cpu_testing import const, param, rand
+from opforge.graph import Model
+from opforge_cpu._loader import load_core
+
+NATIVE_BF16 = bool(load_core().native_bf16())
+needs_bf16 = pytest.mark.skipif(not NATIVE_BF16, reason="this host has no bf16 arithmetic (AVX512_BF16/AMX)")
+
+
+def to_bf16(a: np.ndarray) -> np.ndarray:
+    """f32 -> nearest bf16 (ties to even), returned as f32: what oneDNN's f32->bf16 reorder does."""
+    bits = a.astype(np.float32).view(np.uint32).astype(np.uint64)
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return bits.astype(np.uint32).view(np.float32)
+
+
+def conv2d(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """3x3, stride 1, pad 1 convolution in f64 (the exact sum of the given operands)."""
+    n, _, h, wd = x.shape
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    y = np.zeros((n, w.shape[0], h, wd))
+    for i in range(3):
+        for j in range(3):
+            y += np.einsum("nchw,oc->nohw", xp[:, :, i:i + h, j:j + wd], w[:, :, i, j].astype(np.float64))
+    return y + b.reshape(1, -1, 1, 1)
+
+
+def conv_relu() -> tuple[Model, np.ndarray, np.ndarray, np.ndarray]:
+    x = param("x", [1, 32, 12, 12])
+    w, b = rand((64, 32, 3, 3), seed=1) * 0.1, rand((64,), seed=2) * 0.1
+    y = opforge.op("Convolution", x, const(w), strides=[1, 1], pads_begin=[1, 1], pads_end=[1, 1],
+                   dilations=[1, 1], name="conv")
+    y = opforge.op("Add", y, const(b.reshape(1, 64, 1, 1)), name="bias")
+    return Model([opforge.op("Relu", y, name="relu")], [x], name="conv_relu"), w, b, rand((1, 32, 12, 12), seed=3)
+
+
+def dense() -> tuple[Model, np.ndarray, np.ndarray, np.ndarray]:
+    x = param("x", [16, 256])
+    w, b = rand((256, 128), seed=4) * 0.1, rand((128,), seed=5)
+    y = opforge.op("Add", opforge.op("MatMul", x, const(w), name="fc"), const(b), name="bias")
+    return Model([y], [x], name="dense"), w, b, rand((16, 256), seed=6)
+
+
+def test_default_precision_is_f32_and_reported(core: Any) -> None:
+    model, _, _, x = dense()
+    compiled = core.compile_model(model, "CPU")
+    assert compiled.get_property("INFERENCE_PRECISION_HINT") == "f32"
+    # f16 is not implemented on CPU: it computes (and says it computes) in f32
+    half = core.compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f16"})
+    assert half.get_property("INFERENCE_PRECISION_HINT") == "f32"
+    np.testing.assert_array_equal(half([x])[0], compiled([x])[0])
+
+
+@needs_bf16
+def test_bf16_conv_rounds_operands_to_bf16(core: Any) -> None:
+    model, w, b, x = conv_relu()
+    compiled = core.compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "bf16"})
+    assert compiled.get_property("INFERENCE_PRECISION_HINT") == "bf16"
+    got = compiled([x])[0].astype(np.float64)
+    want_bf16 = np.maximum(conv2d(to_bf16(x), to_bf16(w), b), 0)  # bf16 operands, exact sums
+    want_f32 = np.maximum(conv2d(x, w, b), 0)
+    scale = np.abs(want_f32).max()
+    err_bf16 = np.abs(got - want_bf16).max() / scale
+    err_f32 = np.abs(got - want_f32).max() / scale
+    # f32 accumulation of the bf16 products: ~1e-6; the bf16 rounding itself: ~1e-3
+    assert err_bf16 < 2e-5, err_bf16
+    assert 1e-4 < err_f32 < 2e-2, err_f32
+
+
+@needs_bf16
+def test_bf16_dense_matmul_rounds_operands_to_bf16(core: Any) -> None:
+    model, w, b, x = dense()
+    compiled = core.compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "bf16"})
+    got = compiled([x])[0].astype(np.float64)
+    want_bf16 = to_bf16(x).astype(np.float64) @ to_bf16(w).astype(np.float64) + b
+    want_f32 = x.astype(np.float64) @ w.astype(np.float64) + b
+    scale = np.abs(want_f32).max()
+    assert np.abs(got - want_bf16).max() / scale < 2e-5
+    assert 1e-4 < np.abs(got - want_f32).max() / scale < 2e-2
+    # the f32 program is unchanged by the option existing
+    f32 = core.compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})([x])[0]
+    np.testing.assert_allclose(f32, want_f32, rtol=1e-5, atol=1e-4)
+
+
+def test_bf16_refused_without_bf16_arithmetic() -> None:
+    # DNNL_MAX_CPU_ISA caps what oneDNN dispatches to: AVX-512 without BF16 stands in for such a
+    # host (an AVX2 host gets the same answer from its own ISA).
+    script = textwrap.dedent("""
+        import numpy as np, opforge
+        from opforge.errors import PropertyError
+        from opforge.graph import Model
+        x = opforge.op("Parameter", shape=[2, 4], element_type="f32", name="x")
+        m = Model([opforge.op("MatMul", x, opforge.op("Constant", value=np.ones((4, 3), np.float32)))], [x])
+        core = opforge.Core()
+        try:
+            core.compile_model(m, "CPU", {"INFERENCE_PRECISION_HINT": "bf16"})
+        except PropertyError as err:
+            print("REFUSED", err)
+        ok = core.compile_model(m, "CPU")([np.ones((2, 4), np.float32)])[0]
+        print("F32", float(ok.sum()))
+    """)
+    env = dict(os.environ, DNNL_MAX_CPU_ISA="AVX512_CORE")
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "REFUSED device CPU: INFERENCE_PRECISION_HINT=bf16 needs a CPU with bf16 arithmetic" in out.stdout
+    assert "Use f32" in out.stdout
+    assert "F32 24.0" in out.stdout
+
+
+@needs_bf16
+def test_bf16_tensor_between_convolutions_is_stored_in_bf16(core: Any) -> None:
+    # conv -> relu -> conv: the middle tensor is read only by a bf16 convolution, so it is kept
+    # in bf16 (half the bytes); the result is what the f32-stored path would give, since that
+    # path rounds the same tensor to bf16 in the reader.
+    x = param("x", [1, 32, 12, 12])
+    w1, w2 = rand((32, 32, 3, 3), seed=1) * 0.1, rand((32, 32, 3, 3), seed=2) * 0.1
+    pads = {"strides": [1, 1], "pads_begin": [1, 1], "pads_end": [1, 1], "dilations": [1, 1]}
+    h = opforge.op("Relu", opforge.op("Convolution", x, const(w1), name="conv1", **pads), name="relu")
+    y = opforge.op("Convolution", h, const(w2), name="conv2", **pads)
+    model, feeds = Model([y], [x], name="chain"), rand((1, 32, 12, 12), seed=3)
+    zero = np.zeros(32, np.float32)
+    mid = to_bf16(np.maximum(conv2d(to_bf16(feeds), to_bf16(w1), zero), 0).astype(np.float32))
+    want = conv2d(mid, to_bf16(w2), zero)
+    plans = {}
+    for prec in ("f32", "bf16"):
+        compiled = core.compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": prec})
+        got = compiled([feeds])[0].astype(np.float64)
+        if prec == "bf16":
+            assert np.abs(got - want).max() / np.abs(want).max() < 2e-5
+        plans[prec] = compiled._executable.programs()[((1, 32, 12, 12),)].program.memory_plan()
+    # the f32 program holds x, the middle tensor and y in f32; bf16 stores the middle one in bf16
+    assert plans["f32"]["unplanned_bytes"] - plans["bf16"]["unplanned_bytes"] == 32 * 12 * 12 * 2

@@ -103,10 +103,12 @@ def input_values(inputs: Sequence[Input], seed: int) -> list[np.ndarray]:
 
 
 def build(op: type[Op], inputs: Sequence[Input], attrs: Mapping[str, Any] | None = None,
-          seed: int = 0) -> tuple[Model, list[np.ndarray]]:
+          seed: int = 0, dynamic: bool = False) -> tuple[Model, list[np.ndarray]]:
     """A model of one ``op`` node on ``inputs``, and the arrays to feed its Parameters.
 
     Parameters are named ``in0``, ``in1``... by input position, outputs ``out0``, ``out1``...
+    ``dynamic``: every Parameter dimension is dynamic (the rank is kept), so the device sees the
+    shapes only when the model runs.
     """
     values = input_values(inputs, seed)
     args: list[Node] = []
@@ -116,7 +118,8 @@ def build(op: type[Op], inputs: Sequence[Input], attrs: Mapping[str, Any] | None
         if spec.const:
             args.append(Node.create("Constant", [], {"value": value}, f"const{i}"))
             continue
-        p = Node.create("Parameter", [], {"element_type": spec.type, "shape": list(spec.shape)}, f"in{i}")
+        dims = [-1] * len(spec.shape) if dynamic else list(spec.shape)
+        p = Node.create("Parameter", [], {"element_type": spec.type, "shape": dims}, f"in{i}")
         p.output(0).set_names([f"in{i}"])
         args.append(p)
         params.append(p)

@@ -39,6 +39,8 @@ class OpCase:
     atol: float = 1e-6
     #: an expectation independent of ``Op.evaluate``: outputs from the input arrays
     expect: Callable[[list[np.ndarray]], list[np.ndarray]] | None = dataclasses.field(default=None, compare=False)
+    #: the model's Parameters have dynamic dimensions (the device specialises when it runs)
+    dynamic: bool = False
 
     @property
     def id(self) -> str:
@@ -68,12 +70,16 @@ def op_class(type_name: str, version: str | None = None) -> type[Op]:
 
 def case(op: str, *inputs: Input, label: str | None = None, version: str | None = None,
          rtol: float = 1e-5, atol: float = 1e-6,
-         expect: Callable[[list[np.ndarray]], list[np.ndarray]] | None = None, **attrs: Any) -> OpCase:
+         expect: Callable[[list[np.ndarray]], list[np.ndarray]] | None = None, dynamic: bool = False,
+         **attrs: Any) -> OpCase:
     """One case; the label defaults to the inputs' element types and shapes. ``version`` may be
     left out when the op has one version (it is looked up then; a named version is checked when
     the case runs, and by :func:`unknown_ops`)."""
     text = label if label is not None else "_".join(i.describe() for i in inputs) or "none"
-    return OpCase(op, version or op_class(op).version, text, tuple(inputs), MappingProxyType(dict(attrs)), rtol, atol, expect)
+    if dynamic and label is None:
+        text += "_dynamic"
+    return OpCase(op, version or op_class(op).version, text, tuple(inputs), MappingProxyType(dict(attrs)), rtol,
+                  atol, expect, dynamic)
 
 
 def family_modules() -> list[str]:

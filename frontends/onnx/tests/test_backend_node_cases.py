@@ -15,6 +15,7 @@ Test names are ONNX's case names with the device appended: ``test_relu_reference
 
 from __future__ import annotations
 
+import contextvars
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -31,6 +32,11 @@ from opforge_onnx.testing.node_cases import core_names
 LISTS = Path(__file__).parent / "known_failures"
 #: meta devices run other devices' plugins; they are not a target of their own here
 _META = {"HETERO", "AUTO", "MULTI", "BATCH"}
+#: other names of a device that is tested under its own name (MYRIAD is OpenVINO's name for VPU)
+_ALIASES = {"MYRIAD"}
+#: devices that compute in FP16 compare with fp16 tolerances (at least this rtol, atol)
+FP16_TOLERANCE = {"VPU": (1e-2, 1e-3)}
+_current_device: contextvars.ContextVar[str] = contextvars.ContextVar("node_case_device", default="")
 
 
 def read_known_failures(device: str) -> list[tuple[re.Pattern[str], str]]:
@@ -43,7 +49,7 @@ def _device_bases() -> list[str]:
     bases: list[str] = []
     for d in opforge.Core().available_devices:
         base = d.split(".")[0]
-        if base not in bases and base not in _META:
+        if base not in bases and base not in _META and base not in _ALIASES:
             bases.append(base)
     return bases
 
@@ -69,7 +75,23 @@ class NodeSuite(onnx.backend.test.BackendTest):
                   devices: Any = (), **kwargs: Any) -> None:
         if category != "NodeModel":
             return  # real/simple/pytorch models need downloads and are not node cases
-        super()._add_test(category, test_name, test_func, report_item, devices=self._devices, **kwargs)
+        def on_device(test_self: Any, device: str, **kw: Any) -> Any:
+            token = _current_device.set(device)
+            try:
+                return test_func(test_self, device, **kw)
+            finally:
+                _current_device.reset(token)
+
+        super()._add_test(category, test_name, on_device, report_item, devices=self._devices, **kwargs)
+
+    @classmethod
+    def assert_similar_outputs(cls, ref_outputs: Any, outputs: Any, rtol: float, atol: float,
+                               model_dir: str | None = None) -> None:
+        # an FP16 device (VPU) is held to fp16 tolerances, never to tighter ones than the case's
+        tol = FP16_TOLERANCE.get(_current_device.get())
+        if tol is not None:
+            rtol, atol = max(rtol, tol[0]), max(atol, tol[1])
+        super().assert_similar_outputs(ref_outputs, outputs, rtol=rtol, atol=atol, model_dir=model_dir)
 
     def mark_known_failures(self) -> None:
         for device in self._devices:

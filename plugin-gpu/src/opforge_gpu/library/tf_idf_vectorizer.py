@@ -37,7 +37,9 @@ def lower_tf_idf_vectorizer(node: Node, lw: Lowering, ep: Epilogue | None = None
     by_col: list[list[tuple[int, ...]]] = [[] for _ in range(size)]
     for gram, col in ngram_table(a).items():
         by_col[col].append(gram)
-    col_start, grams, items = [0], [], []
+    col_start: list[int] = [0]
+    grams: list[int] = []
+    items: list[int] = []
     for col_grams in by_col:
         for g in col_grams:
             grams += [len(g), len(items)]

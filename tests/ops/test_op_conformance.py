@@ -14,13 +14,20 @@ Test ids: ``test_op_on_device[<case id>-<device>]``; the lists match the case id
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import opforge
 import pytest
-from opforge.testing.cases import all_cases, uncovered_ops, unknown_ops
+from opforge.testing.cases import OpCase, all_cases, uncovered_ops, unknown_ops
 from opforge.testing.conformance import REFERENCE, CaseUnsupported, run_case
-from opforge.testing.known_failures import known_reason, read_known_failures, stale_patterns, strict_xfail
+from opforge.testing.known_failures import (
+    Entry,
+    known_reason,
+    read_known_failures,
+    stale_patterns,
+    strict_xfail,
+)
 
 LISTS = Path(__file__).parent / "known_failures"
 #: HETERO warns when a node falls back to a lower-priority device: expected for ops a device lacks
@@ -34,9 +41,9 @@ def list_name(device: str) -> str:
     return device.split(":")[0].split(".")[0]
 
 
-def known(device: str) -> list[tuple[object, str]]:
+def known(device: str) -> list[Entry]:
     path = LISTS / f"{list_name(device)}.txt"
-    return read_known_failures(path) if path.exists() else []  # type: ignore[return-value]
+    return read_known_failures(path) if path.exists() else []
 
 
 @pytest.fixture(scope="module")
@@ -46,28 +53,28 @@ def core() -> opforge.Core:
         return opforge.Core()
 
 
-def _run(case_id: str, device: str, run: object) -> None:
-    reason = known_reason(known(device), case_id)  # type: ignore[arg-type]
+def _run(case_id: str, device: str, run: Callable[[], object]) -> None:
+    reason = known_reason(known(device), case_id)
     if reason is None:
-        run()  # type: ignore[operator]
+        run()
     else:
-        strict_xfail(run, reason)()  # type: ignore[arg-type]
+        strict_xfail(run, reason)()
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
-def test_op_on_reference(case: object) -> None:
-    _run(case.id, REFERENCE, lambda: run_case(case, REFERENCE))  # type: ignore[attr-defined, arg-type]
+def test_op_on_reference(case: OpCase) -> None:
+    _run(case.id, REFERENCE, lambda: run_case(case, REFERENCE))
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
-def test_op_on_device(case: object, device: str, core: opforge.Core) -> None:
+def test_op_on_device(case: OpCase, device: str, core: opforge.Core) -> None:
     def run() -> None:
         try:
-            run_case(case, device, core)  # type: ignore[arg-type]
+            run_case(case, device, core)
         except CaseUnsupported as err:
             pytest.skip(str(err))
 
-    _run(case.id, device, run)  # type: ignore[attr-defined]
+    _run(case.id, device, run)
 
 
 def test_every_standard_op_has_a_case() -> None:

@@ -4,12 +4,14 @@ shapes with strides, padding and dilation other than 1."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from opforge.testing.cases import OpCase, case
 from opforge.testing.models import const, tensor
 
-_C = {"rtol": 1e-4, "atol": 1e-4}
-_P1 = {"strides": [1, 1], "pads_begin": [0, 0], "pads_end": [0, 0], "dilations": [1, 1]}
-_P2 = {"strides": [2, 1], "pads_begin": [1, 0], "pads_end": [1, 2], "dilations": [1, 2]}
+_C: dict[str, Any] = {"rtol": 1e-4, "atol": 1e-4}
+_P1: dict[str, Any] = {"strides": [1, 1], "pads_begin": [0, 0], "pads_end": [0, 0], "dilations": [1, 1]}
+_P2: dict[str, Any] = {"strides": [2, 1], "pads_begin": [1, 0], "pads_end": [1, 2], "dilations": [1, 2]}
 
 CASES: list[OpCase] = [
     case("Convolution", tensor(1, 2, 6, 6), tensor(3, 2, 3, 3), label="f32_3x3", **_P1, **_C),

@@ -5,10 +5,12 @@ family that devices specialise differently."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from opforge.testing.cases import OpCase, case
 from opforge.testing.models import const, tensor
 
-_D = {"dynamic": True}
+_D: dict[str, Any] = {"dynamic": True}
 CASES: list[OpCase] = [
     case("Add", tensor(2, 3, 4), tensor(3, 1), **_D),
     case("Relu", tensor(2, 3, 17), **_D),

@@ -5,14 +5,15 @@ detection and sampling ops (NonMaxSuppression, ROIAlign, GridSample), data-depen
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 import numpy as np
 
 from opforge.testing.cases import OpCase, case
 from opforge.testing.models import const, fixed, tensor
 
-_MM = {"rtol": 1e-5, "atol": 1e-5}
-_FFT = {"rtol": 1e-4, "atol": 1e-4}
+_MM: dict[str, Any] = {"rtol": 1e-5, "atol": 1e-5}
+_FFT: dict[str, Any] = {"rtol": 1e-4, "atol": 1e-4}
 # boxes [1, 6, 4] as (y1, x1, y2, x2): two overlapping pairs and two lone boxes
 _BOXES = np.array([[[0, 0, 1, 1], [0, 0.1, 1, 1.1], [0, -0.1, 1, 0.9], [0, 10, 1, 11], [0, 10.1, 1, 11.1],
                     [0, 100, 1, 101]]], dtype=np.float32)

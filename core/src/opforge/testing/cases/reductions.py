@@ -4,6 +4,7 @@ CumSum and TopK. Special values: a NaN anywhere in a reduced slice makes Max/Min
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -14,14 +15,14 @@ _NAN_ROWS = np.array([[1.0, np.nan, 3.0, -1.0], [2.0, 5.0, -np.inf, 0.5], [np.in
                       [np.nan, np.inf, -np.inf, 0.0]], dtype=np.float32)
 
 
-def _rows(fn: Callable[..., np.ndarray]) -> Callable[[list[np.ndarray]], list[np.ndarray]]:
+def _rows(fn: Callable[..., Any]) -> Callable[[list[np.ndarray]], list[np.ndarray]]:
     def expect(xs: list[np.ndarray]) -> list[np.ndarray]:
         with np.errstate(all="ignore"):
             return [np.asarray(fn(xs[0], axis=1)).astype(xs[0].dtype)]
     return expect
 
 
-REDUCE = {"ReduceSum": ((-2, 2), np.sum), "ReduceMean": ((-2, 2), np.mean), "ReduceMax": ((-2, 2), np.max),
+REDUCE: dict[str, tuple[tuple[float, float], Callable[..., Any] | None]] = {"ReduceSum": ((-2, 2), np.sum), "ReduceMean": ((-2, 2), np.mean), "ReduceMax": ((-2, 2), np.max),
           "ReduceMin": ((-2, 2), np.min), "ReduceProd": ((0.5, 1.5), np.prod), "ReduceL1": ((-2, 2), None),
           "ReduceL2": ((-2, 2), None)}
 

@@ -3,15 +3,17 @@ shorter than the input, GRU with ``linear_before_reset``, and a clip."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from opforge.testing.cases import OpCase, case
-from opforge.testing.models import const, tensor
+from opforge.testing.models import Input, const, tensor
 
 B, T, IN, H = 2, 4, 3, 5  # batch, time steps, input size, hidden size
-_TOL = {"rtol": 1e-4, "atol": 1e-5}
-_W = {"low": -0.6, "high": 0.6}
+_TOL: dict[str, Any] = {"rtol": 1e-4, "atol": 1e-5}
+_W: dict[str, Any] = {"low": -0.6, "high": 0.6}
 
 
-def _inputs(gates: int, dirs: int, lstm: bool, lengths: list[int], bias_gates: int | None = None) -> list:
+def _inputs(gates: int, dirs: int, lstm: bool, lengths: list[int], bias_gates: int | None = None) -> list[Input]:
     ins = [tensor(B, T, IN), tensor(B, dirs, H, low=-0.5, high=0.5)]
     if lstm:
         ins.append(tensor(B, dirs, H, low=-0.5, high=0.5))

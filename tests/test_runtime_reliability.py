@@ -299,3 +299,14 @@ def test_async_queue_computes_on_inputs_as_they_were_at_start(device: str) -> No
     with pytest.raises(InputTypeError):  # a bad input is reported by wait_all, as job errors are
         queue.wait_all()
     assert queue.is_ready()
+
+
+def test_start_async_of_an_input_too_large_to_copy_is_a_resource_error() -> None:
+    compiled = _compile("CPU", [helper.make_node("Relu", ["x"], ["y"])],
+                        [helper.make_tensor_value_info("x", F32, ["n"])], [helper.make_tensor_value_info("y", F32, ["n"])])
+    req = compiled.create_infer_request()
+    with pytest.raises(ResourceLimitError, match=r"Input 'x': no memory for the copy start_async\(\) takes"):
+        req.start_async({"x": np.broadcast_to(np.float32(1.0), (2**50,))})  # 4 PiB: NumPy refuses at once
+    req.start_async({"x": np.ones(3, np.float32)})  # the request is free again
+    req.wait()
+    np.testing.assert_array_equal(req.results[0], np.ones(3, np.float32))

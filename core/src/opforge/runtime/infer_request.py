@@ -155,7 +155,7 @@ class InferRequest:
         try:
             if inputs is not None:
                 self._inputs = list(bind_inputs(self._compiled._model, inputs))
-            self._inputs = [None if v is None else np.array(v, copy=True) for v in self._inputs]
+            self._inputs = _snapshot(self._compiled.inputs, self._inputs)
         except Exception:
             self._busy.release()
             raise
@@ -195,6 +195,20 @@ class InferRequest:
         """Per-layer counters of the last inference (compile with ``ENABLE_PROFILING``): the same
         :class:`ProfilingInfo` columns on every device."""
         return normalize(self._compiled._executable.performance_counters(self._state), self._compiled.device)
+
+
+def _snapshot(ports: Sequence[Any], arrays: Sequence[np.ndarray | None]) -> list[Any]:
+    """Copies of the inputs an asynchronous run will compute on (the caller may change its own)."""
+    out: list[Any] = []
+    for port, v in zip(ports, arrays):
+        try:
+            out.append(None if v is None else np.array(v, copy=True))
+        except MemoryError as err:
+            raise ResourceLimitError(
+                f"Input '{port.any_name}': no memory for the copy start_async() takes of its "
+                f"{v.nbytes} bytes (shape {tuple(v.shape)}); run it with infer(), which needs no copy"
+            ) from err
+    return out
 
 
 class AsyncInferQueue:
@@ -242,7 +256,7 @@ class AsyncInferQueue:
         req = self._requests[rid]
         if inputs is not None:
             try:
-                inputs = [np.array(a, copy=True) for a in bind_inputs(req._compiled._model, inputs)]
+                inputs = _snapshot(req._compiled.inputs, bind_inputs(req._compiled._model, inputs))
             except Exception as err:  # noqa: BLE001 - re-raised from wait_all()
                 self._errors.append(err)
                 with self._cond:

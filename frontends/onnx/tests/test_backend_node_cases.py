@@ -32,8 +32,6 @@ from opforge_onnx.testing.node_cases import core_names
 LISTS = Path(__file__).parent / "known_failures"
 #: meta devices run other devices' plugins; they are not a target of their own here
 _META = {"HETERO", "AUTO", "MULTI", "BATCH"}
-#: other names of a device that is tested under its own name (MYRIAD is OpenVINO's name for VPU)
-_ALIASES = {"MYRIAD"}
 #: devices that compute in FP16 compare with fp16 tolerances (at least this rtol, atol)
 FP16_TOLERANCE = {"VPU": (1e-2, 1e-3)}
 _current_device: contextvars.ContextVar[str] = contextvars.ContextVar("node_case_device", default="")
@@ -49,7 +47,7 @@ def _device_bases() -> list[str]:
     bases: list[str] = []
     for d in opforge.Core().available_devices:
         base = d.split(".")[0]
-        if base not in bases and base not in _META and base not in _ALIASES:
+        if base not in bases and base not in _META:
             bases.append(base)
     return bases
 

@@ -15,7 +15,9 @@ def _vpu() -> object:
 def _myriad() -> object:
     from opforge_vpu.device import VpuDevice
 
-    return VpuDevice("MYRIAD")
+    dev = VpuDevice("MYRIAD")
+    dev.alias_of = "VPU"  # usable as MYRIAD, MYRIAD.0; listed once, as VPU
+    return dev
 
 
 @hookimpl

@@ -134,7 +134,7 @@ class Core:
                 continue
             try:
                 dev = self._device(base)
-                if dev.is_meta:
+                if dev.is_meta or dev.alias_of:
                     continue
                 subs = dev.sub_devices()
             except Exception:  # noqa: BLE001 - listing must survive a broken plugin

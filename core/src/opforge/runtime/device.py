@@ -83,6 +83,9 @@ class Device(abc.ABC):
     #: a meta device (HETERO) runs models on other devices; like OpenVINO, `available_devices`
     #: lists only real ones, while a meta device stays usable by name
     is_meta: ClassVar[bool] = False
+    #: another name of a device listed under its own (MYRIAD for VPU): usable by name, left out
+    #: of `available_devices` so nothing enumerating devices runs the same device twice
+    alias_of: str | None = None
 
     def __init__(self, name: str) -> None:
         self.name = name

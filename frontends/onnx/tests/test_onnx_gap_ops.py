@@ -308,3 +308,24 @@ def test_gpu_bit_cast_refuses_f16_storage_of_f32() -> None:
     m = convert_model(model.SerializeToString(), framework="onnx")
     with pytest.raises(opforge.errors.UnsupportedOpError, match="needs the exact bits"):
         opforge.Core().compile_model(m, "GPU", {"INFERENCE_PRECISION_HINT": "f16"})({"x": x})
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_new_ops_survive_an_ir_round_trip(device: str, tmp_path: Any) -> None:
+    from opforge.frontend import convert_model
+    from opforge.reference import evaluate_model
+
+    nodes = [h.make_node("TfIdfVectorizer", ["x"], ["t"], mode="TFIDF", min_gram_length=1, max_gram_length=2,
+                         max_skip_count=1, ngram_counts=[0, 2], ngram_indexes=[0, 1, 2], pool_int64s=[1, 2, 1, 2],
+                         weights=[0.5, 2.0, 3.0]),
+             h.make_node("BitCast", ["t"], ["y"], to=T.INT32)]
+    model = make_model(nodes, [h.make_tensor_value_info("x", T.INT64, [2, 6])],
+                       [h.make_tensor_value_info("y", T.INT32, None)], opset=26)
+    converted = convert_model(model.SerializeToString(), framework="onnx")
+    opforge.save_model(converted, tmp_path / "m.xml")
+    back = opforge.Core().read_model(tmp_path / "m.xml")
+    x = RNG.integers(1, 3, (2, 6)).astype(np.int64)
+    want = ReferenceEvaluator(model).run(None, {"x": x})[0]
+    got = (evaluate_model(back, {"x": x})[0] if device == REFERENCE
+           else opforge.Core().compile_model(back, device)({"x": x}).to_tuple()[0])
+    np.testing.assert_array_equal(got, want)

@@ -68,6 +68,9 @@ def test_two_stage_normalization_through_an_inter_stage_buffer(vpu: opforge.Core
     kinds = [r.exec_type for r in rows if r.node_name == n.name]
     assert "ocl:mvn_sums" in kinds and "ocl:mvn_apply" in kinds
     assert kinds.index("ocl:mvn_sums") < kinds.index("ocl:mvn_apply")
+    stages = [r["source"] for r in rows if r.exec_type in ("ocl:mvn_sums", "ocl:mvn_apply")]
+    assert stages[0].startswith("stage 0: ") and stages[1].startswith("stage 1: ") and "mvn.xml:" in stages[1]
+    assert all(r.real_time_ms >= 0 and r.status == "EXECUTED" for r in rows)
 
 
 def test_dma_preloaded_per_pixel_kernel_with_local_data(vpu: opforge.Core, kernels: Path) -> None:
@@ -76,6 +79,15 @@ def test_dma_preloaded_per_pixel_kernel_with_local_data(vpu: opforge.Core, kerne
     m = Model([n.output(0)], [x])
     xin = rand([1, 5, 4, 16], seed=4)
     (got,), (want,), _ = run(vpu, m, [xin], kernels / "grn.xml")
+    np.testing.assert_allclose(got, want, rtol=1e-2, atol=1e-3)
+
+
+def test_3d_dma_transactions_and_a_wait_inside_the_kernel(vpu: opforge.Core, kernels: Path) -> None:
+    x = param([1, 3, 5, 8])
+    n = Node.create(VpuGrn, [x.output(0)], {"bias": 1.5})
+    m = Model([n.output(0)], [x])
+    xin = rand([1, 3, 5, 8], seed=7)
+    (got,), (want,), _ = run(vpu, m, [xin], kernels / "grn3d.xml")
     np.testing.assert_allclose(got, want, rtol=1e-2, atol=1e-3)
 
 

@@ -36,7 +36,7 @@ class RequestState:
     def __init__(self, dev: DeviceContext, profiling: bool) -> None:
         self.queue = dev.queue(profiling)
         self.memory: dict[int, RequestMemory] = {}
-        self.events: list[tuple[str, str, str, Any]] = []
+        self.events: list[tuple[str, str, str, str, Any]] = []
 
 
 class GpuExecutable(Executable):
@@ -247,7 +247,7 @@ class GpuExecutable(Executable):
                         f"failed: {err}"
                     ) from err
                 if self.profiling:
-                    st.events.append((launch.node, launch.node_type, launch.kernel, ev))
+                    st.events.append((launch.node, launch.node_type, launch.kernel, launch.source_file, ev))
             outs: list[np.ndarray] = []
             for tid in plan.outputs:
                 t = plan.tensors[tid]
@@ -284,13 +284,15 @@ class GpuExecutable(Executable):
         if not isinstance(state, RequestState):
             return []
         out = []
-        for node, node_type, kernel, ev in state.events:
+        for node, node_type, kernel, source, ev in state.events:
             try:
                 ns = ev.profile.end - ev.profile.start
             except Exception:  # noqa: BLE001 - a driver without timestamps
                 ns = 0
             # One row per kernel launch: a node that needs several launches has several rows.
-            out.append(ProfilingInfo(node, node_type, f"ocl:{kernel}", ns / 1e6, "EXECUTED", {"kernel": kernel}))
+            # ``source``: the built-in kernel file, or where a custom kernel (a VPU stage) is configured
+            out.append(ProfilingInfo(node, node_type, f"ocl:{kernel}", ns / 1e6, "EXECUTED",
+                                     {"kernel": kernel, "source": source}))
         return out
 
     def properties(self) -> dict[str, Any]:

@@ -2,6 +2,10 @@
 :mod:`opforge.hookspecs` must be documented in ``docs/plugins.md``, tested by a
 ``test_hook_<name>`` function, described by a docstring, and actually called by the plugin system.
 
+Hooks a plugin defines for other plugins (``OPFORGE_HOOKSPECS``: HETERO's partition-policy hook)
+are held to the same rules when that plugin is installed: documented in the same guide, tested by
+a ``test_hook_<name>`` in any tests folder (the plugin's own), and asked by the plugin's code.
+
 Adding a hook therefore means four things: the spec, the call site, the docs section and the test;
 each test below fails with a message saying which one is missing.
 """
@@ -13,30 +17,49 @@ import inspect
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from opforge import hookspecs
-from opforge.plugins import PluginSystem
+from opforge.plugins import PluginSystem, default_plugins
+from opforge.plugins.manager import plugin_hookspecs
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = REPO / "docs" / "plugins.md"
 SKIP_DIRS = {"build", "dist", "node_modules", "__pycache__", "site-packages"}
 
-HOOKS = sorted(
-    name for name, fn in vars(hookspecs).items()
-    if name.startswith("opforge_") and callable(fn)
-)
+
+
+def _spec_modules() -> list[Any]:
+    """The core's hookspecs, then those of every loaded plugin that declares its own."""
+    found: list[Any] = [hookspecs]
+    for rec in default_plugins().records.values():
+        specs = plugin_hookspecs(rec.module) if rec.module is not None else None
+        if specs is not None and all(specs is not f for f in found):
+            found.append(specs)
+    return found
+
+
+def _specs_of(module: Any) -> dict[str, Any]:
+    return {name: fn for name, fn in vars(module).items() if name.startswith("opforge_") and callable(fn)}
+
+
+SPEC_MODULES = _spec_modules()
+CORE_HOOKS = sorted(_specs_of(hookspecs))
+#: hook name -> its spec function, the core's and the plugins'
+SPECS: dict[str, Any] = {name: fn for mod in SPEC_MODULES for name, fn in _specs_of(mod).items()}
+HOOKS = sorted(SPECS)
 
 
 def call_signature(hook: str) -> str:
     """``opforge_register_ops(register)``: what the docs heading must show."""
-    params = inspect.signature(getattr(hookspecs, hook)).parameters
+    params = inspect.signature(SPECS[hook]).parameters
     return f"{hook}({', '.join(params)})"
 
 
 def register_signature(hook: str) -> str | None:
     """The ``register(...)`` call from the hookspec's ``:param register:`` line, whitespace folded."""
-    doc = inspect.getdoc(getattr(hookspecs, hook)) or ""
+    doc = inspect.getdoc(SPECS[hook]) or ""
     m = re.search(r":param register:\s*``(.+?)``", doc, re.S)
     return " ".join(m.group(1).split()) if m else None
 
@@ -76,29 +99,32 @@ def hook_tests() -> dict[str, list[str]]:
 
 
 def test_the_hookspecs_are_found() -> None:
-    assert HOOKS, "no opforge_* functions found in opforge.hookspecs"
+    assert CORE_HOOKS, "no opforge_* functions found in opforge.hookspecs"
     for hook in HOOKS:
-        assert hasattr(getattr(hookspecs, hook), "opforge_spec"), (
-            f"opforge.hookspecs.{hook} is not decorated with @hookspec; decorate it, or rename it so it "
-            "does not start with opforge_")
+        assert hasattr(SPECS[hook], "opforge_spec"), (
+            f"{SPECS[hook].__module__}.{hook} is not decorated with @hookspec; decorate it, or rename it so "
+            "it does not start with opforge_")
+    clashes = sorted(set(CORE_HOOKS) & {n for mod in SPEC_MODULES[1:] for n in _specs_of(mod)})
+    assert not clashes, f"plugin hookspecs redefine core hooks: {', '.join(clashes)}"
 
 
 def is_query_hook(hook: str) -> bool:
     """``firstresult`` hooks are asked by whoever needs the answer (a device), not collected."""
-    return bool(getattr(hookspecs, hook).opforge_spec.get("firstresult"))
+    return bool(SPECS[hook].opforge_spec.get("firstresult"))
 
 
 def test_every_hookspec_is_called_by_the_plugin_system() -> None:
     adders = set(PluginSystem(autoload=False)._adders())
-    missing = sorted(h for h in set(HOOKS) - adders if not is_query_hook(h))
+    missing = sorted(h for h in set(CORE_HOOKS) - adders if not is_query_hook(h))
     assert not missing, (
         f"hook(s) {', '.join(missing)} are specified but PluginSystem never calls them: add a register "
         "callback for each to PluginSystem._adders() in core/src/opforge/plugins/manager.py")
     callers = "\n".join(p.read_text() for p in REPO.glob("**/src/**/*.py") if ".venv" not in p.parts)
-    uncalled = sorted(h for h in HOOKS if is_query_hook(h) and f"first_result({h!r}" not in callers
-                      and f'"{h}"' not in callers)
+    # the core asks its query hooks; a plugin asks (or collects) the hooks it defines itself
+    uncalled = sorted(h for h in HOOKS if (is_query_hook(h) or h not in CORE_HOOKS)
+                      and f"first_result({h!r}" not in callers and f'"{h}"' not in callers)
     assert not uncalled, f"query hook(s) {', '.join(uncalled)} are specified but nothing asks them"
-    extra = sorted(adders - set(HOOKS))
+    extra = sorted(adders - set(CORE_HOOKS))
     assert not extra, f"PluginSystem calls hook(s) {', '.join(extra)} that opforge.hookspecs does not specify"
 
 
@@ -131,17 +157,17 @@ def test_every_hook_has_a_test(hook: str) -> None:
 
 @pytest.mark.parametrize("hook", HOOKS)
 def test_hookspec_has_a_docstring_with_params(hook: str) -> None:
-    fn = getattr(hookspecs, hook)
+    fn = SPECS[hook]
     doc = inspect.getdoc(fn) or ""
-    assert doc.strip(), f"opforge.hookspecs.{hook} has no docstring: say what a plugin registers through it"
+    assert doc.strip(), f"{fn.__module__}.{hook} has no docstring: say what a plugin registers through it"
     params = inspect.signature(fn).parameters
     for param in params:
         assert f":param {param}:" in doc, (
-            f"the docstring of opforge.hookspecs.{hook} does not describe argument '{param}': add a "
+            f"the docstring of {fn.__module__}.{hook} does not describe argument '{param}': add a "
             f"':param {param}:' line")
     if "register" in params:
         assert register_signature(hook), (
-            f"the ':param register:' line of opforge.hookspecs.{hook} must show the call a plugin makes, "
+            f"the ':param register:' line of {fn.__module__}.{hook} must show the call a plugin makes, "
             "as ``register(thing: Type, *, priority: int = 0)``")
 
 
@@ -150,5 +176,8 @@ def test_the_meta_tests_would_notice_a_missing_test() -> None:
     tests = hook_tests()
     assert "test_hook_opforge_register_ops" in tests
     assert any(f.endswith("test_plugins.py") for f in tests["test_hook_opforge_register_ops"])
-    stale = sorted(n for n in tests if n.removeprefix("test_hook_") not in HOOKS)
+    # a plugin's own hooks count as declared even where that plugin is not installed
+    spec = re.compile(r"^def (opforge_\w+)\(", re.M)
+    declared = set(HOOKS) | {n for p in REPO.glob("*/src/*/hookspecs.py") for n in spec.findall(p.read_text())}
+    stale = sorted(n for n in tests if n.removeprefix("test_hook_") not in declared)
     assert not stale, f"test(s) {', '.join(stale)} are named after hooks that do not exist; rename or remove them"

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -60,13 +59,3 @@ def x_value() -> np.ndarray:
     return np.array([[-1.0, 2.0, -3.0], [4.0, -5.0, 6.0]], np.float32)
 
 
-@pytest.fixture
-def no_policy_cache() -> Iterator[None]:
-    """Forget loaded partition-policy entry points before and after the test."""
-    from opforge_hetero import policy
-
-    policy._cache.clear()
-    policy._warned.clear()
-    yield
-    policy._cache.clear()
-    policy._warned.clear()

@@ -1,19 +1,18 @@
-"""Partition policies (greedy vs cost, third-party ones through entry points), asynchronous
+"""Partition policies (greedy vs cost, third-party ones through the policy hook), asynchronous
 execution, the partition drawings and the query command."""
 
 from __future__ import annotations
 
 import io
 import itertools
-import sys
 import time
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import opforge
+import opforge_hetero.plugin
 import pytest
 from hetero_fixtures import Log, named, param, sandwich_model
 from opforge import Model
@@ -81,95 +80,73 @@ def test_cost_properties_are_validated(core: opforge.Core) -> None:
                            {"PARTITION_POLICY": "cost", "HETERO_DEVICE_GFLOPS": {"MID": 1}})
 
 
-def test_unknown_policy_lists_the_known_ones(core: opforge.Core, swish_model: Model, no_policy_cache: None) -> None:
+def test_unknown_policy_lists_the_known_ones(core: opforge.Core, swish_model: Model) -> None:
     with pytest.raises(PolicyLoadError, match="PARTITION_POLICY 'best' is not a known partition policy; "
                                               "available: cost, greedy"):
         core.compile_model(swish_model, "HETERO:FAST,SLOW", {"PARTITION_POLICY": "best"})
 
 
-POLICY_SOURCE = '''
-from opforge_hetero.policy import Decision, PartitionPolicy
+class _BrokenPolicyHook:
+    """A plugin whose policy hook raises: reported, and the next answer (the built-in) is used."""
+
+    @opforge.hookimpl
+    def opforge_select_partition_policy(self, name: str, devices: list[str]) -> Any:
+        raise RuntimeError("policy plugin exploded")
 
 
-class AllOnLast(PartitionPolicy):
-    name = "all_on_last"
+class _WrongPolicyHook:
+    """A plugin answering 'wrong' with a policy that puts everything on the first device."""
 
-    def assign(self, model, supported_by_device, devices, ctx):
-        last = devices[-1]
-        return {n: Decision(last, "all on the last device") for n in ctx.nodes if n in supported_by_device[last]}
+    @opforge.hookimpl
+    def opforge_select_partition_policy(self, name: str, devices: list[str]) -> Any:
+        from opforge_hetero.policy import PartitionPolicy
 
+        class Wrong(PartitionPolicy):
+            def assign(self, model, supported_by_device, devices, ctx):  # type: ignore[no-untyped-def]
+                return {n: devices[0] for n in ctx.nodes}
 
-class Wrong(PartitionPolicy):
-    def assign(self, model, supported_by_device, devices, ctx):
-        return {n: devices[0] for n in ctx.nodes}
-'''
-
-
-@pytest.fixture
-def policy_dists(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_policy_cache: None) -> Iterator[Path]:
-    """A fake installed distribution with entry points in the opforge.partition_policies group."""
-    import importlib
-
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "fake_hetero_policies.py").write_text(POLICY_SOURCE, encoding="utf-8")
-    info = site / "fake_hetero_policies-1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: fake-hetero-policies\nVersion: 1.0\n", encoding="utf-8")
-    (info / "entry_points.txt").write_text(
-        "[opforge.partition_policies]\n"
-        "all_on_last = fake_hetero_policies:AllOnLast\n"
-        "broken = fake_hetero_policies_missing:Nothing\n"
-        "wrong = fake_hetero_policies:Wrong\n", encoding="utf-8")
-    monkeypatch.syspath_prepend(str(site))
-    importlib.invalidate_caches()
-    yield site
-    sys.modules.pop("fake_hetero_policies", None)
-    importlib.invalidate_caches()
+        return Wrong() if name == "wrong" else None
 
 
-def test_third_party_policy_from_an_entry_point(core: opforge.Core, swish_model: Model, policy_dists: Path,
-                                               x_value: np.ndarray) -> None:
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        compiled = core.compile_model(swish_model, "HETERO:FAST,SLOW", {"PARTITION_POLICY": "all_on_last"})
-    placement = compiled.get_property("HETERO_PLACEMENT")
-    assert {p.device for p in placement.operations()} == {"SLOW"}
-    assert placement.nodes["relu"].reason == "all on the last device"
-    assert "fake-hetero-policies 1.0" in compiled.get_property("HETERO_PARTITION_POLICY_SOURCE")
-    np.testing.assert_allclose(compiled([x_value])[0], evaluate_model(swish_model, [x_value])[0], atol=1e-5)
-    # the broken entry point was reported (once), and did not stop anything
-    broken = [w for w in caught if issubclass(w.category, PolicyLoadWarning)]
-    assert len(broken) == 1
-    assert "partition policy 'broken' from fake-hetero-policies 1.0" in str(broken[0].message)
-    assert "ModuleNotFoundError" in str(broken[0].message)
-
-
-def test_broken_policy_entry_point_is_reported_and_the_default_still_works(
-        core: opforge.Core, swish_model: Model, policy_dists: Path, x_value: np.ndarray) -> None:
+def test_a_broken_policy_hook_is_reported_and_the_default_still_works(
+        plugins: PluginSystem, swish_model: Model, x_value: np.ndarray) -> None:
+    plugins.register_module(_BrokenPolicyHook(), PluginInfo("broken_policy", "opforge-test-broken-policy", "1.0"))
+    core = opforge.Core(plugins)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         compiled = core.compile_model(swish_model, "HETERO:FAST,SLOW")
-        core.compile_model(swish_model, "HETERO:FAST,SLOW")
-    assert [str(w.message).split(":")[0] for w in caught if issubclass(w.category, PolicyLoadWarning)] == \
-        ["partition policy 'broken' from fake-hetero-policies 1.0 (entry point broken = fake_hetero_policies_missing"]
+    reported = [str(w.message) for w in caught if issubclass(w.category, PolicyLoadWarning)]
+    assert len(reported) == 1 and "opforge-test-broken-policy" in reported[0]
+    assert "RuntimeError: policy plugin exploded" in reported[0]
     assert compiled.get_property("HETERO_PLACEMENT").policy == "greedy"
     np.testing.assert_allclose(compiled([x_value])[0], evaluate_model(swish_model, [x_value])[0], atol=1e-5)
-    listed = {e.name: e for e in available_policies()}
-    assert listed["greedy"].source == "built-in" and listed["all_on_last"].error is None
-    assert listed["broken"].error is not None and "fake_hetero_policies_missing" in listed["broken"].error
-    with pytest.raises(PolicyLoadError, match=r"could not be loaded: broken \(fake-hetero-policies 1.0"):
-        core.compile_model(swish_model, "HETERO:FAST,SLOW", {"PARTITION_POLICY": "nope"})
-
-
-def test_a_policy_returning_an_impossible_placement_is_named(core: opforge.Core, swish_model: Model,
-                                                              policy_dists: Path) -> None:
+    assert [e.name for e in available_policies()] == ["greedy", "cost"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PolicyLoadWarning)
-        with pytest.raises(opforge.OpforgeError, match=r"partition policy 'wrong' returned an unusable assignment: "
-                                                       r"impossible placements: node 'swish' \(Swish-opset4\) -> FAST "
-                                                       r"\(can run on: SLOW\)"):
-            core.compile_model(swish_model, "HETERO:FAST,SLOW", {"PARTITION_POLICY": "wrong"})
+        with pytest.raises(PolicyLoadError, match=r"hooks that failed: plugin opforge-test-broken-policy 1.0 .*policy plugin exploded"):
+            core.compile_model(swish_model, "HETERO:FAST,SLOW", {"PARTITION_POLICY": "nope"})
+
+
+def test_a_policy_returning_an_impossible_placement_is_named(plugins: PluginSystem, swish_model: Model) -> None:
+    plugins.register_module(_WrongPolicyHook(), PluginInfo("wrong_policy", "opforge-test-wrong-policy", "1.0"))
+    core = opforge.Core(plugins)
+    with pytest.raises(opforge.OpforgeError, match=r"partition policy 'wrong' returned an unusable assignment: "
+                                                   r"impossible placements: node 'swish' \(Swish-opset4\) -> FAST "
+                                                   r"\(can run on: SLOW\)"):
+        core.compile_model(swish_model, "HETERO:FAST,SLOW", {"PARTITION_POLICY": "wrong"})
+
+
+def test_the_policy_hookspec_belongs_to_hetero() -> None:
+    """The core declares no HETERO hook: the plugin adds its own spec (pluggy's add_hookspecs)."""
+    from opforge import hookspecs as core_specs
+    from opforge_hetero import hookspecs as hetero_specs
+
+    assert not hasattr(core_specs, "opforge_select_partition_policy")
+    assert hasattr(hetero_specs.opforge_select_partition_policy, "opforge_spec")
+    bare = PluginSystem(autoload=False)
+    assert bare.first_result("opforge_select_partition_policy", name="greedy", devices=["CPU"]) is None
+    bare.register_module(opforge_hetero.plugin, PluginInfo("hetero", "opforge-hetero", "0.1.0"))
+    assert bare.pm.hook.opforge_select_partition_policy.spec is not None
 
 
 # ============================================================================ async

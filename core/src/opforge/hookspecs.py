@@ -17,6 +17,10 @@ arguments can be added later without breaking old plugins.
 The built-in opset, the IR frontend and the built-in transformations are registered through these
 same hooks (see :mod:`opforge.builtins`). ``docs/plugins.md`` documents each hook with examples;
 a meta-test fails when a hook here lacks documentation or a test.
+
+A plugin may define hooks of its own for other plugins to implement (HETERO's partition-policy
+hook lives in ``opforge_hetero.hookspecs``): it names their module in ``OPFORGE_HOOKSPECS`` and
+the plugin system adds them with pluggy's ``add_hookspecs``. The same meta-test covers them.
 """
 
 from __future__ import annotations
@@ -132,21 +136,4 @@ def opforge_register_commands(register: Register) -> None:
 
     :param register: ``register(name: str, run: Callable[[Namespace], int], *, help: str = "",
         add_arguments: Callable[[ArgumentParser], None] | None = None, priority: int = 0)``
-    """
-
-
-# ============================================================================ HETERO
-@hookspec(firstresult=True)
-def opforge_select_partition_policy(name: str, devices: list[str]) -> Any:
-    """Return the HETERO partition policy called ``name``, or None to let the next plugin answer.
-    Stops at the first non-None result (newest registered plugin first).
-
-    Asked when a model is compiled for ``HETERO:...`` with ``PARTITION_POLICY=name`` (default
-    ``"greedy"``), before HETERO's built-in ``greedy``/``cost`` policies, so a plugin can replace
-    even the default. A policy is any object with
-    ``assign(model, supported_by_device, devices, ctx) -> {node name: device | Decision}``
-    (see ``opforge_hetero.policy.PartitionPolicy``).
-
-    :param name: the requested policy, lower-cased
-    :param devices: the HETERO device list, highest priority first
     """

@@ -47,7 +47,7 @@ HETERO_PROPERTIES: tuple[PropertySpec, ...] = (
     PropertySpec("DEVICE_PROPERTIES", dict, {},
                  doc="properties per device, e.g. {'GPU': {'ENABLE_PROFILING': True}, 'CPU': {...}}"),
     PropertySpec("PARTITION_POLICY", str, "greedy",
-                 doc="'greedy', 'cost', or a policy installed in the opforge.partition_policies group"),
+                 doc="'greedy', 'cost', or a policy a plugin supplies through opforge_select_partition_policy"),
     PropertySpec("HETERO_SMOOTHING_MAX_OPS", int, 2, minimum=0,
                  doc="greedy: largest island of cheap ops moved to its neighbours' device to avoid "
                      "transfers; 0 turns smoothing off"),

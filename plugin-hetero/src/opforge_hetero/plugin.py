@@ -6,6 +6,11 @@ import argparse
 
 from opforge.hookspecs import Register, hookimpl
 
+from opforge_hetero import hookspecs
+
+#: the hooks HETERO defines for other plugins (the partition policy); added by the core
+OPFORGE_HOOKSPECS = hookspecs
+
 
 @hookimpl
 def opforge_register_devices(register: Register) -> None:

@@ -4,21 +4,20 @@ A policy gets the model, the nodes each device can run (already narrowed to the 
 pinned nodes) and the devices in priority order, and returns ``{node name: device}`` -- or
 ``{node name: Decision(device, reason)}`` to explain itself in the placement report. Two ship
 here: ``greedy`` (the default: first device that supports a node, then smoothing of small
-islands) and ``cost`` (device speeds and transfer costs). Others come from the entry-point
-group ``opforge.partition_policies`` and from the first-result hook
-``opforge_select_partition_policy``.
+islands) and ``cost`` (device speeds and transfer costs). Others come from plugins, through the
+first-result hook ``opforge_select_partition_policy`` (:mod:`opforge_hetero.hookspecs`): one
+mechanism, which can also replace a built-in (a plugin answering ``greedy`` replaces the default).
 """
 
 from __future__ import annotations
 
 import abc
 import dataclasses
-import importlib.metadata as md
-import threading
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
+from opforge.errors import PluginHookError
 from opforge.graph import Model
 
 from opforge_hetero.cost import CostModel, is_cheap, port_bytes
@@ -28,10 +27,7 @@ from opforge_hetero.graphinfo import DataflowView, ModelGraph
 if TYPE_CHECKING:
     from opforge.runtime.device import CompileContext
 
-#: entry-point group third-party partition policies are found in
-ENTRY_POINT_GROUP = "opforge.partition_policies"
-
-#: the core's first-result hook that lets a plugin supply (or replace) a policy
+#: HETERO's first-result hook that lets a plugin supply (or replace) a policy
 HOOK_NAME = "opforge_select_partition_policy"
 
 
@@ -274,7 +270,7 @@ BUILTIN_POLICIES: dict[str, Callable[[], PartitionPolicy]] = {
 
 
 class PolicyLoadWarning(UserWarning):
-    """A partition-policy entry point could not be loaded; HETERO goes on without it."""
+    """A plugin's ``opforge_select_partition_policy`` raised; HETERO goes on without its answer."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -282,84 +278,42 @@ class PolicyEntry:
     """One policy as listed by :func:`available_policies`."""
 
     name: str
-    source: str  # "built-in", "distribution version (entry point)" or the plugin hook
+    source: str  # "built-in"
     policy: Any = None
     error: str | None = None
 
 
-_lock = threading.Lock()
-_cache: dict[tuple[str, str, str], PolicyEntry] = {}
-_warned: set[tuple[str, str, str]] = set()
-
-
-def _ep_key(ep: md.EntryPoint) -> tuple[str, str, str]:
-    dist = f"{ep.dist.name} {ep.dist.version}" if ep.dist is not None else "?"
-    return (ep.name.lower(), ep.value, dist)
-
-
-def _load_entry_point(ep: md.EntryPoint) -> PolicyEntry:
-    key = _ep_key(ep)
-    source = f"{key[2]} (entry point {ep.name} = {ep.value})"
-    try:
-        obj = ep.load()
-        policy = obj() if isinstance(obj, type) or (callable(obj) and not hasattr(obj, "assign")) else obj
-    except Exception as err:  # noqa: BLE001 - a broken third-party policy must not break HETERO
-        return PolicyEntry(key[0], source, error=f"{type(err).__name__}: {err}")
-    if not callable(getattr(policy, "assign", None)):
-        return PolicyEntry(key[0], source, error=(
-            f"{ep.value} gave {type(policy).__name__}, which has no assign(model, supported_by_device, "
-            "devices, ctx) method"))
-    return PolicyEntry(key[0], source, policy=policy)
-
-
-def entry_point_policies() -> list[PolicyEntry]:
-    """Every policy of the entry-point group, loaded one at a time; broken ones carry ``error``
-    and are reported once per process with a :class:`PolicyLoadWarning`."""
-    entries: list[PolicyEntry] = []
-    for ep in sorted(md.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: (e.name, e.value)):
-        key = _ep_key(ep)
-        with _lock:
-            entry = _cache.get(key)
-            if entry is None:
-                entry = _cache[key] = _load_entry_point(ep)
-            warn = entry.error is not None and key not in _warned
-            if warn:
-                _warned.add(key)
-        if warn:
-            warnings.warn(f"partition policy '{entry.name}' from {entry.source} could not be loaded: "
-                          f"{entry.error} (HETERO goes on without it)", PolicyLoadWarning, stacklevel=4)
-        entries.append(entry)
-    return entries
-
-
 def available_policies() -> list[PolicyEntry]:
-    """Built-in and installed policies (broken ones included, with their error)."""
-    return [PolicyEntry(n, "built-in", policy=f()) for n, f in BUILTIN_POLICIES.items()] + entry_point_policies()
+    """The built-in policies. A plugin's policies are not listed: the hook is asked by name, when
+    a model is compiled with that ``PARTITION_POLICY``."""
+    return [PolicyEntry(n, "built-in", policy=f()) for n, f in BUILTIN_POLICIES.items()]
 
 
 def select_policy(name: str, ctx: CompileContext, devices: Sequence[str]) -> tuple[Any, str]:
-    """The policy called ``name`` and where it came from. Order: the core hook (when declared),
-    then installed entry points (so a plugin can replace even ``greedy``), then the built-ins."""
+    """The policy called ``name`` and where it came from: the plugins' hook first (so a plugin
+    can replace even ``greedy``), then the built-ins."""
     key = name.strip().lower()
-    hooked = _from_hook(key, ctx, devices)
+    failures: list[PluginHookError] = []
+    hooked = _from_hook(key, ctx, devices, failures)
     if hooked is not None:
         return hooked
-    installed = entry_point_policies()
-    for entry in installed:
-        if entry.name == key and entry.policy is not None:
-            return entry.policy, entry.source
     if key in BUILTIN_POLICIES:
         return BUILTIN_POLICIES[key](), "built-in"
-    known = sorted({*BUILTIN_POLICIES, *(e.name for e in installed if e.policy is not None)})
-    broken = [f"{e.name} ({e.source}: {e.error})" for e in installed if e.error is not None]
-    msg = f"PARTITION_POLICY '{name}' is not a known partition policy; available: {', '.join(known)}"
-    if broken:
-        msg += "; could not be loaded: " + "; ".join(broken)
+    msg = (f"PARTITION_POLICY '{name}' is not a known partition policy; available: "
+           f"{', '.join(sorted(BUILTIN_POLICIES))} (built in), and no installed plugin answered "
+           f"{HOOK_NAME}(name={key!r})")
+    if failures:
+        msg += "; hooks that failed: " + "; ".join(str(f) for f in failures)
     raise PolicyLoadError(msg)
 
 
-def _from_hook(name: str, ctx: CompileContext, devices: Sequence[str]) -> tuple[Any, str] | None:
-    found = ctx.plugins.first_result(HOOK_NAME, name=name, devices=list(devices))
+def _from_hook(name: str, ctx: CompileContext, devices: Sequence[str],
+               failures: list[PluginHookError]) -> tuple[Any, str] | None:
+    # A plugin whose hook raises must not stop HETERO: it is reported, and the next plugin (or
+    # the built-in policy) answers.
+    found = ctx.plugins.first_result(HOOK_NAME, failures=failures, name=name, devices=list(devices))
+    for err in failures:
+        warnings.warn(f"{err} (HETERO goes on without its answer)", PolicyLoadWarning, stacklevel=5)
     if found is None:
         return None
     policy, who = found

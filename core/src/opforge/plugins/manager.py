@@ -46,6 +46,17 @@ from opforge.plugins.registry import OpRegistry, PluginInfo, Registry
 
 ENTRY_POINT_GROUP = "opforge"
 
+#: A plugin that defines hooks of its own, for other plugins to implement (HETERO's
+#: ``opforge_select_partition_policy``), names the object holding their ``@hookspec`` functions
+#: in this module attribute; they are added with pluggy's ``add_hookspecs`` before the plugin
+#: registers, and such plugins register before the others.
+HOOKSPECS_ATTRIBUTE = "OPFORGE_HOOKSPECS"
+
+
+def plugin_hookspecs(module: Any) -> Any | None:
+    """The hookspecs a plugin module declares (``OPFORGE_HOOKSPECS``), or None."""
+    return getattr(module, HOOKSPECS_ATTRIBUTE, None)
+
 #: Built-in features, registered exactly like third-party plugins.
 BUILTIN_PLUGINS: tuple[str, ...] = (
     "opforge.builtins.standard_opset",
@@ -136,6 +147,7 @@ class PluginSystem:
         if allow is None and env is not None:
             allow = [a.strip() for a in env.split(",") if a.strip()]
         eps = sorted(md.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name)
+        imported: list[tuple[Any, PluginInfo, str]] = []
         for ep in eps:
             dist = ep.dist.name if ep.dist is not None else None
             version = ep.dist.version if ep.dist is not None else None
@@ -156,7 +168,12 @@ class PluginSystem:
                 self._fail(info, f"import of '{ep.value}' failed: {type(err).__name__}: {err}", err,
                            entry_point=ep.value)
                 continue
-            self.register_module(module, info, entry_point=ep.value)
+            imported.append((module, info, ep.value))
+        # Plugins that declare hooks register first, so that the plugins implementing those hooks
+        # find the specs whatever their entry-point names sort as (stable: name order otherwise).
+        imported.sort(key=lambda t: plugin_hookspecs(t[0]) is None)
+        for module, info, value in imported:
+            self.register_module(module, info, entry_point=value)
 
     def register_module(self, module: Any, info: PluginInfo, *, entry_point: str | None = None) -> bool:
         """Register a plugin module/object and collect what it provides. False if it failed."""
@@ -167,6 +184,9 @@ class PluginSystem:
                 return True
             try:
                 self._reject_wrappers(module, info)
+                specs = plugin_hookspecs(module)
+                if specs is not None:
+                    self.pm.add_hookspecs(specs)
                 self.pm.register(module, name=info.name)
                 self.pm.check_pending()
             except (pluggy.PluginValidationError, PluginValidationError, ValueError) as err:
@@ -375,15 +395,26 @@ class PluginSystem:
             pending.append((self.commands, name, PluginCommand(name, run, str(help), add_arguments), priority))
         return register
 
-    def first_result(self, hook_name: str, **kwargs: Any) -> tuple[Any, PluginInfo] | None:
+    def first_result(self, hook_name: str, *, failures: list[PluginHookError] | None = None,
+                     **kwargs: Any) -> tuple[Any, PluginInfo] | None:
         """Call a ``firstresult`` hook one implementation at a time (newest plugin first, as pluggy
-        would), wrapping what each raises; returns the first non-None answer and who gave it."""
-        caller = getattr(self.pm.hook, hook_name)
+        would), wrapping what each raises; returns the first non-None answer and who gave it.
+        With ``failures``, an implementation that raises is appended there and skipped (the
+        caller reports it) instead of ending the call. A hook nobody declared answers None."""
+        caller = getattr(self.pm.hook, hook_name, None)
+        if caller is None:
+            return None
         for impl in reversed(caller.get_hookimpls()):
             name = self.pm.get_name(impl.plugin) or "?"
             rec = self.records.get(name)
             info = rec.info if rec is not None else PluginInfo(name)
-            value = self.call_impl(impl, hook_name, info, **kwargs)
+            try:
+                value = self.call_impl(impl, hook_name, info, **kwargs)
+            except PluginHookError as err:
+                if failures is None:
+                    raise
+                failures.append(err)
+                continue
             if value is not None:
                 return value, info
         return None
@@ -433,9 +464,13 @@ class PluginSystem:
         # Its own pluggy manager: plugins added to the copy must not leak into this one.
         new.pm = pluggy.PluginManager("opforge")
         new.pm.add_hookspecs(hookspecs)
-        for rec in self.records.values():
-            if rec.status == "loaded" and rec.module is not None:
-                new.pm.register(rec.module, name=rec.info.name)
+        loaded = [rec for rec in self.records.values() if rec.status == "loaded" and rec.module is not None]
+        for rec in loaded:
+            specs = plugin_hookspecs(rec.module)
+            if specs is not None:
+                new.pm.add_hookspecs(specs)
+        for rec in loaded:
+            new.pm.register(rec.module, name=rec.info.name)
         new.records = dict(self.records)
         new.failures = list(self.failures)
         new._lock = threading.RLock()

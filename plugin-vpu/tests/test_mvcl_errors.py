@@ -207,3 +207,23 @@ def test_registered_plugin_kernels_and_missing_input_buffer(vpu: opforge.Core, t
     n = Node.create(VpuMvn, [x.output(0)], {"gamma": [1.0, 1.0]})
     with pytest.raises(KernelError, match=r"mvn.xml:\d+: input_buffer port-index=\"7\" of stage 1 is not written"):
         compile_with(vpu, Model([n.output(0)], [x]), tmp_path / "mvn.xml")
+
+
+def test_kernels_registered_by_a_plugin_are_checked(tmp_path: Path) -> None:
+    from opforge_vpu.device import registered_kernel
+
+    got = registered_kernel("Identity", "template_extension", ("opforge_template_extension", "vpu/identity.xml"))
+    assert got.name == "Identity" and got.origin.startswith("plugin:") and got.stages[0].entry == "template_identity_vpu"
+    with pytest.raises(KernelError, match=r"VPU kernel registered for Other/x: its configuration has no CustomLayer "
+                       r"name=\"Other\" \(it has: Identity\)"):
+        registered_kernel("Other", "x", ("opforge_template_extension", "vpu/identity.xml"))
+    with pytest.raises(KernelError, match=r"is a int; expected an MVCL XML path"):
+        registered_kernel("Other", "x", 3)
+
+
+def test_where_compares_lists_numbers_and_booleans() -> None:
+    from opforge_vpu.mvcl.kernel import _same, _values
+
+    assert _values([3, 3]) == ["3", "3"] and _values("3, 3") == ["3", "3"]
+    assert _values(True) == _values("true") == ["1"] and _values("False") == ["0"]
+    assert _same("3", "3.0") and not _same("avg", "max") and _same("MAX", "max")

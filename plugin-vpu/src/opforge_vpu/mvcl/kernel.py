@@ -63,7 +63,8 @@ def _values(v: Any) -> list[str]:
         return [str(x) for x in v]
     if isinstance(v, bool):
         return ["1" if v else "0"]
-    return [p.strip() for p in str(v).split(",")]
+    # a Where value "true"/"false" compares with a boolean attribute
+    return [{"true": "1", "false": "0"}.get(p.strip().lower(), p.strip()) for p in str(v).split(",")]
 
 
 def _same(a: str, b: str) -> bool:

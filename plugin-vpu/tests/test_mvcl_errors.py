@@ -227,3 +227,21 @@ def test_where_compares_lists_numbers_and_booleans() -> None:
     assert _values([3, 3]) == ["3", "3"] and _values("3, 3") == ["3", "3"]
     assert _values(True) == _values("true") == ["1"] and _values("False") == ["0"]
     assert _same("3", "3.0") and not _same("avg", "max") and _same("MAX", "max")
+
+
+def test_work_sizes_rounded_up_past_the_output_do_not_write_out_of_bounds(vpu: opforge.Core, tmp_path: Path) -> None:
+    # OpenVINO's own examples round global sizes up to the local size; this kernel checks no bound
+    (tmp_path / "neg.cl").write_text("__kernel void neg(__global const half* x, __global half* y) {\n"
+                                     "  const int i = get_global_id(0); y[i] = -x[i]; }\n")
+    (tmp_path / "neg.xml").write_text('<CustomLayer name="Relu" type="MVCL" version="1">\n<Kernel entry="neg">'
+                                      '<Source filename="neg.cl"/></Kernel>\n<Parameters><Tensor arg-name="x" '
+                                      'type="input" port-index="0"/><Tensor arg-name="y" type="output" '
+                                      'port-index="0"/></Parameters>\n<WorkSizes dim="output,0" '
+                                      'global="(B*F*Y*X+63)/64*64" local="64"/></CustomLayer>')
+    x = param([2, 3])
+    r = opforge.op("Relu", x.output(0))
+    vpu.set_property("VPU", {"CONFIG_FILE": str(tmp_path / "neg.xml")})
+    compiled = vpu.compile_model(Model([r.output(0)], [x]), "VPU")
+    xin = rand([2, 3], seed=3)
+    for _ in range(3):
+        np.testing.assert_allclose(compiled([xin])[0], -xin, rtol=1e-3, atol=1e-3)

@@ -165,11 +165,16 @@ class MvclKernel:
             raise KernelConfigError(stages)
         shim = not lw.dev.info.has_fp16
         buffers: dict[int, tuple[Tensor, str]] = {}
-        staged: dict[int, tuple[Tensor, str]] = {}  # output port -> (tensor the kernels write, format)
+        # output port -> (the buffer the kernels write, the output's elements in it, format)
+        staged: dict[int, tuple[Tensor, Tensor, str]] = {}
+        # A launch of more work-items than an output has elements (a work size rounded up to the
+        # local size, as OpenVINO's own examples do) must not write past the output when the
+        # kernel does not check bounds: outputs get at least one element per work-item.
+        items = max(int(np.prod(self._work_sizes(s, node)[0], dtype=np.int64)) for s in stages)
         for s in stages:
             bound = self._program(s, lw, node)
-            self._launch(s, bound, node, lw, shim, buffers, staged)
-        for port, (t, fmt) in staged.items():
+            self._launch(s, bound, node, lw, shim, buffers, staged, items)
+        for port, (_, t, fmt) in staged.items():
             y = lw.new_output(node, port)
             out = t
             if _LAYOUT[fmt] != "BFYX":
@@ -226,12 +231,10 @@ class MvclKernel:
         return mvcl_dims(shape)
 
     def _launch(self, s: Stage, bound: _Bound, node: Node, lw: Lowering, shim: bool,
-                buffers: dict[int, tuple[Tensor, str]], staged: dict[int, tuple[Tensor, str]]) -> None:
+                buffers: dict[int, tuple[Tensor, str]], staged: dict[int, tuple[Tensor, Tensor, str]],
+                items: int) -> None:
         params = {p.arg_name: p for p in s.params}
-        wdims = self._dims(s, node, s.dim, s.line)
-        letters = {"B": wdims[0], "F": wdims[1], "Y": wdims[-2], "X": wdims[-1]}
-        gws = [f(letters) for f in s.global_ws]
-        lws = [f(letters) for f in s.local_ws]
+        gws, lws, letters = self._work_sizes(s, node)
         if any(g < 0 for g in gws) or any(v <= 0 for v in lws):
             raise KernelConfigError(f"{s.at}: work sizes global {gws} / local {lws} for node '{node.name}' are not "
                                     f"positive (B,F,Y,X = {letters['B']},{letters['F']},{letters['Y']},{letters['X']})")
@@ -253,7 +256,15 @@ class MvclKernel:
                 if got is None:
                     et = node.output_specs[port].type
                     want = self._kernel_storage(lw, et, a, shim)
-                    got = staged[port] = (lw.temp(static_shape(node, port), want), p.format)
+                    shape = static_shape(node, port)
+                    size = int(np.prod(shape, dtype=np.int64))
+                    if items > size:
+                        big = lw.temp((items,), want)
+                        got = staged[port] = (big, lw.plan.view(big, shape) if size else lw.temp(shape, want),
+                                              p.format)
+                    else:
+                        t = lw.temp(shape, want)
+                        got = staged[port] = (t, t, p.format)
                 args.append(got[0])
             elif p.kind == "output_buffer":
                 nbytes = self._size(s, p, node) * (2 if shim else 1)
@@ -285,6 +296,11 @@ class MvclKernel:
                                     f"for node '{node.name}', over this device's {lw.dev.info.local_mem_size}")
         lw.launch("", s.entry, {}, args, gws, lws, node=node, program=bound.program)
         lw.plan.launches[-1].source_file = f"stage {s.stage}: {s.at}"
+
+    def _work_sizes(self, s: Stage, node: Node) -> tuple[list[int], list[int], dict[str, int]]:
+        wdims = self._dims(s, node, s.dim, s.line)
+        letters = {"B": wdims[0], "F": wdims[1], "Y": wdims[-2], "X": wdims[-1]}
+        return [f(letters) for f in s.global_ws], [f(letters) for f in s.local_ws], letters
 
     # --- argument values ---------------------------------------------------------------------
     @staticmethod

@@ -88,3 +88,9 @@ CASES += [
     case("Minimum", fixed([np.nan, 1.0, np.nan]), fixed([1.0, np.nan, np.nan]), label="f32_nan_either_side",
          expect=_np2(np.minimum)),
 ]
+
+# every pair of special values in f16 storage too
+for _op in ("Add", "Multiply", "Divide", "Maximum", "Minimum"):
+    _fn = BINARY[_op][2]
+    if _fn is not None:
+        CASES.append(case(_op, *special_pairs("f16"), label="f16_special", expect=_np2(_fn), rtol=1e-3, atol=1e-3))

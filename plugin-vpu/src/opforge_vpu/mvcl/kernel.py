@@ -249,7 +249,15 @@ class MvclKernel:
             p = params[a.name]
             if p.kind == "input":
                 x = lw.input(node, int(p.port))  # type: ignore[arg-type]
-                args.append(self._reorder_in(lw, node, self._as(lw, node, x, a, shim), p.format))
+                x = self._reorder_in(lw, node, self._as(lw, node, x, a, shim), p.format)
+                if items > x.size:
+                    # reads by work-item id past the input stay inside a buffer (their values unused)
+                    big = lw.temp((items,), x.storage)
+                    if x.size:
+                        strided_copy(lw, node, x, lw.plan.view(big, x.shape), x.shape, contiguous(x.shape),
+                                     contiguous(x.shape))
+                    x = big
+                args.append(x)
             elif p.kind == "output":
                 port = int(p.port)  # type: ignore[arg-type]
                 got = staged.get(port)

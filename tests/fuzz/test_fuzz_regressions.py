@@ -86,6 +86,19 @@ def test_pir_deeply_nested_json() -> None:
     _raises(paddle_pir.fuzz_one, join_parts(body, b""), ModelFormatError, "not a valid Paddle PIR program")
 
 
+def test_pir_full_of_a_billion_elements() -> None:
+    """A ``full`` op whose shape asks for 8 GB: was a bare MemoryError from np.full in pir.py
+    _const_of (or gigabytes allocated); now checked against MAX_TENSOR_BYTES first."""
+    from opforge.errors import ResourceLimitError
+
+    program, params = split_parts((CORPUS_DIR / "paddle_pir" / "mix.seed").read_bytes())
+    doc = json.loads(program)
+    full = _pir_ops(doc)[11]
+    assert full["#"] == "1.full" and full["A"][0]["N"] == "shape"
+    full["A"][0]["AT"]["D"] = [2_000_000_000]  # 8 GB of int32: over the default 4 GiB
+    _raises(paddle_pir.fuzz_one, _pir(doc, params), ResourceLimitError, "op 11 (pd_op.full)", "MAX_TENSOR_BYTES")
+
+
 # --- Paddle legacy: an attribute of the wrong type (fixed in legacy.py: _col) -------------------
 def test_legacy_feed_col_is_a_list() -> None:
     """A feed op whose 'col' attribute is an INTS list: was TypeError from int(list)."""

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 from opforge.element_type import Type
 from opforge.errors import ModelFormatError, OpforgeError, UnsupportedOpError
+from opforge.limits import current
 
 from opforge_paddle.lowering import PirOp
 from opforge_paddle.program import DTYPE_NAMES, TYPE_TO_VARTYPE, PaddleOp, PaddleProgram, PaddleVar
@@ -83,7 +84,7 @@ def _decode_attr(a: Any) -> Any:
     return data
 
 
-def _const_of(op: str, attrs: Mapping[str, Any]) -> np.ndarray | None:
+def _const_of(op: str, attrs: Mapping[str, Any], where: str = "") -> np.ndarray | None:
     """The value a ``full``/``full_int_array`` op produces, known while reading."""
     dtype = DTYPE_NAMES.get(str(attrs.get("dtype", "")))
     if dtype is None:
@@ -91,6 +92,8 @@ def _const_of(op: str, attrs: Mapping[str, Any]) -> np.ndarray | None:
     if op == "full_int_array":
         return np.asarray(attrs.get("value", []), dtype=dtype.np).reshape(-1)
     shape = [int(d) for d in attrs.get("shape", [])]
+    # A few bytes of JSON can ask for gigabytes here: check before allocating (found by fuzzing).
+    current().check_shape(shape, dtype.np.itemsize, f"{where or op}: the constant it fills")
     return np.full(shape, attrs.get("value", 0), dtype=dtype.np)
 
 
@@ -307,7 +310,7 @@ class _PirReader:
         for k, val in spec.extra.items():
             attrs.setdefault(k, val)
         if spec.pir in ("full", "full_int_array"):
-            const = _const_of(spec.pir, pir_attrs)
+            const = _const_of(spec.pir, pir_attrs, f"{self.label}: op {i} (pd_op.{spec.pir})")
             attrs = self._const_attrs(spec.pir, pir_attrs, const)
         if "dtype" in attrs and isinstance(attrs["dtype"], str) and attrs["dtype"] in DTYPE_NAMES:
             attrs["dtype"] = TYPE_TO_VARTYPE[DTYPE_NAMES[attrs["dtype"]]]
@@ -317,7 +320,7 @@ class _PirReader:
         if spec.pir in ("full", "full_int_array") and results:
             vid = results[0].get("%")
             if isinstance(vid, int) and vid in self.values:
-                self.values[vid].const = _const_of(spec.pir, pir_attrs)
+                self.values[vid].const = const
         self.ops.append(PaddleOp(spec.legacy, inputs, outputs, attrs, i))
 
     def _bind_split(self, i: int, op_name: str) -> None:

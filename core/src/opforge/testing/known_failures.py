@@ -1,8 +1,9 @@
 """Reviewed lists of known failures, one file per device (``known_failures/<DEVICE>.txt``), shared
 by the op conformance suite (``tests/ops``) and the ONNX node suite (``frontends/onnx/tests``).
 
-Each line of a list is ``<regex> | <reason>``; the regex must match a whole case name; ``#``
-starts a comment. Listed cases are *strict* expected failures (:func:`strict_xfail`): one that
+Each line of a list is ``<regex> | <reason>``; the regex must match a whole case name and cannot
+contain ``|`` (the first one starts the reason: write one line per alternative); ``#`` starts a
+comment. Listed cases are *strict* expected failures (:func:`strict_xfail`): one that
 starts passing fails the run, so the list is updated when something is fixed, and every pattern
 must match some case (:func:`stale_patterns`), so entries for cases that no longer exist are
 noticed too. A reason that starts with ``flaky:`` marks a failure that does not happen on every

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from opforge.testing.cases import OpCase, case
-from opforge.testing.models import const, tensor
+from opforge.testing.models import const, fixed, tensor
 
 _D: dict[str, Any] = {"dynamic": True}
 CASES: list[OpCase] = [
@@ -33,4 +35,25 @@ CASES: list[OpCase] = [
     case("ShapeOf", tensor(2, 3, 4), **_D),
     case("TopK", tensor(3, 10), const(4), axis=1, mode="max", sort="value", **_D),
     case("NonZero", tensor(3, 4, dtype="i32", low=0, high=1), **_D),
+]
+
+# shape-deciding inputs (target shapes, pads, k, axes, shifts) fed at run time, not constants:
+# the device must read their values before it can plan (its "value inputs")
+CASES += [
+    case("Reshape", tensor(2, 3, 4), fixed([4, 6], "i64"), special_zero=False, label="f32_shape_fed"),
+    case("Broadcast", tensor(3, 1), fixed([2, 3, 4], "i64"), mode="numpy", label="f32_target_fed"),
+    case("Tile", tensor(2, 3), fixed([2, 2], "i64"), label="f32_repeats_fed"),
+    case("Pad", tensor(2, 3), fixed([1, 0], "i64"), fixed([0, 2], "i64"), fixed(1.5), pad_mode="constant",
+         label="f32_pads_and_value_fed"),
+    case("TopK", tensor(3, 10), fixed(np.int64(3), "i64"), axis=1, mode="max", sort="value", label="f32_k_fed"),
+    case("Roll", tensor(3, 4), fixed([1, -2], "i64"), fixed([0, 1], "i64"), label="f32_shift_and_axes_fed"),
+    case("Slice", tensor(5, 6), fixed([1, 0], "i64"), fixed([4, 5], "i64"), fixed([1, 2], "i64"),
+         label="f32_bounds_fed"),
+    case("ReduceSum", tensor(2, 3, 4), fixed([0, 2], "i64"), keep_dims=True, label="f32_axes_fed"),
+    case("Interpolate", tensor(1, 2, 3, 4), fixed([5, 6], "i64"), const([2, 3]), mode="nearest",
+         shape_calculation_mode="sizes", label="f32_sizes_fed"),
+    case("OneHot", const([0, 2, 1]), fixed(np.int64(4), "i64"), const(1.0, "f32"), const(0.0, "f32"), axis=-1,
+         label="i64_depth_fed"),
+    # more values than the CPU's 16-element limit on value inputs (the GPU's is 4096)
+    case("Reshape", tensor(4, 5), fixed([20] + [1] * 16, "i64"), special_zero=False, label="f32_17_values_fed"),
 ]

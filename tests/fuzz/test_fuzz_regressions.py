@@ -20,6 +20,7 @@ from opforge_fuzz.targets import (
     onnx_reader,
     paddle_legacy,
     paddle_pir,
+    vpu_kernel_config,
 )
 from opforge_fuzz.targets._common import CORPUS as CORPUS_DIR
 
@@ -203,7 +204,7 @@ def test_onnx_graph_name_not_utf8() -> None:
 
 def test_seeds_are_clean() -> None:
     """Every committed and generated seed reads (a seed that fails hides the code behind it)."""
-    for target in (onnx_reader, ir_reader, paddle_pir, paddle_legacy, gpu_kernel_config):
+    for target in (onnx_reader, ir_reader, paddle_pir, paddle_legacy, gpu_kernel_config, vpu_kernel_config):
         for i, s in enumerate(target.seeds()):
             try:
                 target.fuzz_one(s)

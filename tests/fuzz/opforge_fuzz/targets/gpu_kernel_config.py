@@ -4,7 +4,7 @@ attributes, arg indices, work-size formulas), no OpenCL. The bytes are written t
 path a user takes (reading and decoding the file) is fuzzed too. Work-size formulas that pass
 the check are evaluated for a few shapes, as kernel.py does at compile time.
 
-(The VPU plugin's MVCL configuration parser gets its own target when that plugin lands.)
+(The VPU plugin's MVCL configuration has its own target, ``vpu_kernel_config``.)
 """
 
 from __future__ import annotations

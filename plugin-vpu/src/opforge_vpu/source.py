@@ -210,7 +210,11 @@ class Prepared:
 def prepare(sources: list[tuple[str, str]], fp16: bool) -> Prepared:
     """Build-ready source from ``(label, text)`` pairs: preamble, shim where the device lacks
     ``cl_khr_fp16``, ``#line`` directives naming the files, and the DMA rewrite."""
-    head = ["#pragma OPENCL EXTENSION cl_khr_fp16 : enable\n" if fp16 else HALF_SHIM, DMA_PREAMBLE]
+    head = ["#pragma OPENCL EXTENSION cl_khr_fp16 : enable\n" if fp16 else HALF_SHIM]
+    if any("WorkGroupDma" in text or "WaitWorkGroupDmaEvents" in text for _, text in sources):
+        # only where used: the built-ins rely on clang's overloadable attribute (PoCL, Intel, AMD
+        # and Mesa compilers have it), which a kernel without DMA should not depend on
+        head.append(DMA_PREAMBLE)
     body: list[str] = []
     kernels: dict[str, list[Arg]] = {}
     for label, raw in sources:

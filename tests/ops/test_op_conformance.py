@@ -13,6 +13,7 @@ Test ids: ``test_op_on_device[<case id>-<device>]``; the lists match the case id
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -41,6 +42,7 @@ def list_name(device: str) -> str:
     return device.split(":")[0].split(".")[0]
 
 
+@functools.cache
 def known(device: str) -> list[Entry]:
     path = LISTS / f"{list_name(device)}.txt"
     return read_known_failures(path) if path.exists() else []

@@ -101,14 +101,6 @@ def all_cases() -> tuple[OpCase, ...]:
     return tuple(out)
 
 
-def family_of(case_id: str) -> str:
-    for name in family_modules():
-        mod = importlib.import_module(f"{__name__}.{name}")
-        if any(c.id == case_id for c in getattr(mod, "CASES", [])):
-            return name
-    raise LookupError(case_id)
-
-
 def uncovered_ops(cases: Sequence[OpCase] | None = None) -> list[str]:
     """``Type-version`` of every standard op (but :data:`IMPLICIT`) that has no case."""
     have = {(c.op, c.version) for c in (all_cases() if cases is None else cases)}

@@ -143,3 +143,30 @@ def test_bf16_tensor_between_convolutions_is_stored_in_bf16(core: Any) -> None:
         plans[prec] = compiled._executable.programs()[((1, 32, 12, 12),)].program.memory_plan()
     # the f32 program holds x, the middle tensor and y in f32; bf16 stores the middle one in bf16
     assert plans["f32"]["unplanned_bytes"] - plans["bf16"]["unplanned_bytes"] == 32 * 12 * 12 * 2
+
+
+@needs_bf16
+def test_bf16_matmul_of_two_activations(core: Any) -> None:
+    # attention's Q x K^T: both operands are converted to bf16 at run time
+    a, b = param("a", [2, 4, 32, 16]), param("b", [2, 4, 32, 16])
+    y = opforge.op("MatMul", a, b, transpose_a=False, transpose_b=True, name="qk")
+    model = Model([y], [a, b], name="qk")
+    xa, xb = rand((2, 4, 32, 16), seed=1), rand((2, 4, 32, 16), seed=2)
+    got = core.compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "bf16"})([xa, xb])[0].astype(np.float64)
+    want = to_bf16(xa).astype(np.float64) @ np.swapaxes(to_bf16(xb).astype(np.float64), -1, -2)
+    want_f32 = xa.astype(np.float64) @ np.swapaxes(xb.astype(np.float64), -1, -2)
+    scale = np.abs(want_f32).max()
+    assert np.abs(got - want).max() / scale < 2e-5
+    assert np.abs(got - want_f32).max() / scale > 1e-4
+
+
+@needs_bf16
+def test_bf16_hint_keeps_depthwise_convolution_in_f32(core: Any) -> None:
+    x = param("x", [1, 16, 10, 10])
+    w = rand((16, 1, 1, 3, 3), seed=1)
+    y = opforge.op("GroupConvolution", x, const(w), strides=[1, 1], pads_begin=[1, 1], pads_end=[1, 1],
+                   dilations=[1, 1], name="dw")
+    model, feeds = Model([y], [x], name="dw"), rand((1, 16, 10, 10), seed=2)
+    f32 = core.compile_model(model, "CPU")([feeds])[0]
+    bf16 = core.compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "bf16"})([feeds])[0]
+    np.testing.assert_array_equal(bf16, f32)

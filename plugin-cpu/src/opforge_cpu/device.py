@@ -98,8 +98,8 @@ class CpuDevice(Device):
 def inference_precision(core: Any, requested: Any) -> str:
     """The precision a compiled model computes in for ``INFERENCE_PRECISION_HINT``.
 
-    ``bf16``: convolutions and MatMuls with constant weights run in bf16 (f32 accumulation;
-    f32 between ops, except a tensor only bf16 convolutions read), only on a host with bf16 dot products in hardware (AVX512_BF16, AMX,
+    ``bf16``: MatMuls and convolutions with constant weights (not depthwise ones) run in bf16
+    (f32 accumulation; f32 between ops, except a tensor only bf16 convolutions read), only on a host with bf16 dot products in hardware (AVX512_BF16, AMX,
     AVX-NE-CONVERT): elsewhere oneDNN has no fast bf16 kernel, so the request is refused rather
     than run slower than f32. ``f16`` is not implemented on CPU: it computes in f32 (as
     OpenVINO's CPU plugin does on hosts without f16 arithmetic) and reports ``f32``. The default

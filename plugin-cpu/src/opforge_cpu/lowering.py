@@ -575,19 +575,24 @@ class Emitter:
             sum_input = base + (1 if has_bias else 0)
         attrs = attrs_dict(node) | {"has_bias": has_bias, "sum_input": sum_input, "post_ops": post}
         if self._runs_bf16(node):
-            # bf16 operands, f32 accumulation and output (see core/nn.cpp); only with constant
-            # weights, packed as bf16 once. Attention's activation x activation products stay f32.
+            # bf16 operands, f32 accumulation and output (see core/nn.cpp); constant weights
+            # packed as bf16 once
             attrs["bf16"] = True
             attrs["bf16_output"] = not is_mm and sum_input < 0 and self._only_bf16_convs_read(cur)
         self.prog.add_node(fused[-1] if len(fused) > 1 else node.name, node.type_name, node.version, attrs, ins,
                            [self.tensor(cur)], fused)
 
     def _runs_bf16(self, node: Node) -> bool:
-        """Whether a Convolution/GroupConvolution/MatMul runs in bf16 under the bf16 hint: those
-        with constant weights, except depthwise convolutions. A depthwise convolution is
+        """Whether a Convolution/GroupConvolution/MatMul runs in bf16 under the bf16 hint: every
+        MatMul (run-time operands are converted per run, as OpenVINO's attention does), and
+        convolutions with constant weights except depthwise ones. A depthwise convolution is
         memory-bound and oneDNN 3.2's bf16 kernel for it (jit_dw) is ~3x slower than its f32
         one (brdgmm_dw) on AMX hosts: 0.29 vs 0.09 ms for 144x56x56, so it stays f32."""
-        if not self.bf16 or node.inputs[1].node.constant_value() is None:
+        if not self.bf16:
+            return False
+        if node.type_name == "MatMul":
+            return True
+        if node.inputs[1].node.constant_value() is None:
             return False
         w = tuple(node.inputs[1].shape)
         return not (node.type_name == "GroupConvolution" and len(w) >= 3 and w[1] == 1 and w[2] == 1)

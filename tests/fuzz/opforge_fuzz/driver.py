@@ -296,12 +296,17 @@ def run_target(target: str, args: argparse.Namespace) -> dict[str, Any]:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE.parent), os.environ.get("PYTHONPATH", "")]))
     # budget for a hung child: the run itself, imports and seeds, then the faulthandler backstop
     budget = (args.seconds or 0) + (args.runs or 0) * args.timeout + 600
-    try:
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=budget)
-        rc, err_tail = proc.returncode, proc.stderr[-4000:]
-    except subprocess.TimeoutExpired as exc:
-        rc, err_tail = -9, (exc.stderr or b"")[-4000:].decode(errors="replace") if isinstance(exc.stderr, bytes) \
-            else str(exc.stderr or "")[-4000:]
+    # The child's whole stderr (libFuzzer's status lines, tracebacks) is kept beside its findings.
+    log = workdir / target / "stderr.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "wb") as err:
+        try:
+            rc = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err, timeout=budget).returncode
+        except subprocess.TimeoutExpired:
+            rc = -9
+    with open(log, "rb") as f:
+        f.seek(max(0, log.stat().st_size - 4000))
+        err_tail = f.read().decode(errors="replace")
     summary: dict[str, Any] = {"target": target, "execs": 0, "findings": []}
     if summary_path.exists():
         summary = json.loads(summary_path.read_text())

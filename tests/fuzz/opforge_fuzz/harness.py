@@ -119,8 +119,16 @@ def classify(err: BaseException) -> Finding | None:
     return Finding(kind, name, str(err)[:500], _where(tb), text[-6000:])
 
 
-def _on_alarm(signum: int, frame: FrameType | None) -> None:
-    raise InputTimeout("input ran past the per-input timeout")
+_armed = [False]
+_installed = [False]
+
+
+def _on_timer(signum: int, frame: FrameType | None) -> None:
+    # A SIGPROF that was already pending when the input finished is handled at the next bytecode
+    # boundary, possibly outside the input: only an armed watchdog raises.
+    if _armed[0]:
+        _armed[0] = False
+        raise InputTimeout("input ran past the per-input timeout")
 
 
 @contextmanager
@@ -129,17 +137,21 @@ def watchdog(timeout_s: float) -> Iterator[None]:
     time. CPU time, not wall time: on a shared, busy machine a niced fuzzer waits for a core, and
     wall-clock timeouts then report inputs that merely waited. An input blocked without using CPU
     (a read that never returns) and code stuck in C are caught by the wall-clock ``faulthandler``
-    backstop the engines arm."""
+    backstop the engines arm. The handler stays installed for the life of the process (a late
+    SIGPROF with the default disposition would kill it)."""
     if timeout_s <= 0:
         yield
         return
-    old = signal.signal(signal.SIGPROF, _on_alarm)
+    if not _installed[0]:
+        signal.signal(signal.SIGPROF, _on_timer)
+        _installed[0] = True
+    _armed[0] = True
     signal.setitimer(signal.ITIMER_PROF, timeout_s)
     try:
         yield
     finally:
+        _armed[0] = False
         signal.setitimer(signal.ITIMER_PROF, 0)
-        signal.signal(signal.SIGPROF, old)
 
 
 def run_one(fuzz_one: Callable[[bytes], None], data: bytes, timeout_s: float) -> Finding | None:

@@ -17,11 +17,10 @@ import opforge
 import pytest
 from opforge.errors import UnsupportedOpError
 from opforge.graph import Model, Node
+from opforge.op import STRUCTURAL
 from opforge.plugins import PluginInfo, PluginSystem
 from opforge.runtime import Availability, CompileContext, Device, Executable, PropertySpec
 from opforge.runtime.properties import COMMON_PROPERTIES
-
-STRUCTURAL = {"Parameter", "Constant", "Result"}
 
 
 def find_kernel(kernels: dict[tuple[str, str | None], Any], node: Node) -> Any:

@@ -25,7 +25,9 @@ def test_sample_model_with_custom_op_runs_on_every_device(device: str, tmp_path:
         warnings.simplefilter("ignore")  # HETERO warns once that work falls back
         compiled = core.compile_model(ir_model, device)
     got = compiled({"image": x})["logits"]
-    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    # a device that stores f32 tensors in f16 (the VPU) is held to f16 tolerances
+    f16 = str(compiled.get_property("INFERENCE_PRECISION_HINT")).lower() == "f16"
+    np.testing.assert_allclose(got, want, rtol=1e-2 if f16 else 1e-4, atol=1e-2 if f16 else 1e-5)
 
 
 def test_demo_runs_end_to_end(tmp_path: Path, capsys: object) -> None:

@@ -156,7 +156,9 @@ def test_export_import_on_every_device(device: str) -> None:
     imported = quiet_compile_import(core, compiled.export_model())
     assert imported.device == compiled.device
     np.testing.assert_allclose(imported([x])[0], compiled([x])[0], rtol=1e-6, atol=1e-6)
-    np.testing.assert_allclose(imported([x])[0], evaluate_model(model, [x])[0], rtol=1e-4, atol=1e-4)
+    # a device that stores f32 tensors in f16 (the VPU) is held to f16 tolerances
+    tol = 1e-2 if str(compiled.get_property("INFERENCE_PRECISION_HINT")).lower() == "f16" else 1e-4
+    np.testing.assert_allclose(imported([x])[0], evaluate_model(model, [x])[0], rtol=tol, atol=tol)
 
 
 def quiet_compile_import(core: opforge.Core, blob: bytes) -> Any:

@@ -10,7 +10,7 @@ import opforge
 import pytest
 from hetero_fixtures import Log, const, named, param, sandwich_model
 from opforge import Model
-from opforge.errors import DeviceNotFoundError, PropertyError, UnsupportedOpError
+from opforge.errors import DeviceNotFoundError, KernelError, PropertyError, UnsupportedOpError
 from opforge.reference import evaluate_model
 from opforge_hetero import AffinityError, HeteroFallbackWarning, Placement
 
@@ -256,6 +256,14 @@ def test_errors_inside_a_subgraph_name_it(core: opforge.Core, swish_model: Model
             req.compiled._executable.kernels = {k: broken for k in req.compiled._executable.kernels}
     for mode in (False, True):
         compiled._executable.use_queues = mode  # type: ignore[attr-defined]
-        with pytest.raises(ValueError, match="kernel exploded") as info:
+        # a builtin exception from a kernel reaches the user as a KernelError naming the device,
+        # chained to the original
+        with pytest.raises(KernelError, match="SLOW failed: ValueError: kernel exploded") as info:
             compiled.infer_new_request([x_value])
-        assert any("HETERO sub-graph 1 on SLOW" in n for n in getattr(info.value, "__notes__", []))
+        chain: list[BaseException] = []
+        err: BaseException | None = info.value
+        while err is not None:
+            chain.append(err)
+            err = err.__cause__
+        notes = [n for e in chain for n in getattr(e, "__notes__", [])]
+        assert any("HETERO sub-graph 1 on SLOW" in n for n in notes)

@@ -329,3 +329,20 @@ def test_new_ops_survive_an_ir_round_trip(device: str, tmp_path: Any) -> None:
     got = (evaluate_model(back, {"x": x})[0] if device == REFERENCE
            else opforge.Core().compile_model(back, device)({"x": x}).to_tuple()[0])
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize(("ratio", "ctm"), [(0, "half_pixel"), (2, "output_half_pixel"), (3, "half_pixel")])
+def test_roi_align_max_is_onnxs(device: str, ratio: int, ctm: str) -> None:
+    rng = np.random.default_rng(11)
+    x = (rng.standard_normal((2, 3, 7, 8)) - 0.5).astype(np.float32)  # mostly negative bins too
+    rois = np.array([[0.5, 1.0, 6.0, 5.5], [-1.5, -0.5, 3.0, 2.0], [2.0, 2.0, 9.5, 8.0], [1.0, 1.0, 1.2, 1.3]],
+                    np.float32)
+    idx = np.array([0, 1, 1, 0], np.int64)
+    node = h.make_node("RoiAlign", ["x", "rois", "idx"], ["y"], mode="max", output_height=3, output_width=2,
+                       sampling_ratio=ratio, spatial_scale=0.8, coordinate_transformation_mode=ctm)
+    feeds = {"x": x, "rois": rois, "idx": idx}
+    model = _model(node, feeds, opset=16)
+    want = ReferenceEvaluator(model).run(None, feeds)[0]
+    got = OpforgeBackend.prepare(model, device=device).run([x, rois, idx])[0]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

@@ -21,19 +21,25 @@ template <class T> class ROIAlignKernel : public Kernel {
     sr_ = n.attrs.i("sampling_ratio");
     scale_ = n.attrs.f("spatial_scale");
     max_ = n.attrs.s("mode") == "max";
+    onnx_max_ = n.attrs.s("mode") == "onnx_max";
     am_ = n.attrs.s("aligned_mode", "asymmetric");
   }
   std::string impl_name() const override { return "roi_align"; }
 
-  static double bilinear(const T* img, int64_t h, int64_t w, double y, double x) {
-    if (y < -1.0 || y > h || x < -1.0 || x > w) return 0.0;
-    y = std::max(y, 0.0);
-    x = std::max(x, 0.0);
+  // corner_max: the largest weighted corner term (ONNX's max) instead of their sum
+  // Coordinates and weights in the data's type T, as OpenVINO, ONNX Runtime and ONNX's reference.
+  static double bilinear(const T* img, int64_t h, int64_t w, T y, T x, bool corner_max = false) {
+    if (y < T(-1) || y > static_cast<T>(h) || x < T(-1) || x > static_cast<T>(w)) return 0.0;
+    y = std::max(y, T(0));
+    x = std::max(x, T(0));
     int64_t y0 = static_cast<int64_t>(std::floor(y)), x0 = static_cast<int64_t>(std::floor(x)), y1, x1;
-    if (y0 >= h - 1) { y0 = y1 = h - 1; y = static_cast<double>(y0); } else y1 = y0 + 1;
-    if (x0 >= w - 1) { x0 = x1 = w - 1; x = static_cast<double>(x0); } else x1 = x0 + 1;
-    const double ly = y - y0, lx = x - x0, hy = 1 - ly, hx = 1 - lx;
-    return hy * hx * img[y0 * w + x0] + hy * lx * img[y0 * w + x1] + ly * hx * img[y1 * w + x0] + ly * lx * img[y1 * w + x1];
+    if (y0 >= h - 1) { y0 = y1 = h - 1; y = static_cast<T>(y0); } else y1 = y0 + 1;
+    if (x0 >= w - 1) { x0 = x1 = w - 1; x = static_cast<T>(x0); } else x1 = x0 + 1;
+    const T ly = y - static_cast<T>(y0), lx = x - static_cast<T>(x0), hy = T(1) - ly, hx = T(1) - lx;
+    const double t[4] = {hy * hx * img[y0 * w + x0], hy * lx * img[y0 * w + x1], ly * hx * img[y1 * w + x0],
+                         ly * lx * img[y1 * w + x1]};
+    if (corner_max) return std::max(std::max(t[0], t[1]), std::max(t[2], t[3]));
+    return t[0] + t[1] + t[2] + t[3];
   }
 
   void run(RunContext& ctx, const TensorView* in, TensorView* out, Bound*) override {
@@ -44,17 +50,18 @@ template <class T> class ROIAlignKernel : public Kernel {
     for (int64_t k = 0; k < nroi_; ++k) {
       const int64_t b = load_index(in[2].dtype, in[2].data, k);
       if (b < 0 || b >= N) throw KernelFailure("batch index " + std::to_string(b) + " of roi " + std::to_string(k) + " is out of range");
-      double v[4];
+      T v[4];
+      const T scale = static_cast<T>(scale_);
       for (int i = 0; i < 4; ++i) {
-        const double c = boxes[k * 4 + i];
-        v[i] = am_ == "half_pixel" ? (c + 0.5) * scale_ - 0.5 : c * scale_ + (am_ == "half_pixel_for_nn" ? -0.5 : 0.0);
+        const T c = static_cast<T>(boxes[k * 4 + i]);
+        v[i] = am_ == "half_pixel" ? (c + T(0.5)) * scale - T(0.5) : c * scale + T(am_ == "half_pixel_for_nn" ? -0.5 : 0.0);
       }
-      double rw = v[2] - v[0], rh = v[3] - v[1];
+      T rw = v[2] - v[0], rh = v[3] - v[1];
       if (am_ == "asymmetric") {
-        rw = std::max(rw, 1.0);
-        rh = std::max(rh, 1.0);
+        rw = std::max(rw, T(1));
+        rh = std::max(rh, T(1));
       }
-      const double bw = rw / pw_, bh = rh / ph_;
+      const T bw = rw / static_cast<T>(pw_), bh = rh / static_cast<T>(ph_);
       const int64_t sx = sr_ ? sr_ : std::max<int64_t>(static_cast<int64_t>(std::ceil(bw)), 1);
       const int64_t sy = sr_ ? sr_ : std::max<int64_t>(static_cast<int64_t>(std::ceil(bh)), 1);
       for (int64_t c = 0; c < C; ++c) {
@@ -64,12 +71,14 @@ template <class T> class ROIAlignKernel : public Kernel {
             double acc = 0;
             for (int64_t a = 0; a < sy; ++a)
               for (int64_t q = 0; q < sx; ++q) {
-                const double py = i * bh + (a + 0.5) * (bh / sy) + v[1];
-                const double px = j * bw + (q + 0.5) * (bw / sx) + v[0];
-                const double s = bilinear(img, H, W, py, px);
-                acc = max_ ? std::max(acc, s) : acc + s;
+                const T py = static_cast<T>(i) * bh + (static_cast<T>(a) + T(0.5)) * (bh / static_cast<T>(sy)) + v[1];
+                const T px = static_cast<T>(j) * bw + (static_cast<T>(q) + T(0.5)) * (bw / static_cast<T>(sx)) + v[0];
+                const double s = bilinear(img, H, W, py, px, onnx_max_);
+                if (onnx_max_) acc = (a == 0 && q == 0) ? s : std::max(acc, s);  // from the first sample
+                else acc = max_ ? std::max(acc, s) : acc + s;
               }
-            y[((k * C + c) * ph_ + i) * pw_ + j] = static_cast<T>(max_ ? acc : acc / static_cast<double>(sx * sy));
+            const bool any_max = max_ || onnx_max_;
+            y[((k * C + c) * ph_ + i) * pw_ + j] = static_cast<T>(any_max ? acc : acc / static_cast<double>(sx * sy));
           }
       }
     }
@@ -79,7 +88,7 @@ template <class T> class ROIAlignKernel : public Kernel {
   Shape xs_;
   int64_t nroi_ = 0, ph_ = 1, pw_ = 1, sr_ = 0;
   double scale_ = 1;
-  bool max_ = false;
+  bool max_ = false, onnx_max_ = false;
   std::string am_;
 };
 }  // namespace

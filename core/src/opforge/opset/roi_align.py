@@ -8,6 +8,10 @@
 largest of (``"max"``, starting from 0 as OpenVINO does) ``sampling_ratio`` x ``sampling_ratio`` bilinear samples at the centres of
 a regular sub-grid (0: ``ceil(bin size)`` samples per axis). Samples more than one pixel outside
 the map are zero; samples within one pixel are clamped to the edge.
+
+``mode="onnx_max"`` (opforge's own mode, not OpenVINO's; what ONNX's RoiAlign ``max`` means):
+each sample is the largest of its four *weighted* bilinear corner terms, and a bin takes the
+largest sample, starting from its first one (not from 0).
 """
 
 from __future__ import annotations
@@ -29,14 +33,15 @@ class ROIAlignAttrs(OpAttrs):
     pooled_w: int
     sampling_ratio: int
     spatial_scale: float
-    mode: Literal["avg", "max"]
+    mode: Literal["avg", "max", "onnx_max"]
     aligned_mode: Literal["asymmetric", "half_pixel_for_nn", "half_pixel"] = "asymmetric"
 
     _enums = field_validator("mode", "aligned_mode", mode="before")(lower_enum)
 
 
-def _bilinear(img: np.ndarray, y: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """img [C, H, W] sampled at points y, x (same shape S): [C, *S]."""
+def _bilinear(img: np.ndarray, y: np.ndarray, x: np.ndarray, corner_max: bool = False) -> np.ndarray:
+    """img [C, H, W] sampled at points y, x (same shape S): [C, *S] (``corner_max``: the largest
+    of the four weighted corner terms instead of their sum)."""
     _, h, w = img.shape
     outside = (y < -1.0) | (y > h) | (x < -1.0) | (x > w)
     y = np.clip(y, 0, None)
@@ -53,8 +58,9 @@ def _bilinear(img: np.ndarray, y: np.ndarray, x: np.ndarray) -> np.ndarray:
     x = np.where(at_end_x, x0, x)
     ly, lx = y - y0, x - x0
     hy, hx = 1 - ly, 1 - lx
-    v = (hy * hx * img[:, y0, x0] + hy * lx * img[:, y0, x1]
-         + ly * hx * img[:, y1, x0] + ly * lx * img[:, y1, x1])
+    terms = (hy * hx * img[:, y0, x0], hy * lx * img[:, y0, x1], ly * hx * img[:, y1, x0], ly * lx * img[:, y1, x1])
+    v = np.maximum(np.maximum(terms[0], terms[1]), np.maximum(terms[2], terms[3])) if corner_max else \
+        terms[0] + terms[1] + terms[2] + terms[3]
     return np.where(outside, 0, v)
 
 
@@ -98,28 +104,40 @@ class ROIAlign(Op):
         x = to_work(data)
         n_img, c, _, _ = data.shape
         out = np.zeros((rois.shape[0], c, a.pooled_h, a.pooled_w), dtype=x.dtype)
-        boxes = rois.astype(np.float64)
+        # Box, bin and sample coordinates in the data's type, as OpenVINO, ONNX Runtime and ONNX's
+        # reference compute them: in f64, a bin width of 3.0000001 would take 4 samples, not 3.
+        work = x.dtype.type
+        boxes = rois.astype(work)
+        scale = work(a.spatial_scale)
         for k in range(rois.shape[0]):
             b = int(batch[k])
             if not 0 <= b < n_img:
                 raise ValueError(f"batch index {b} of roi {k} is out of range [0, {n_img})")
             x1, y1, x2, y2 = boxes[k]
             if a.aligned_mode == "half_pixel":
-                x1, y1, x2, y2 = ((v + 0.5) * a.spatial_scale - 0.5 for v in (x1, y1, x2, y2))
+                x1, y1, x2, y2 = ((v + work(0.5)) * scale - work(0.5) for v in (x1, y1, x2, y2))
             else:
-                shift = -0.5 if a.aligned_mode == "half_pixel_for_nn" else 0.0
-                x1, y1, x2, y2 = (v * a.spatial_scale + shift for v in (x1, y1, x2, y2))
+                shift = work(-0.5 if a.aligned_mode == "half_pixel_for_nn" else 0.0)
+                x1, y1, x2, y2 = (v * scale + shift for v in (x1, y1, x2, y2))
             rw, rh = x2 - x1, y2 - y1
             if a.aligned_mode == "asymmetric":
-                rw, rh = max(rw, 1.0), max(rh, 1.0)
-            bw, bh = rw / a.pooled_w, rh / a.pooled_h
+                rw, rh = max(rw, work(1.0)), max(rh, work(1.0))
+            bw, bh = rw / work(a.pooled_w), rh / work(a.pooled_h)
             sx = a.sampling_ratio or max(math.ceil(bw), 1)
             sy = a.sampling_ratio or max(math.ceil(bh), 1)
-            py = np.arange(a.pooled_h)[:, None] * bh + (np.arange(sy)[None, :] + 0.5) * (bh / sy) + y1
-            px = np.arange(a.pooled_w)[:, None] * bw + (np.arange(sx)[None, :] + 0.5) * (bw / sx) + x1
+            half = work(0.5)
+            py = (np.arange(a.pooled_h, dtype=work)[:, None] * bh
+                  + (np.arange(sy, dtype=work)[None, :] + half) * (bh / work(sy)) + y1)
+            px = (np.arange(a.pooled_w, dtype=work)[:, None] * bw
+                  + (np.arange(sx, dtype=work)[None, :] + half) * (bw / work(sx)) + x1)
             yy = np.broadcast_to(py[:, None, :, None], (a.pooled_h, a.pooled_w, sy, sx))
             xx = np.broadcast_to(px[None, :, None, :], (a.pooled_h, a.pooled_w, sy, sx))
-            v = _bilinear(x[b], yy, xx)  # [C, ph, pw, sy, sx]
-            # OpenVINO's running maximum starts at 0, so a bin of negative samples pools to 0.
-            out[k] = v.mean(axis=(3, 4)) if a.mode == "avg" else np.maximum(v.max(axis=(3, 4)), 0)
+            v = _bilinear(x[b], yy, xx, a.mode == "onnx_max")  # [C, ph, pw, sy, sx]
+            if a.mode == "avg":
+                out[k] = v.mean(axis=(3, 4))
+            elif a.mode == "max":
+                # OpenVINO's running maximum starts at 0, so a bin of negative samples pools to 0.
+                out[k] = np.maximum(v.max(axis=(3, 4)), 0)
+            else:
+                out[k] = v.max(axis=(3, 4))
         return [cast_to(out, data.dtype)]

@@ -108,8 +108,9 @@ __kernel void eye(__global Y_T* y, __global const int* P) {
 #ifdef ROI_ALIGN
 // One work-item per output [roi, c, ph, pw]: the mean (or the max, from 0) of sy x sx bilinear
 // samples. P: total C H W PH PW sampling_ratio aligned_mode(0 asym, 1 half_pixel_for_nn,
-// 2 half_pixel) max_mode scale(bits) n_img
-float roi_sample(__global const X_T* img, const int H, const int W, float y, float x) {
+// 2 half_pixel) max_mode (0 avg, 1 max from 0, 2 onnx_max) scale(bits) n_img
+// corner_max: the largest weighted corner term (ONNX's max, mode 2) instead of their sum
+float roi_sample(__global const X_T* img, const int H, const int W, float y, float x, const int corner_max) {
     if (y < -1.0f || y > (float)H || x < -1.0f || x > (float)W) return 0.0f;
     y = fmax(y, 0.0f);
     x = fmax(x, 0.0f);
@@ -117,8 +118,9 @@ float roi_sample(__global const X_T* img, const int H, const int W, float y, flo
     if (y0 >= H - 1) { y0 = y1 = H - 1; y = (float)y0; } else { y1 = y0 + 1; }
     if (x0 >= W - 1) { x0 = x1 = W - 1; x = (float)x0; } else { x1 = x0 + 1; }
     const float ly = y - (float)y0, lx = x - (float)x0, hy = 1.0f - ly, hx = 1.0f - lx;
-    return hy * hx * LOAD_X(img, y0 * W + x0) + hy * lx * LOAD_X(img, y0 * W + x1)
-         + ly * hx * LOAD_X(img, y1 * W + x0) + ly * lx * LOAD_X(img, y1 * W + x1);
+    const float t0 = hy * hx * LOAD_X(img, y0 * W + x0), t1 = hy * lx * LOAD_X(img, y0 * W + x1);
+    const float t2 = ly * hx * LOAD_X(img, y1 * W + x0), t3 = ly * lx * LOAD_X(img, y1 * W + x1);
+    return corner_max ? fmax(fmax(t0, t1), fmax(t2, t3)) : t0 + t1 + t2 + t3;
 }
 
 __kernel void roi_align(__global const X_T* x, __global const R_T* rois, __global const I_T* bidx,
@@ -151,8 +153,9 @@ __kernel void roi_align(__global const X_T* x, __global const R_T* rois, __globa
         const float yy = (float)ph * bh + ((float)iy + 0.5f) * (bh / (float)sy) + v[1];
         for (int ix = 0; ix < sx; ++ix) {
             const float xx = (float)pw * bw + ((float)ix + 0.5f) * (bw / (float)sx) + v[0];
-            const float s = roi_sample(img, H, W, yy, xx);
-            acc = max_mode ? fmax(acc, s) : acc + s;
+            const float s = roi_sample(img, H, W, yy, xx, max_mode == 2);
+            if (max_mode == 2) acc = (iy == 0 && ix == 0) ? s : fmax(acc, s);  // from the first sample
+            else acc = max_mode ? fmax(acc, s) : acc + s;
         }
     }
     STORE_Y(y, i, max_mode ? acc : acc / (float)(sx * sy));

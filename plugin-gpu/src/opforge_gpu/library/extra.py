@@ -262,7 +262,7 @@ def lower_roi_align(node: Node, lw: Lowering, ep: Epilogue | None = None) -> Non
     defines.update(rois.storage.macros("R"))
     defines.update(y.storage.macros("Y"))
     aligned = {"asymmetric": 0, "half_pixel_for_nn": 1, "half_pixel": 2}[a.aligned_mode]
-    prm = lw.params([y.size, c, h, w, a.pooled_h, a.pooled_w, a.sampling_ratio, aligned, int(a.mode == "max"),
+    prm = lw.params([y.size, c, h, w, a.pooled_h, a.pooled_w, a.sampling_ratio, aligned, {"avg": 0, "max": 1, "onnx_max": 2}[a.mode],
                      float_bits(float(a.spatial_scale)), n_img])
     check = lw.index_check("batch index {value} of roi {which} is out of range (expected {low}..{high})",
                            negative=False)

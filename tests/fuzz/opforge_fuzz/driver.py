@@ -220,7 +220,8 @@ def _run_atheris(args: argparse.Namespace, target: Any, seeds: list[bytes], sess
             return bytes(atheris.Mutate(data, max_size))
         return bytes(out[:max_size])
 
-    flags = [sys.argv[0], str(corpus), "-timeout=0", f"-rss_limit_mb={args.memory_mb}", f"-max_len={args.max_len}",
+    artifacts = Path(args.workdir) / args.target / "libfuzzer-"  # not the current directory
+    flags = [sys.argv[0], str(corpus), f"-artifact_prefix={artifacts}", "-timeout=0", f"-rss_limit_mb={args.memory_mb}", f"-max_len={args.max_len}",
              f"-seed={args.seed or 1}", "-print_final_stats=1"]
     if args.runs is not None:
         flags.append(f"-runs={args.runs}")

@@ -87,7 +87,7 @@ def test_pir_deeply_nested_json() -> None:
     _raises(paddle_pir.fuzz_one, join_parts(body, b""), ModelFormatError, "not a valid Paddle PIR program")
 
 
-def test_pir_full_of_a_billion_elements() -> None:
+def test_pir_full_of_two_billion_elements() -> None:
     """A ``full`` op whose shape asks for 8 GB: was a bare MemoryError from np.full in pir.py
     _const_of (or gigabytes allocated); now checked against MAX_TENSOR_BYTES first."""
     from opforge.errors import ResourceLimitError

@@ -346,3 +346,17 @@ def test_roi_align_max_is_onnxs(device: str, ratio: int, ctm: str) -> None:
     want = ReferenceEvaluator(model).run(None, feeds)[0]
     got = OpforgeBackend.prepare(model, device=device).run([x, rois, idx])[0]
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("device", [d for d in DEVICES if d != "GPU"])
+@pytest.mark.parametrize(("bins", "length", "rate", "low", "high"), [(8, 16, 8192, 0.0, 4096.0),
+                                                                      (5, 64, 16000, 125.0, 7600.0)])
+def test_mel_weight_matrix_matches_onnx(device: str, bins: int, length: int, rate: int, low: float, high: float) -> None:
+    feeds = {"n": np.array(bins, np.int32), "d": np.array(length, np.int32), "r": np.array(rate, np.int32),
+             "lo": np.array(low, np.float32), "hi": np.array(high, np.float32)}
+    node = h.make_node("MelWeightMatrix", list(feeds), ["y"])
+    model = _model(node, feeds, opset=17)
+    want = ReferenceEvaluator(model).run(None, feeds)[0]
+    got = OpforgeBackend.prepare(model, device=device).run(list(feeds.values()))[0]
+    assert got.shape == want.shape == (length // 2 + 1, bins)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)

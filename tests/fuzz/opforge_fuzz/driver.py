@@ -56,13 +56,13 @@ class _Session:
         # the input being run, so that the parent can name it when the child dies mid-input
         self._current = os.open(self.dir / "current-input", os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
 
-    def run(self, fuzz_one: Any, data: bytes, timeout_s: float) -> bool:
+    def run(self, fuzz_one: Any, data: bytes, timeout_s: float, backstop_s: float | None = None) -> bool:
         """Run one input; True when it produced a new outcome (engine feedback)."""
         from opforge_fuzz.harness import digest, run_one
 
         os.ftruncate(self._current, 0)
         os.pwrite(self._current, data, 0)
-        faulthandler.dump_traceback_later(max(10.0, 5 * timeout_s), exit=True)
+        faulthandler.dump_traceback_later(backstop_s or max(10.0, 5 * timeout_s), exit=True)
         try:
             finding = run_one(fuzz_one, data, timeout_s)
         finally:
@@ -207,8 +207,13 @@ def _run_atheris(args: argparse.Namespace, target: Any, seeds: list[bytes], sess
     pool = list(seeds)
     takes_pool = _takes_pool(target)
 
+    # Hangs under atheris are libFuzzer's to detect (-timeout, wall clock, in C): a Python signal
+    # handler raising inside atheris' instrumentation callbacks ends the process ("fuzz target
+    # exited") at random points. The faulthandler backstop stays, behind libFuzzer's timeout.
+    lf_timeout = max(10, int(5 * args.timeout))
+
     def test_one(data: bytes) -> None:
-        session.run(fuzz_one, data, args.timeout)
+        session.run(fuzz_one, data, 0, backstop_s=3 * lf_timeout)
 
     def custom_mutator(data: bytes, max_size: int, seed: int) -> bytes:
         rng = random.Random(seed)
@@ -221,7 +226,7 @@ def _run_atheris(args: argparse.Namespace, target: Any, seeds: list[bytes], sess
         return bytes(out[:max_size])
 
     artifacts = Path(args.workdir) / args.target / "libfuzzer-"  # not the current directory
-    flags = [sys.argv[0], str(corpus), f"-artifact_prefix={artifacts}", "-timeout=0", f"-rss_limit_mb={args.memory_mb}", f"-max_len={args.max_len}",
+    flags = [sys.argv[0], str(corpus), f"-artifact_prefix={artifacts}", f"-timeout={lf_timeout}", f"-rss_limit_mb={args.memory_mb}", f"-max_len={args.max_len}",
              f"-seed={args.seed or 1}", "-print_final_stats=1"]
     if args.runs is not None:
         flags.append(f"-runs={args.runs}")
@@ -316,7 +321,8 @@ def run_target(target: str, args: argparse.Namespace) -> dict[str, Any]:
     if rc not in expected_rc or (rc == 0 and not finished):
         current = workdir / target / "current-input"
         summary["findings"].append({
-            "kind": "crash" if rc != 124 else "hang", "exception": f"child exit status {rc}",
+            "kind": "hang" if rc == 124 or "libFuzzer: timeout" in err_tail else "crash",
+            "exception": f"child exit status {rc}",
             "where": "?", "message": err_tail[-1500:],
             "input": str(current) if current.exists() else "?", "count": 1,
         })

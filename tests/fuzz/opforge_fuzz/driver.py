@@ -11,8 +11,9 @@ finding instead of killing the runner. Two engines:
   that produce a new outcome (a new error site or a successful read) as further bases. The test
   suite's smoke run uses it: same inputs on every run, no libFuzzer process exit to work around.
 
-Every input gets a CPU-time watchdog (``--timeout``, SIGPROF: a hang in Python code) and a faulthandler
-backstop at 5x that (a hang in C code ends the child, which the parent reports); the process runs
+Every input gets a hang check (random engine: a CPU-time watchdog, ``--timeout``, SIGPROF;
+atheris: libFuzzer's ``-timeout``) and a faulthandler backstop (a hang in C code ends the child,
+which the parent reports); the process runs
 under ``RLIMIT_AS`` (``--memory-mb``) with opforge's resource limits lowered (harness.py).
 Findings are de-duplicated by kind, exception type and innermost opforge frame; each unique one is
 saved as ``<workdir>/<target>/findings/<kind>-<sha>.bin`` (the input) and ``.txt`` (traceback).

@@ -806,6 +806,10 @@ def supported_nodes(core: types.ModuleType, model: Model, kernels: Mapping[tuple
         t = n.type_name
         if t in HOST_OPS:
             out[n.name] = ""  # its stage runs on the host (staging.HOST_OPS)
+            if t == "Loop":  # ... and its body runs on this device: every body node needs a kernel
+                body = supported_nodes(core, n.attrs.body, kernels)  # type: ignore[attr-defined]
+                bad = [f"'{k}': {why}" for k, why in body.items() if why]
+                out[n.name] = f"its body has nodes without a CPU kernel: {'; '.join(bad[:3])}" if bad else ""
             continue
         lowered = index_mapped(n, builtin)
         if t not in builtin and not lowered:

@@ -14,7 +14,10 @@ such node ``D``:
 
 Every op still runs in C++ (Python only passes arrays between the stages), except the *host
 ops* (``HOST_OPS``): ImageDecoder's stage decodes on the host with Pillow
-(:func:`opforge.opset.image_decoder.decode_image`), because image codecs are not kernels.
+(:func:`opforge.opset.image_decoder.decode_image`), because image codecs are not kernels; Loop's
+stage iterates on the host (:func:`opforge.opset.loop.run_loop`) over its body compiled once as a
+CPU executable of its own (which plans one C++ program per body input shape), so the body runs in
+C++ and only the iteration bookkeeping is Python.
 """
 
 from __future__ import annotations
@@ -30,14 +33,15 @@ from opforge.opset.parameter import Parameter
 from opforge.shape import PartialShape
 
 #: data-dependent ops (``Op.data_dependent_shape``) whose stage runs on the host instead of a one-node C++ program
-HOST_OPS = {"ImageDecoder"}
+HOST_OPS = {"ImageDecoder", "Loop"}
 
 
 def dynamic_node(model: Model) -> Node | None:
-    """The first node of a data-dependent output shape whose inputs are all static."""
+    """The first node of a data-dependent output shape (or a host op) whose inputs are all static."""
     for n in model.get_ordered_ops():
         if (n.op.is_standard and n.op.data_dependent_shape
-                and not all(o.partial_shape.is_static for o in n.outputs())
+                # a host op is never C++ code, even where its output shapes happen to be known
+                and (n.type_name in HOST_OPS or not all(o.partial_shape.is_static for o in n.outputs()))
                 and all(i.partial_shape.is_static for i in n.inputs)):
             return n
     return None
@@ -67,6 +71,7 @@ class _StagedState:
         self.prefix = staged.prefix.create_state() if staged.prefix is not None else None
         self.dyn = staged.dyn_program.create_state() if staged.dyn_program is not None else None
         self.suffix = staged.suffix.create_state()
+        self.body = staged.body.create_state() if staged.body is not None else None
 
 
 class StagedProgram:
@@ -97,6 +102,10 @@ class StagedProgram:
         self.dyn = dyn
         self.dyn_feed = [i for i in dyn.inputs if i.node.constant_value() is None]
         self.dyn_program: Any = None
+        #: Loop: its body, compiled once (the executable keeps a program per body input shape)
+        self.body: Any = None
+        if dyn.type_name == "Loop":
+            self.body = make_executable(dyn.attrs.body.clone())  # type: ignore[attr-defined]
         if dyn.type_name not in HOST_OPS:
             self._one_node_program(core, dyn, num_threads)
         # The rest: a model fed with the cut values and D's outputs.
@@ -161,7 +170,7 @@ class StagedProgram:
             if o.node.id in self.params:
                 values[o] = inputs[self.params[o.node.id]]
         if self.dyn_program is None:  # a host op
-            return self.suffix.infer([values[o] for o in self.cut] + self._run_host(values), st.suffix)
+            return self.suffix.infer([values[o] for o in self.cut] + self._run_host(values, st), st.suffix)
         outs = self.dyn_program.run(st.dyn, [np.ascontiguousarray(values[i]) if values[i].ndim else values[i]
                                              for i in self.dyn_feed])
         size = int(outs[-1][0])
@@ -174,7 +183,7 @@ class StagedProgram:
             dyn_outs.append(a)
         return self.suffix.infer([values[o] for o in self.cut] + dyn_outs, st.suffix)
 
-    def _run_host(self, values: dict[Output, np.ndarray]) -> list[np.ndarray]:
+    def _run_host(self, values: dict[Output, np.ndarray], st: _StagedState) -> list[np.ndarray]:
         dyn = self.dyn
         args = [values[i] if i in values else np.asarray(i.node.constant_value()) for i in dyn.inputs]
         if dyn.type_name == "ImageDecoder":
@@ -182,6 +191,12 @@ class StagedProgram:
 
             return [decode_image(args[0], str(dyn.attrs.pixel_format),  # type: ignore[attr-defined]
                                  f"device CPU: node '{dyn.name}' (ImageDecoder)")]
+        if dyn.type_name == "Loop":
+            from opforge.opset.loop import run_loop
+
+            body, state = self.body, st.body
+            return run_loop(dyn.attrs, args, lambda feed: body.infer(feed, state),  # type: ignore[arg-type]
+                            f"device CPU: node '{dyn.name}' (Loop)")
         raise KernelError(f"device CPU: node '{dyn.name}' ({dyn.type_name}) has no host implementation")
 
     def profile(self, state: Any) -> list[Any]:

@@ -1,12 +1,26 @@
-"""Loop, unrolled while converting: opforge has no loop op yet. It needs a constant trip count
-(or a condition that folds to a constant each iteration); scan outputs are stacked on axis 0."""
+"""Loop: unrolled while converting when every iteration's condition folds to a constant and the
+trip count is a small constant (the graph stays static, so devices plan it whole); otherwise an
+opforge ``Loop`` node (:mod:`opforge.opset.loop`) whose body is a sub-model.
+
+ONNX's body takes (iteration, condition, carried...) and returns (condition, carried...,
+scans...): the condition and the carried values are merged (back-edge) inputs, the iteration
+number is the current-iteration port, scan outputs are unsqueezed in the body and concatenated on
+axis 0, and values the body reads from the outer scope become invariant inputs."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+from onnx import GraphProto
+from opforge.element_type import Type
 from opforge.frontend.extensions import ConversionResult
 from opforge.frontend.node_context import NodeContext
-from opforge.graph import Output
+from opforge.graph import Model, Node, Output, _ids
+from opforge.opset.constant import Constant
+from opforge.opset.loop import Loop
+from opforge.opset.parameter import Parameter
+from opforge.shape import PartialShape
 
 from opforge_onnx.ops._helpers import const_value, i64, out, translator
 
@@ -14,21 +28,13 @@ from opforge_onnx.ops._helpers import const_value, i64, out, translator
 MAX_UNROLL = 1024
 
 
-def convert(ctx: NodeContext) -> ConversionResult:
+class _NotUnrollable(Exception):
+    """The loop's iteration count is not known while converting."""
+
+
+def _unroll(ctx: NodeContext, trip: int | None, cond_v: bool) -> ConversionResult:
     body = ctx.get_attribute("body")
     sub = ctx.extra["subgraph"]
-    trip: int | None = None
-    if ctx.has_input(0):
-        v = const_value(ctx.get_input(0))
-        if v is None:
-            raise ctx.error("the trip count is computed at run time; opforge unrolls loops and needs a constant")
-        trip = int(np.asarray(v).reshape(-1)[0])
-    cond_v = True
-    if ctx.has_input(1):
-        c = const_value(ctx.get_input(1))
-        if c is None:
-            raise ctx.error("the initial condition is computed at run time; opforge needs a constant to unroll")
-        cond_v = bool(np.asarray(c).reshape(-1)[0])
     carried: list[Output] = [ctx.get_input(i) for i in range(2, ctx.get_input_size())]
     n_carried = len(carried)
     scans: list[list[Output]] = []
@@ -36,14 +42,12 @@ def convert(ctx: NodeContext) -> ConversionResult:
     limit = trip if trip is not None else MAX_UNROLL + 1
     while cond_v and it < limit:
         if it >= MAX_UNROLL:
-            raise ctx.error(f"unrolling would exceed {MAX_UNROLL} iterations")
+            raise _NotUnrollable
         cond_in = ctx.const(np.asarray(cond_v))
         outs = sub(body, [i64(ctx, it), cond_in, *carried], f"{ctx.get_name()}/iter{it}/")
         c = const_value(outs[0])
         if c is None:
-            if trip is None:
-                raise ctx.error("the loop condition depends on run-time values; opforge cannot unroll it")
-            c = np.asarray(True)  # condition ignored only when every trip count is known... keep going
+            raise _NotUnrollable
         cond_v = bool(np.asarray(c).reshape(-1)[0])
         carried = list(outs[1:1 + n_carried])
         scans.append(list(outs[1 + n_carried:]))
@@ -52,10 +56,126 @@ def convert(ctx: NodeContext) -> ConversionResult:
     results: list[Output | None] = list(carried)
     for k in range(n_scan):
         if not scans:
-            raise ctx.error("the loop runs zero iterations, so its scan outputs have no known shape")
+            raise _NotUnrollable  # zero iterations: the loop op knows the scan outputs' shapes
         parts = [out(ctx.op("Unsqueeze", s[k], i64(ctx, [0]))) for s in scans]
         results.append(out(ctx.op("Concat", *parts, axis=0)) if len(parts) > 1 else parts[0])
     return results
+
+
+def _param(name: str, t: Type, shape: PartialShape) -> Node:
+    return Node.create(Parameter, [], {"element_type": t, "shape": shape}, name=name)
+
+
+def _body_model(ctx: NodeContext, body: GraphProto, params: list[Node], n_carried: int,
+                prefix: str) -> tuple[Model, list[Output]]:
+    """Convert the ONNX body into a self-contained model; returns it and the outer values it
+    reads (fed to the extra, invariant parameters appended to ``params``)."""
+    sub = ctx.extra["subgraph"]
+    first_id = next(_ids)  # nodes created from here on belong to the body
+    outs = list(sub(body, [p.output(0) for p in params], prefix))
+    n_scan = len(outs) - 1 - n_carried
+    for k in range(n_scan):
+        outs[1 + n_carried + k] = out(ctx.op("Unsqueeze", outs[1 + n_carried + k], i64(ctx, [0])))
+    own = {p.id for p in params}
+    outer: dict[Output, Output] = {}
+    invariants: list[Output] = []
+
+    def inner(o: Output) -> Output:
+        if o.node.id >= first_id or o.node.id in own:
+            return o
+        if o not in outer:
+            v = o.node.constant_value()
+            if v is not None:
+                outer[o] = Node.create(Constant, [], {"value": v}, name=f"{prefix}{o.node.name}").output(0)
+            else:
+                p = _param(f"{prefix}outer/{o.node.name}/{o.index}", o.element_type, o.partial_shape)
+                params.append(p)
+                invariants.append(o)
+                outer[o] = p.output(0)
+        return outer[o]
+
+    outs = [inner(o) for o in outs]
+    seen: set[int] = set()
+    stack = [o.node for o in outs]
+    while stack:
+        n = stack.pop()
+        if n.id in seen or n.id in own:
+            continue
+        seen.add(n.id)
+        n.inputs = [inner(i) for i in n.inputs]
+        stack.extend(i.node for i in n.inputs)
+    return Model(outs, parameters=params, name=f"{ctx.get_name()}/body"), invariants
+
+
+def _loop_op(ctx: NodeContext) -> ConversionResult:
+    body = ctx.get_attribute("body")
+    carried = [ctx.get_input(i) for i in range(2, ctx.get_input_size())]
+    n = len(carried)
+    trip = to_scalar(ctx, ctx.get_input(0), Type.i64) if ctx.has_input(0) else i64(ctx, -1)
+    cond = to_scalar(ctx, ctx.get_input(1), Type.boolean) if ctx.has_input(1) else ctx.const(np.asarray(True))
+    shapes = [c.partial_shape for c in carried]
+    for attempt in range(2):
+        prefix = f"{ctx.get_name()}/body{attempt or ''}/"
+        params = [_param(f"{prefix}iteration", Type.i64, PartialShape([])),
+                  _param(f"{prefix}condition", Type.boolean, PartialShape([]))]
+        params += [_param(f"{prefix}carried{k}", c.element_type, s) for k, (c, s) in enumerate(zip(carried, shapes))]
+        model, invariants = _body_model(ctx, body, params, n, prefix)
+        got = [model.outputs[1 + k].partial_shape for k in range(n)]
+        if all(g == s for g, s in zip(got, shapes)):
+            break
+        # a carried value changes shape between iterations: the body takes any shape of its rank
+        shapes = [s if g == s else PartialShape.dynamic(s.rank if g.rank == s.rank else None)
+                  for g, s in zip(got, shapes)]
+    else:
+        raise ctx.error(f"the shapes of the loop-carried values are not stable across iterations: {got}")
+    outputs = model.outputs
+    if outputs[0].element_type is not Type.boolean:
+        raise ctx.error(f"the body's condition output is {outputs[0].element_type}, expected bool")
+    inputs: list[dict[str, Any]] = [{"kind": "merged", "external_port_id": 1, "body_parameter_index": 1,
+                                     "back_edge_result_index": 0}]
+    inputs += [{"kind": "merged", "external_port_id": 2 + k, "body_parameter_index": 2 + k,
+                "back_edge_result_index": 1 + k} for k in range(n)]
+    inputs += [{"kind": "invariant", "external_port_id": 2 + n + j, "body_parameter_index": 2 + n + j}
+               for j in range(len(invariants))]
+    n_scan = len(outputs) - 1 - n
+    outs = [{"external_port_id": k, "body_result_index": 1 + k} for k in range(n)]
+    outs += [{"external_port_id": n + k, "body_result_index": 1 + n + k, "axis": 0} for k in range(n_scan)]
+    node = ctx.op(Loop, trip, cond, *carried, *invariants, body=model, input_descriptions=inputs,
+                  output_descriptions=outs, current_iteration_input_idx=0, body_condition_output_idx=0)
+    return [Output(node, i) for i in range(n + n_scan)]
+
+
+def to_scalar(ctx: NodeContext, v: Output, t: Type) -> Output:
+    """ONNX gives M and cond as scalars or one-element tensors; the loop takes scalars."""
+    if v.element_type is not t:
+        v = out(ctx.op("Convert", v, destination_type=t))
+    if v.partial_shape.rank != 0:
+        v = out(ctx.op("Reshape", v, i64(ctx, []), special_zero=False))
+    return v
+
+
+def convert(ctx: NodeContext) -> ConversionResult:
+    trip: int | None = None
+    known = True
+    if ctx.has_input(0):
+        v = const_value(ctx.get_input(0))
+        if v is None:
+            known = False
+        else:
+            trip = int(np.asarray(v).reshape(-1)[0])
+    cond_v = True
+    if ctx.has_input(1):
+        c = const_value(ctx.get_input(1))
+        if c is None:
+            known = False
+        else:
+            cond_v = bool(np.asarray(c).reshape(-1)[0])
+    if known:
+        try:
+            return _unroll(ctx, trip, cond_v)
+        except _NotUnrollable:
+            pass  # the nodes made so far are unreachable: nothing reads them
+    return _loop_op(ctx)
 
 
 EXTENSION = translator("Loop", convert)

@@ -22,6 +22,8 @@ C++ and only the iteration bookkeeping is Python.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,6 +33,10 @@ from opforge.errors import KernelError
 from opforge.graph import Model, Node, Output
 from opforge.opset.parameter import Parameter
 from opforge.shape import PartialShape
+
+#: Loop bodies compiled per input shapes kept per Loop (a state that grows each iteration
+#: compiles the body per length; beyond this many shapes the oldest is dropped)
+BODY_CACHE_SIZE = 32
 
 #: data-dependent ops (``Op.data_dependent_shape``) whose stage runs on the host instead of a one-node C++ program
 HOST_OPS = {"ImageDecoder", "Loop"}
@@ -71,7 +77,8 @@ class _StagedState:
         self.prefix = staged.prefix.create_state() if staged.prefix is not None else None
         self.dyn = staged.dyn_program.create_state() if staged.dyn_program is not None else None
         self.suffix = staged.suffix.create_state()
-        self.body = staged.body.create_state() if staged.body is not None else None
+        #: Loop: a state per body executable (per body input shapes)
+        self.body: dict[tuple[tuple[int, ...], ...], Any] = {}
 
 
 class StagedProgram:
@@ -102,10 +109,11 @@ class StagedProgram:
         self.dyn = dyn
         self.dyn_feed = [i for i in dyn.inputs if i.node.constant_value() is None]
         self.dyn_program: Any = None
-        #: Loop: its body, compiled once (the executable keeps a program per body input shape)
-        self.body: Any = None
-        if dyn.type_name == "Loop":
-            self.body = make_executable(dyn.attrs.body.clone())  # type: ignore[attr-defined]
+        #: Loop: its body compiled per body input shapes (static, so the CPU executable can also
+        #: plan on the values of small inputs such as the iteration number, as Slice bounds need)
+        self._make_executable = make_executable
+        self._bodies: OrderedDict[tuple[tuple[int, ...], ...], Any] = OrderedDict()
+        self._bodies_lock = threading.Lock()
         if dyn.type_name not in HOST_OPS:
             self._one_node_program(core, dyn, num_threads)
         # The rest: a model fed with the cut values and D's outputs.
@@ -194,10 +202,30 @@ class StagedProgram:
         if dyn.type_name == "Loop":
             from opforge.opset.loop import run_loop
 
-            body, state = self.body, st.body
-            return run_loop(dyn.attrs, args, lambda feed: body.infer(feed, state),  # type: ignore[arg-type]
-                            f"device CPU: node '{dyn.name}' (Loop)")
+            def run_body(feed: list[np.ndarray]) -> list[np.ndarray]:
+                key = tuple(tuple(int(d) for d in np.shape(a)) for a in feed)
+                exe = self._body(dyn, key)
+                state = st.body.get(key)
+                if state is None or state[0] is not exe:
+                    state = st.body[key] = (exe, exe.create_state())
+                return list(exe.infer(feed, state[1]))
+
+            return run_loop(dyn.attrs, args, run_body, f"device CPU: node '{dyn.name}' (Loop)")  # type: ignore[arg-type]
         raise KernelError(f"device CPU: node '{dyn.name}' ({dyn.type_name}) has no host implementation")
+
+    def _body(self, dyn: Node, key: tuple[tuple[int, ...], ...]) -> Any:
+        """The Loop body compiled for these input shapes (cached, least recently used dropped)."""
+        with self._bodies_lock:
+            exe = self._bodies.get(key)
+            if exe is not None:
+                self._bodies.move_to_end(key)
+                return exe
+            body: Model = dyn.attrs.body.clone()  # type: ignore[attr-defined]
+            body.reshape(dict(enumerate(key)))
+            exe = self._bodies[key] = self._make_executable(body)
+            while len(self._bodies) > BODY_CACHE_SIZE:
+                self._bodies.popitem(last=False)
+            return exe
 
     def profile(self, state: Any) -> list[Any]:
         return []

@@ -3,9 +3,11 @@ trip count is a small constant (the graph stays static, so devices plan it whole
 opforge ``Loop`` node (:mod:`opforge.opset.loop`) whose body is a sub-model.
 
 ONNX's body takes (iteration, condition, carried...) and returns (condition, carried...,
-scans...): the condition and the carried values are merged (back-edge) inputs, the iteration
-number is the current-iteration port, scan outputs are unsqueezed in the body and concatenated on
-axis 0, and values the body reads from the outer scope become invariant inputs."""
+scans...): the carried values are merged (back-edge) inputs, the iteration number is the
+current-iteration port, the returned condition is the body-condition port, scan outputs are
+unsqueezed in the body and concatenated on axis 0, and values the body reads from the outer scope
+become invariant inputs. The incoming condition is a constant true in the body: an iteration
+runs only while the condition holds (as OpenVINO's ONNX frontend does)."""
 
 from __future__ import annotations
 
@@ -72,7 +74,9 @@ def _body_model(ctx: NodeContext, body: GraphProto, params: list[Node], n_carrie
     reads (fed to the extra, invariant parameters appended to ``params``)."""
     sub = ctx.extra["subgraph"]
     first_id = next(_ids)  # nodes created from here on belong to the body
-    outs = list(sub(body, [p.output(0) for p in params], prefix))
+    true = Node.create(Constant, [], {"value": np.asarray(True)}, name=f"{prefix}condition").output(0)
+    ports = [params[0].output(0), true, *(p.output(0) for p in params[1:])]
+    outs = list(sub(body, ports, prefix))
     n_scan = len(outs) - 1 - n_carried
     for k in range(n_scan):
         outs[1 + n_carried + k] = out(ctx.op("Unsqueeze", outs[1 + n_carried + k], i64(ctx, [0])))
@@ -116,8 +120,7 @@ def _loop_op(ctx: NodeContext) -> ConversionResult:
     shapes = [c.partial_shape for c in carried]
     for attempt in range(2):
         prefix = f"{ctx.get_name()}/body{attempt or ''}/"
-        params = [_param(f"{prefix}iteration", Type.i64, PartialShape([])),
-                  _param(f"{prefix}condition", Type.boolean, PartialShape([]))]
+        params = [_param(f"{prefix}iteration", Type.i64, PartialShape([]))]
         params += [_param(f"{prefix}carried{k}", c.element_type, s) for k, (c, s) in enumerate(zip(carried, shapes))]
         model, invariants = _body_model(ctx, body, params, n, prefix)
         got = [model.outputs[1 + k].partial_shape for k in range(n)]
@@ -131,11 +134,9 @@ def _loop_op(ctx: NodeContext) -> ConversionResult:
     outputs = model.outputs
     if outputs[0].element_type is not Type.boolean:
         raise ctx.error(f"the body's condition output is {outputs[0].element_type}, expected bool")
-    inputs: list[dict[str, Any]] = [{"kind": "merged", "external_port_id": 1, "body_parameter_index": 1,
-                                     "back_edge_result_index": 0}]
-    inputs += [{"kind": "merged", "external_port_id": 2 + k, "body_parameter_index": 2 + k,
-                "back_edge_result_index": 1 + k} for k in range(n)]
-    inputs += [{"kind": "invariant", "external_port_id": 2 + n + j, "body_parameter_index": 2 + n + j}
+    inputs: list[dict[str, Any]] = [{"kind": "merged", "external_port_id": 2 + k, "body_parameter_index": 1 + k,
+                                     "back_edge_result_index": 1 + k} for k in range(n)]
+    inputs += [{"kind": "invariant", "external_port_id": 2 + n + j, "body_parameter_index": 1 + n + j}
                for j in range(len(invariants))]
     n_scan = len(outputs) - 1 - n
     outs = [{"external_port_id": k, "body_result_index": 1 + k} for k in range(n)]

@@ -47,6 +47,7 @@ from opforge.errors import (
     UnsupportedOpError,
 )
 from opforge.graph import Model, Node, Output
+from opforge.ir.subgraph import read_body_attrs
 from opforge.ir.writer import (
     CUSTOM_OPSETS_KEY,
     RT_INFO_KEY,
@@ -230,6 +231,10 @@ class _Layer:
     outputs: list[int]  # output port ids, in document order
     output_names: list[list[str]]
     rt_info: dict[str, Any]
+    #: a body-carrying layer (Loop): its <body>, <port_map> and <back_edges> (ir.subgraph)
+    body: ET.Element | None = None
+    port_map: ET.Element | None = None
+    back_edges: ET.Element | None = None
 
     @property
     def where(self) -> str:
@@ -251,6 +256,8 @@ class _Reader:
         self.model_rt: dict[str, Any] = {}
         self.net_name = "model"
         self.layers: dict[int, _Layer] = {}
+        #: how many bodies (Loop) enclose the net this reader reads
+        self.depth = 0
         self.edge_list: list[tuple[int, int, int, int]] = []
 
     def fail(self, message: str) -> ModelFormatError:
@@ -374,6 +381,7 @@ class _Reader:
             type=TYPE_NAMES_FROM_IR.get(ir_type, ir_type), version=version, pos=pos,
             attrs=dict(el.attrib), data=data, inputs=inputs, outputs=outputs, output_names=out_names,
             rt_info=_node_rt_info(el.find("rt_info")),
+            body=el.find("body"), port_map=el.find("port_map"), back_edges=el.find("back_edges"),
         )
 
     def _check_port_dims(self, port: ET.Element, where: str) -> None:
@@ -526,7 +534,10 @@ class _Reader:
             if op_cls.type_name == "Parameter":
                 self._check_parameter(layer)
             try:
-                attrs = op_cls.attrs_from_ir(layer.name, self._attr_data(layer))
+                if layer.body is not None:
+                    attrs = op_cls.make_attrs(layer.name, read_body_attrs(self, layer, f"{self.label}: {layer.where}"))
+                else:
+                    attrs = op_cls.attrs_from_ir(layer.name, self._attr_data(layer))
             except ModelValidationError as err:
                 raise type(err)(f"{ctx}: {err}") from None
         try:

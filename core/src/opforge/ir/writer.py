@@ -37,6 +37,7 @@ import numpy as np
 from opforge.element_type import PRECISION_NAMES, Type
 from opforge.errors import ModelValidationError, ModelWriteError
 from opforge.graph import WEIGHTS_RELEASED, Model, Node, Output
+from opforge.ir.subgraph import body_of, write_body
 from opforge.shape import PartialShape
 
 if TYPE_CHECKING:
@@ -250,6 +251,8 @@ class _Writer:
         # (node id, output index) -> (layer id, port id) of the port that carries that value
         self.out_ports: dict[tuple[int, int], tuple[int, int]] = {}
         self.edges: list[tuple[int, int, int, int]] = []
+        #: node id -> layer id (a body's port map names its Parameter and Result layers)
+        self.layer_ids: dict[int, int] = {}
 
     def run(self) -> bytes:
         """Write the weights to the sink; return the .xml."""
@@ -257,15 +260,7 @@ class _Writer:
         if not model.results:
             raise ModelValidationError(f"save_model: model '{model.name}' has no outputs; nothing to write")
         net = ET.Element("net", {"name": model.name, "version": str(IR_VERSION)})
-        layers = ET.SubElement(net, "layers")
-        order = model.get_ordered_ops()
-        for node in order:
-            self._layer(layers, node)
-        edges = ET.SubElement(net, "edges")
-        for fl, fp, tl, tp in sorted(self.edges):
-            ET.SubElement(edges, "edge", {
-                "from-layer": str(fl), "from-port": str(fp), "to-layer": str(tl), "to-port": str(tp),
-            })
+        order = self.graph(net)
         rt = self._model_rt_info(order)
         if rt:
             _rt_info_to_xml(ET.SubElement(net, "rt_info"), rt)
@@ -273,6 +268,19 @@ class _Writer:
         ET.indent(net, space="\t")
         xml = b'<?xml version="1.0"?>\n' + ET.tostring(net, encoding="utf-8", xml_declaration=False) + b"\n"
         return xml
+
+    def graph(self, parent: ET.Element) -> list[Node]:
+        """``<layers>`` and ``<edges>`` of the model into ``parent`` (a ``<net>`` or a ``<body>``)."""
+        layers = ET.SubElement(parent, "layers")
+        order = self.model.get_ordered_ops()
+        for node in order:
+            self._layer(layers, node)
+        edges = ET.SubElement(parent, "edges")
+        for fl, fp, tl, tp in sorted(self.edges):
+            ET.SubElement(edges, "edge", {
+                "from-layer": str(fl), "from-port": str(fp), "to-layer": str(tl), "to-port": str(tp),
+            })
+        return order
 
     # --- layers ------------------------------------------------------------------------------
     def _new_id(self) -> int:
@@ -293,11 +301,16 @@ class _Writer:
                 # IR v11 keeps a model output's tensor names on the Result layer as well.
                 attrs["output_names"] = join_names(names)
         el = ET.SubElement(parent, "layer", attrs)
-        data = node.op.attrs_to_ir(node.attrs)
+        self.layer_ids[node.id] = lid
+        body = body_of(node)
+        # A body-carrying op (Loop) has no <data>: its attributes are the port map and the body.
+        data = node.op.attrs_to_ir(node.attrs) if body is None else {}
         if data:
             ET.SubElement(el, "data", data)
         self._node_rt_info(el, node.rt_info)
         self._ports(el, lid, node.inputs, [] if node.type_name == "Result" else node.outputs(), node)
+        if body is not None:
+            write_body(self, el, node, body)
 
     def _ports(self, el: ET.Element, lid: int, inputs: list[Output], outputs: list[Output],
                node: Node) -> None:

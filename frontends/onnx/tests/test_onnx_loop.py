@@ -6,6 +6,8 @@ Runtime. Constant trip counts with constant conditions are still unrolled (check
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -14,6 +16,7 @@ import pytest
 from onnx import TensorProto as T
 from onnx import helper as h
 from opforge.graph import Model
+from opforge.reference import evaluate_model
 from opforge_onnx.backend import REFERENCE, OpforgeBackend
 from opforge_onnx.testing.helpers import make_model, run_ort
 
@@ -187,3 +190,33 @@ def test_body_is_self_contained_and_gpu_does_not_claim_loop() -> None:
         pytest.skip(f"no GPU device here: {core.available_devices}")
     assert loop.name not in core.query_model(converted, "GPU")
     assert core.query_model(converted, "HETERO:GPU,CPU")[loop.name] == "CPU"
+
+
+@pytest.mark.parametrize("make", [_accumulate_model, _nested_model])
+def test_ir_round_trip_and_openvino_agree(make: Any, tmp_path: Path) -> None:
+    """The converted Loop saved as IR reads back in opforge and in OpenVINO (2026.4), and both
+    give ONNX Runtime's outputs."""
+    model = make()
+    feeds = _feeds(10, 20.0) if make is _accumulate_model else {
+        "M": np.array(4, np.int64), "N": np.array(3, np.int64), "r0": np.array([0.5, -1], np.float32)}
+    want = run_ort(model, feeds)
+    converted = opforge.convert_model(model.SerializeToString(), framework="onnx")
+    opforge.save_model(converted, tmp_path / "loop.xml")
+    back = opforge.read_model(tmp_path / "loop.xml")
+    args = [feeds[i.name] for i in model.graph.input]
+    for device in DEVICES:
+        if device == REFERENCE:
+            got = evaluate_model(back, args)
+        else:
+            res = opforge.Core().compile_model(back, device)(args)
+            got = [np.asarray(res[k]) for k in range(len(back.outputs))]
+        for g, w in zip(got, want):
+            assert g.shape == w.shape
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+    ov = pytest.importorskip("openvino")
+    compiled = ov.Core().compile_model(str(tmp_path / "loop.xml"), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+    res = compiled(args)
+    for i, w in enumerate(want):
+        g = np.asarray(res[compiled.output(i)])
+        assert g.shape == w.shape
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)

@@ -1,6 +1,6 @@
 """Everything else: MatMul and Einsum, the spectral transforms (DFT, IDFT, RDFT, IRDFT),
 detection and sampling ops (NonMaxSuppression, ROIAlign, GridSample), data-dependent outputs
-(NonZero, Unique), TfIdfVectorizer and ImageDecoder."""
+(NonZero, Unique), TfIdfVectorizer, ImageDecoder and Loop."""
 
 from __future__ import annotations
 
@@ -88,6 +88,46 @@ CASES: list[OpCase] = [
          expect=lambda xs: [_PIXELS]),
     case("ImageDecoder", fixed(_IMAGE, "u8"), version="opset16", pixel_format="BGR", label="u8_bmp_bgr"),
     case("ImageDecoder", fixed(_IMAGE, "u8"), version="opset16", pixel_format="Grayscale", label="u8_bmp_gray"),
+]
+
+
+def _loop_body() -> Any:
+    """acc' = acc + x + row * iteration (row: one [1, 3] slice of xs per iteration); the condition
+    is sum(acc') < 4; the scan output is acc' unsqueezed."""
+    from opforge.graph import Model, Node
+
+    def par(name: str, t: str, shape: list[int]) -> Node:
+        return Node.create("Parameter", [], {"element_type": t, "shape": shape}, name=name)
+
+    def c(v: Any) -> Node:
+        return Node.create("Constant", [], {"value": np.asarray(v)})
+
+    it, acc, x, row = par("it", "i64", []), par("acc", "f32", [3]), par("x", "f32", [3]), par("row", "f32", [1, 3])
+    flat = Node.create("Reshape", [row, c(np.int64([3]))], {"special_zero": False})
+    step = Node.create("Multiply", [flat, Node.create("Convert", [it], {"destination_type": "f32"})])
+    acc2 = Node.create("Add", [Node.create("Add", [acc, x]), step])
+    total = Node.create("ReduceSum", [acc2, c(np.int64([0]))], {"keep_dims": False})
+    return Model([Node.create("Less", [total, c(np.float32(4))]), acc2,
+                  Node.create("Unsqueeze", [acc2, c(np.int64([0]))])], [it, acc, x, row], name="loop_body")
+
+
+_LOOP: dict[str, Any] = {
+    "input_descriptions": [
+        {"kind": "merged", "external_port_id": 2, "body_parameter_index": 1, "back_edge_result_index": 1},
+        {"kind": "invariant", "external_port_id": 3, "body_parameter_index": 2},
+        {"kind": "sliced", "external_port_id": 4, "body_parameter_index": 3, "axis": 0},
+    ],
+    "output_descriptions": [{"external_port_id": 0, "body_result_index": 1},
+                            {"external_port_id": 1, "body_result_index": 2, "axis": 0}],
+    "current_iteration_input_idx": 0,
+}
+CASES += [
+    # the trip count stops it (no body condition)
+    case("Loop", fixed(4, "i64"), fixed(True, "boolean"), tensor(3), tensor(3, low=-1, high=1), tensor(6, 3),
+         body=_loop_body(), **_LOOP, label="f32_trip_count"),
+    # an unbounded loop that the body's condition stops (or the 6 slices)
+    case("Loop", fixed(-1, "i64"), fixed(True, "boolean"), tensor(3), tensor(3, low=0, high=1), tensor(6, 3, low=0, high=1),
+         body=_loop_body(), body_condition_output_idx=0, **_LOOP, label="f32_body_condition"),
 ]
 
 # edges: an empty inner dimension, f64

@@ -81,9 +81,9 @@ class LoopAttrs(OpAttrs):
         outs = [d.external_port_id for d in self.output_descriptions]
         if sorted(outs) != list(range(len(outs))):
             raise ValueError(f"output port ids must be 0..{len(outs) - 1}, got {sorted(outs)}")
-        for d in self.output_descriptions:
-            if not 0 <= d.body_result_index < n_res:
-                raise ValueError(f"body result index {d.body_result_index} out of range: the body has {n_res} results")
+        for od in self.output_descriptions:
+            if not 0 <= od.body_result_index < n_res:
+                raise ValueError(f"body result index {od.body_result_index} out of range: the body has {n_res} results")
         if not -1 <= self.body_condition_output_idx < n_res:
             raise ValueError(f"body_condition_output_idx {self.body_condition_output_idx} out of range")
         return self
@@ -126,11 +126,11 @@ class Loop(Op):
         merged_init = {d.back_edge_result_index: ctx.input_shape(d.external_port_id)
                        for d in a.input_descriptions if d.kind == "merged"}
         specs: list[TensorSpec | None] = [None] * len(a.output_descriptions)
-        for d in a.output_descriptions:
-            r = results[d.body_result_index]
+        for od in a.output_descriptions:
+            r = results[od.body_result_index]
             shape = r.partial_shape
-            if d.axis is None:
-                init = merged_init.get(d.body_result_index)
+            if od.axis is None:
+                init = merged_init.get(od.body_result_index)
                 if init is not None and shape != init:
                     # the state may keep its initial value (zero iterations) or change shape
                     shape = _join(shape, init)
@@ -138,12 +138,12 @@ class Loop(Op):
                 if shape.rank is None:
                     shape = PartialShape.dynamic()
                 else:
-                    axis = d.axis % shape.rank if shape.rank else 0
+                    axis = od.axis % shape.rank if shape.rank else 0
                     dims = list(shape.dims)
                     size = dims[axis]
                     dims[axis] = size * fixed_count if fixed_count is not None and size is not None else None
                     shape = PartialShape(dims)
-            specs[d.external_port_id] = TensorSpec(r.element_type, shape)
+            specs[od.external_port_id] = TensorSpec(r.element_type, shape)
         return [s for s in specs if s is not None]
 
     @classmethod
@@ -179,8 +179,8 @@ def run_loop(attrs: LoopAttrs, inputs: list[np.ndarray], run_body: Any, where: s
         else:
             feed[d.body_parameter_index] = inputs[d.external_port_id]
     last: dict[int, np.ndarray] = {}
-    per_iter: dict[int, list[np.ndarray]] = {d.body_result_index: [] for d in attrs.output_descriptions
-                                             if d.axis is not None}
+    per_iter: dict[int, list[np.ndarray]] = {od.body_result_index: [] for od in attrs.output_descriptions
+                                             if od.axis is not None}
     it = 0
     while go and it < limit:
         if attrs.current_iteration_input_idx >= 0:
@@ -196,8 +196,8 @@ def run_loop(attrs: LoopAttrs, inputs: list[np.ndarray], run_body: Any, where: s
                 feed[d.body_parameter_index] = outs[d.back_edge_result_index]  # type: ignore[index]
         for k, lst in per_iter.items():
             lst.append(outs[k])
-        for d in attrs.output_descriptions:
-            last[d.body_result_index] = outs[d.body_result_index]
+        for od in attrs.output_descriptions:
+            last[od.body_result_index] = outs[od.body_result_index]
         if attrs.body_condition_output_idx >= 0:
             go = bool(np.asarray(outs[attrs.body_condition_output_idx]).reshape(-1)[0])
         it += 1
@@ -207,21 +207,21 @@ def run_loop(attrs: LoopAttrs, inputs: list[np.ndarray], run_body: Any, where: s
     body_results = attrs.body.outputs
     merged_from = {d.back_edge_result_index: d.external_port_id for d in attrs.input_descriptions
                    if d.kind == "merged"}
-    for d in attrs.output_descriptions:
-        r = body_results[d.body_result_index]
-        if d.axis is not None:
-            parts = per_iter[d.body_result_index]
+    for od in attrs.output_descriptions:
+        r = body_results[od.body_result_index]
+        if od.axis is not None:
+            parts = per_iter[od.body_result_index]
             if parts:
-                results[d.external_port_id] = np.concatenate(parts, axis=d.axis)
+                results[od.external_port_id] = np.concatenate(parts, axis=od.axis)
             else:  # zero iterations: an empty tensor, sized where the body's shape is known
-                dims = [0 if k == d.axis % max(1, r.partial_shape.rank or 1) or dim is None else dim
+                dims = [0 if k == od.axis % max(1, r.partial_shape.rank or 1) or dim is None else dim
                         for k, dim in enumerate(r.partial_shape.dims)] if r.partial_shape.rank is not None else [0]
-                results[d.external_port_id] = np.zeros(dims, dtype=r.element_type.np)
-        elif d.body_result_index in last:
-            results[d.external_port_id] = last[d.body_result_index]
-        elif d.body_result_index in merged_from:  # zero iterations: the state keeps its initial value
-            results[d.external_port_id] = np.asarray(inputs[merged_from[d.body_result_index]])
+                results[od.external_port_id] = np.zeros(dims, dtype=r.element_type.np)
+        elif od.body_result_index in last:
+            results[od.external_port_id] = last[od.body_result_index]
+        elif od.body_result_index in merged_from:  # zero iterations: the state keeps its initial value
+            results[od.external_port_id] = np.asarray(inputs[merged_from[od.body_result_index]])
         else:
-            raise KernelError(f"{where}: Loop ran zero iterations, so output {d.external_port_id} "
-                              f"(body result {d.body_result_index}, not loop-carried) has no value")
+            raise KernelError(f"{where}: Loop ran zero iterations, so output {od.external_port_id} "
+                              f"(body result {od.body_result_index}, not loop-carried) has no value")
     return results

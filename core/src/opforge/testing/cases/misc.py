@@ -103,12 +103,12 @@ def _loop_body() -> Any:
         return Node.create("Constant", [], {"value": np.asarray(v)})
 
     it, acc, x, row = par("it", "i64", []), par("acc", "f32", [3]), par("x", "f32", [3]), par("row", "f32", [1, 3])
-    flat = Node.create("Reshape", [row, c(np.int64([3]))], {"special_zero": False})
+    flat = Node.create("Reshape", [row, c(np.array([3], np.int64))], {"special_zero": False})
     step = Node.create("Multiply", [flat, Node.create("Convert", [it], {"destination_type": "f32"})])
     acc2 = Node.create("Add", [Node.create("Add", [acc, x]), step])
-    total = Node.create("ReduceSum", [acc2, c(np.int64([0]))], {"keep_dims": False})
+    total = Node.create("ReduceSum", [acc2, c(np.array([0], np.int64))], {"keep_dims": False})
     return Model([Node.create("Less", [total, c(np.float32(4))]), acc2,
-                  Node.create("Unsqueeze", [acc2, c(np.int64([0]))])], [it, acc, x, row], name="loop_body")
+                  Node.create("Unsqueeze", [acc2, c(np.array([0], np.int64))])], [it, acc, x, row], name="loop_body")
 
 
 _LOOP: dict[str, Any] = {

@@ -220,3 +220,33 @@ def test_ir_round_trip_and_openvino_agree(make: Any, tmp_path: Path) -> None:
         g = np.asarray(res[compiled.output(i)])
         assert g.shape == w.shape
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+def _scan_model() -> onnx.ModelProto:
+    """Scan-9+ over a run-time sequence length: a running sum (state) of rows scanned along axis
+    1 of x, a second input scanned in reverse, an outer-scope scale, scan outputs on axes 0 and 1
+    (the second reversed)."""
+    body = h.make_graph([
+        h.make_node("Add", ["s", "xr"], ["s2"]),
+        h.make_node("Mul", ["s2", "scale"], ["y"]),
+        h.make_node("Add", ["yr", "xr"], ["z"]),
+    ], "body", [_vi("s", T.FLOAT, [2]), _vi("xr", T.FLOAT, [2]), _vi("yr", T.FLOAT, [2])],
+        [_vi("s2", T.FLOAT, [2]), _vi("y", T.FLOAT, [2]), _vi("z", T.FLOAT, [2])])
+    scan = h.make_node("Scan", ["s0", "x", "w"], ["sf", "ys", "zs"], body=body, num_scan_inputs=2,
+                       scan_input_axes=[1, 0], scan_input_directions=[0, 1], scan_output_axes=[0, 1],
+                       scan_output_directions=[0, 1])
+    return make_model([scan], [_vi("s0", T.FLOAT, [2]), _vi("x", T.FLOAT, [2, "T"]), _vi("w", T.FLOAT, ["T", 2]),
+                               _vi("scale", T.FLOAT, [])],
+                      [_vi("sf", T.FLOAT, None), _vi("ys", T.FLOAT, None), _vi("zs", T.FLOAT, None)], [], opset=17)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_scan_with_a_run_time_sequence_length(device: str) -> None:
+    model = _scan_model()
+    converted = opforge.convert_model(model.SerializeToString(), framework="onnx")
+    assert any(n.type_name == "Loop" for n in converted.get_ordered_ops())
+    rng = np.random.default_rng(9)
+    for t in (5, 1):
+        feeds = {"s0": rng.standard_normal(2).astype(np.float32), "x": rng.standard_normal((2, t)).astype(np.float32),
+                 "w": rng.standard_normal((t, 2)).astype(np.float32), "scale": np.array(0.5, np.float32)}
+        _check(model, feeds, device)

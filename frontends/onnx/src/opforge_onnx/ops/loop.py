@@ -14,16 +14,14 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from onnx import GraphProto
 from opforge.element_type import Type
 from opforge.frontend.extensions import ConversionResult
 from opforge.frontend.node_context import NodeContext
-from opforge.graph import Model, Node, Output, _ids
-from opforge.opset.constant import Constant
+from opforge.graph import Node, Output
 from opforge.opset.loop import Loop
-from opforge.opset.parameter import Parameter
 from opforge.shape import PartialShape
 
+from opforge_onnx.ops._body import capture_body, param, stable_shapes
 from opforge_onnx.ops._helpers import const_value, i64, out, translator
 
 #: unrolling more iterations than this would make the graph unreasonably large
@@ -64,53 +62,6 @@ def _unroll(ctx: NodeContext, trip: int | None, cond_v: bool) -> ConversionResul
     return results
 
 
-def _param(name: str, t: Type, shape: PartialShape) -> Node:
-    return Node.create(Parameter, [], {"element_type": t, "shape": shape}, name=name)
-
-
-def _body_model(ctx: NodeContext, body: GraphProto, params: list[Node], n_carried: int,
-                prefix: str) -> tuple[Model, list[Output]]:
-    """Convert the ONNX body into a self-contained model; returns it and the outer values it
-    reads (fed to the extra, invariant parameters appended to ``params``)."""
-    sub = ctx.extra["subgraph"]
-    first_id = next(_ids)  # nodes created from here on belong to the body
-    true = Node.create(Constant, [], {"value": np.asarray(True)}, name=f"{prefix}condition").output(0)
-    ports = [params[0].output(0), true, *(p.output(0) for p in params[1:])]
-    outs = list(sub(body, ports, prefix))
-    n_scan = len(outs) - 1 - n_carried
-    for k in range(n_scan):
-        outs[1 + n_carried + k] = out(ctx.op("Unsqueeze", outs[1 + n_carried + k], i64(ctx, [0])))
-    own = {p.id for p in params}
-    outer: dict[Output, Output] = {}
-    invariants: list[Output] = []
-
-    def inner(o: Output) -> Output:
-        if o.node.id >= first_id or o.node.id in own:
-            return o
-        if o not in outer:
-            v = o.node.constant_value()
-            if v is not None:
-                outer[o] = Node.create(Constant, [], {"value": v}, name=f"{prefix}{o.node.name}").output(0)
-            else:
-                p = _param(f"{prefix}outer/{o.node.name}/{o.index}", o.element_type, o.partial_shape)
-                params.append(p)
-                invariants.append(o)
-                outer[o] = p.output(0)
-        return outer[o]
-
-    outs = [inner(o) for o in outs]
-    seen: set[int] = set()
-    stack = [o.node for o in outs]
-    while stack:
-        n = stack.pop()
-        if n.id in seen or n.id in own:
-            continue
-        seen.add(n.id)
-        n.inputs = [inner(i) for i in n.inputs]
-        stack.extend(i.node for i in n.inputs)
-    return Model(outs, parameters=params, name=f"{ctx.get_name()}/body"), invariants
-
-
 def _loop_op(ctx: NodeContext) -> ConversionResult:
     body = ctx.get_attribute("body")
     carried = [ctx.get_input(i) for i in range(2, ctx.get_input_size())]
@@ -118,17 +69,25 @@ def _loop_op(ctx: NodeContext) -> ConversionResult:
     trip = to_scalar(ctx, ctx.get_input(0), Type.i64) if ctx.has_input(0) else i64(ctx, -1)
     cond = to_scalar(ctx, ctx.get_input(1), Type.boolean) if ctx.has_input(1) else ctx.const(np.asarray(True))
     shapes = [c.partial_shape for c in carried]
+    sub = ctx.extra["subgraph"]
     for attempt in range(2):
         prefix = f"{ctx.get_name()}/body{attempt or ''}/"
-        params = [_param(f"{prefix}iteration", Type.i64, PartialShape([]))]
-        params += [_param(f"{prefix}carried{k}", c.element_type, s) for k, (c, s) in enumerate(zip(carried, shapes))]
-        model, invariants = _body_model(ctx, body, params, n, prefix)
+        params = [param(f"{prefix}iteration", Type.i64, PartialShape([]))]
+        params += [param(f"{prefix}carried{k}", c.element_type, s) for k, (c, s) in enumerate(zip(carried, shapes))]
+
+        def build(params: list[Node] = params, prefix: str = prefix) -> list[Output]:
+            true = ctx.const(np.asarray(True), name=f"{prefix}condition")
+            outs = list(sub(body, [params[0].output(0), out(true), *(p.output(0) for p in params[1:])], prefix))
+            for k in range(1 + n, len(outs)):  # scan outputs: stacked on a new axis 0
+                outs[k] = out(ctx.op("Unsqueeze", outs[k], i64(ctx, [0])))
+            return outs
+
+        model, invariants = capture_body(ctx, params, build, prefix)
         got = [model.outputs[1 + k].partial_shape for k in range(n)]
-        if all(g == s for g, s in zip(got, shapes)):
+        changed = stable_shapes(got, shapes)
+        if changed is None:
             break
-        # a carried value changes shape between iterations: the body takes any shape of its rank
-        shapes = [s if g == s else PartialShape.dynamic(s.rank if g.rank == s.rank else None)
-                  for g, s in zip(got, shapes)]
+        shapes = changed
     else:
         raise ctx.error(f"the shapes of the loop-carried values are not stable across iterations: {got}")
     outputs = model.outputs

@@ -181,3 +181,25 @@ def test_opforge_reads_openvinos_loop_ir_and_agrees(tmp_path: Any) -> None:
         w = np.asarray(res[compiled.output(i)])
         assert g.shape == w.shape
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(("old", "new", "message"), [
+    ('internal_layer_id="1"', 'internal_layer_id="99"', "names body layer 99, which is not a body Parameter"),
+    ('external_port_id="2"', 'external_port_id="77"', "external_port_id=77 is not an input port"),
+    ('stride="1"', 'stride="2"', "one element per iteration over the whole axis"),
+    ('axis="0" external_port_id="4"', 'axis="x" external_port_id="4"', "axis='x' is not an integer"),
+    ("<port_map>", "<port_map_gone>", "has a <body> but no <port_map>"),
+])
+def test_malformed_loop_ir_is_a_clear_error(old: str, new: str, message: str) -> None:
+    from opforge.errors import ModelFormatError
+    from opforge.ir import read_ir
+    from opforge.ir.writer import serialize
+
+    xml, weights = serialize(loop_model())
+    text = xml.decode()
+    assert old in text
+    text = text.replace(old, new, 1)
+    if new == "<port_map_gone>":
+        text = text.replace("</port_map>", "</port_map_gone>", 1)
+    with pytest.raises(ModelFormatError, match=message):
+        read_ir(text.encode(), weights)

@@ -135,7 +135,6 @@ def test_gpu_config_not_utf8() -> None:
 
 
 # --- fixed by the readers / runtime engineers (issue 11) -----------------------------------
-# (test_infer_with_none_inputs is still open)
 def _onnx_with_op_type(op_type: bytes) -> bytes:
     g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="r")], "g",
                           [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
@@ -155,12 +154,26 @@ def test_onnx_op_type_not_utf8() -> None:
         onnx_reader.fuzz_one(_onnx_with_op_type(b"R\xfflu"))
 
 
-@pytest.mark.xfail(strict=True, reason="core/src/opforge/runtime/inputs.py bind_inputs: list(None) -> "
-                   "TypeError; expected InputTypeError naming the model's inputs")
 def test_infer_with_none_inputs() -> None:
+    """``evaluate_model(model, None)`` (the target's reference ``compiled(None)``): was a bare
+    TypeError from list(None) in runtime/inputs.py bind_inputs. (A device's ``compiled(None)`` means
+    "the inputs set with set_tensor", so there it is a missing-input error.)"""
+    from opforge.errors import InferenceInputError, InputTypeError
+
     infer_inputs.setup()
-    _device, compiled = infer_inputs._compiled()[0]
-    _clean(lambda _data: compiled(None), b"")
+    for device, compiled in infer_inputs._compiled():
+        names = [p.any_name for p in compiled.inputs]
+        for bad in (None, 3, "x"):
+            _clean(lambda _data, c=compiled, bad=bad: c(bad), b"")
+            if bad is None and device != "REFERENCE":
+                with pytest.raises(InferenceInputError, match="missing input"):
+                    compiled(bad)
+                continue
+            with pytest.raises(InputTypeError) as info:
+                compiled(bad)
+            msg = str(info.value)
+            assert type(bad).__name__ in msg and "NumPy array" in msg and "dict" in msg, msg
+            assert all(repr(n) in msg for n in names), msg
 
 
 def test_onnx_input_dim_beyond_ir_limits() -> None:

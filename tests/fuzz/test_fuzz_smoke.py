@@ -19,8 +19,6 @@ DEFAULT_RUNS = 400
 #: numbers: they move). Each has a reproducer in test_fuzz_regressions.py marked xfail; delete
 #: the line here when that test passes.
 KNOWN: set[str] = {
-    # test_infer_with_none_inputs
-    "bare-exception:TypeError:core/src/opforge/runtime/inputs.py:bind_inputs",
     # test_onnx_graph_name_not_utf8
     "bare-exception:TypeError:core/src/opforge/ir/writer.py:_check_xml_chars",
     # test_onnx_opset_version_beyond_int32

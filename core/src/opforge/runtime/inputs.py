@@ -41,6 +41,15 @@ def bind_inputs(model: Model, inputs: Sequence[Any] | Mapping[Any, Any] | np.nda
     else:
         if isinstance(inputs, np.ndarray):
             inputs = [inputs]
+        if isinstance(inputs, (str, bytes)) or not _iterable(inputs):
+            # list(None) or list(3) would be a bare TypeError that names neither the model nor
+            # what it takes; a string would be split into characters, one "input" each
+            raise InputTypeError(
+                f"model '{model.name}' takes its input(s) "
+                f"({', '.join(repr(p.any_name) for p in ports)}) as a NumPy array (one input), "
+                f"a list or tuple of arrays in input order, or a dict keyed by input name, index or port; "
+                f"got {type(inputs).__name__}"
+            )
         bound = list(inputs)
         if len(bound) != len(ports):
             raise InferenceInputError(
@@ -48,6 +57,14 @@ def bind_inputs(model: Model, inputs: Sequence[Any] | Mapping[Any, Any] | np.nda
                 f"({', '.join(repr(p.any_name) for p in ports)}), got {len(bound)}"
             )
     return [check_input(p, v) for p, v in zip(ports, bound)]
+
+
+def _iterable(value: Any) -> bool:
+    try:
+        iter(value)
+    except TypeError:
+        return False
+    return True
 
 
 def check_input(port: Output, value: Any) -> np.ndarray:

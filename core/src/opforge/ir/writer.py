@@ -13,6 +13,8 @@ loads it unchanged:
   are stored once.
 * ``compress_to_fp16`` stores f32 constants as f16 followed by a ``Convert`` back to f32 marked
   with the ``decompression`` runtime attribute, as OpenVINO does.
+* An op with a body sub-model (Loop-5) writes ``<port_map>``, ``<back_edges>`` and a nested
+  ``<body>`` net instead of ``<data>`` (:mod:`opforge.ir.subgraph`); its constants share the ``.bin``.
 * Custom ops (a version that is not ``opsetN``) keep their opset name as ``version``; the model
   ``rt_info`` records which plugin distribution provides each custom opset, so that a reader
   without the plugin can tell its user what to install.

@@ -201,9 +201,6 @@ def test_inferred_dim_beyond_limits_round_trip() -> None:
     _clean(onnx_reader.fuzz_one, m.SerializeToString())
 
 
-@pytest.mark.xfail(strict=True, reason="a graph name that is not UTF-8 reaches Model.name as bytes; the ONNX "
-                   "reader accepts it and the IR writer fails with a bare TypeError (core/src/opforge/ir/writer.py "
-                   "_check_xml_chars); the UTF-8 check of the ONNX reader covers op types, not graph names")
 def test_onnx_graph_name_not_utf8() -> None:
     g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="r")], "gname",
                           [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
@@ -212,7 +209,8 @@ def test_onnx_graph_name_not_utf8() -> None:
     m.ir_version = 8
     data = m.SerializeToString()
     assert data.count(b"gname") == 1
-    _clean(onnx_reader.fuzz_one, data.replace(b"gname", b"g\x9bame"))
+    _raises(onnx_reader.fuzz_one, data.replace(b"gname", b"g\x9bame"), ModelFormatError,
+            "main graph: its name is not valid UTF-8 text (b'g\\x9bame')")
 
 
 @pytest.mark.xfail(strict=True, reason="an opset_import version of 2**32 (domain ' ') overflows the C int of "
@@ -222,11 +220,11 @@ def test_onnx_opset_version_beyond_int32() -> None:
     _clean(onnx_reader.fuzz_one, (CORPUS_DIR / "regressions" / "onnx_opset_version_2pow32.onnx").read_bytes())
 
 
-@pytest.mark.xfail(strict=True, reason="a model-local function whose node names a tensor that is not UTF-8: "
-                   "bare TypeError (str + bytes) in frontends/onnx/src/opforge_onnx/converter.py expand_function; "
-                   "validation.py checks function node fields but not this one")
 def test_onnx_local_function_tensor_name_not_utf8() -> None:
-    _clean(onnx_reader.fuzz_one, (CORPUS_DIR / "regressions" / "onnx_function_name_bytes.onnx").read_bytes())
+    """A local function output that is not UTF-8: was a bare TypeError (str + bytes) in
+    converter.py expand_function; now refused by validation.py's single text check."""
+    _raises(onnx_reader.fuzz_one, (CORPUS_DIR / "regressions" / "onnx_function_name_bytes.onnx").read_bytes(),
+            ModelFormatError, "local function #0: its output[0] is not valid UTF-8 text")
 
 
 def test_seeds_are_clean() -> None:

@@ -19,12 +19,8 @@ DEFAULT_RUNS = 400
 #: numbers: they move). Each has a reproducer in test_fuzz_regressions.py marked xfail; delete
 #: the line here when that test passes.
 KNOWN: set[str] = {
-    # test_onnx_graph_name_not_utf8
-    "bare-exception:TypeError:core/src/opforge/ir/writer.py:_check_xml_chars",
     # test_onnx_opset_version_beyond_int32
     "bare-exception:TypeError:frontends/onnx/src/opforge_onnx/converter.py:_schema",
-    # test_onnx_local_function_tensor_name_not_utf8
-    "bare-exception:TypeError:frontends/onnx/src/opforge_onnx/converter.py:<listcomp>",
     # test_inferred_dim_beyond_limits_round_trip
     "oracle:OracleFailure(ResourceLimitError):core/src/opforge/limits.py:check",
 }

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import re
 import threading
 
 import numpy as np
@@ -269,6 +270,75 @@ def test_names_that_are_not_utf8_are_a_format_error() -> None:
     with pytest.raises(ModelFormatError, match=r"node #0 in the main graph: its op_type is not valid UTF-8 text "
                                                r"\(b'R\\x9elu'\)"):
         convert_model(data, framework="onnx")
+
+
+MARK = "Zq9xW"  # put into one string field, then made invalid UTF-8 in the serialized bytes
+
+
+def _if_model() -> onnx.ModelProto:
+    then = h.make_graph([h.make_node("Relu", ["x"], ["t"], name="inner")], "then", [],
+                        [h.make_tensor_value_info("t", T.FLOAT, [2])])
+    other = h.make_graph([h.make_node("Neg", ["x"], ["e"], name="inner2")], "else", [],
+                         [h.make_tensor_value_info("e", T.FLOAT, [2])])
+    c = h.make_tensor_value_info("c", T.BOOL, [])
+    return make_model([h.make_node("If", ["c"], ["y"], name="if", then_branch=then, else_branch=other)], [c, X], [Y])
+
+
+def _function_model() -> onnx.ModelProto:
+    f = h.make_function("com.local", "F", ["a"], ["b"], [h.make_node("Relu", ["a"], ["b"], name="fr")],
+                        [h.make_opsetid("", 17)])
+    m = make_model([h.make_node("F", ["x"], ["y"], name="call", domain="com.local")], [X], [Y],
+                   domains={"com.local": 1})
+    m.functions.append(f)
+    return m
+
+
+def _set(m: onnx.ModelProto, path: str) -> onnx.ModelProto:
+    """``m`` with MARK in the field at ``path`` (attribute access; ``[i]`` indexes a repeated field)."""
+    *parents, last = path.split(".")
+    obj: object = m
+    for part in parents:
+        name, _, idx = part.partition("[")
+        obj = getattr(obj, name)
+        if idx:
+            obj = obj[int(idx.rstrip("]"))]  # type: ignore[index]
+    name, _, idx = last.partition("[")
+    if idx:
+        getattr(obj, name)[int(idx.rstrip("]"))] = MARK
+    else:
+        setattr(obj, name, MARK)
+    return m
+
+
+@pytest.mark.parametrize(("model", "path", "where"), [
+    (relu_model, "graph.name", "main graph: its name"),
+    (relu_model, "graph.node[0].name", "node #0 in the main graph: its name"),
+    (relu_model, "graph.node[0].input[0]", "node #0 in the main graph: its input[0]"),
+    (relu_model, "graph.input[0].name", "main graph: its input[0].name"),
+    (relu_model, "doc_string", "the model: its doc_string"),
+    (relu_model, "graph.input[0].type.tensor_type.shape.dim[0].dim_param",
+     "main graph: its input[0].type.tensor_type.shape.dim[0].dim_param"),
+    (lambda: initializer_model(h.make_tensor("w", T.FLOAT, [2], [1.0, 2.0])), "graph.initializer[0].name",
+     "main graph: its initializer[0].name"),
+    (_if_model, "graph.node[0].attribute[0].g.node[0].input[0]",
+     "node #0 in the subgraph attribute[0].g of node #0 in the main graph: its input[0]"),
+    (_if_model, "graph.node[0].attribute[1].name", "node #0 in the main graph: its attribute[1].name"),
+    (_function_model, "functions[0].name", "local function #0: its name"),
+    (_function_model, "functions[0].input[0]", "local function #0: its input[0]"),
+    (_function_model, "functions[0].node[0].output[0]", "node #0 in the local function #0: its output[0]"),
+])
+def test_every_string_field_must_be_utf8(model: object, path: str, where: str) -> None:
+    # One check walks every string field (validation.check_text): the fuzzer found a graph name
+    # (bytes in Model.name, a bare TypeError in the IR writer) and a local function's output
+    # (str + bytes in expand_function) after op types had been fixed one field at a time.
+    m = model()  # type: ignore[operator]
+    convert_model(m.SerializeToString(), framework="onnx")  # the model itself reads
+    raw = _set(m, path).SerializeToString()
+    assert raw.count(MARK.encode()) == 1
+    bad = raw.replace(MARK.encode(), b"Z\xff9xW")
+    with pytest.raises(ModelFormatError, match=re.escape(f"<model bytes>: {where} is not valid UTF-8 text "
+                                                         "(b'Z\\xff9xW')")):
+        convert_model(bad, framework="onnx")
 
 
 def test_graph_input_dimensions_are_bounded() -> None:

@@ -33,7 +33,7 @@ from opforge.shape import PartialShape
 from opforge.untrusted_text import identifier
 
 from opforge_onnx.loader import TYPE_TO_ONNX, TensorReader, decode_type
-from opforge_onnx.validation import check_graphs, check_opset_imports
+from opforge_onnx.validation import check_graphs, check_opset_imports, check_text
 
 FRAMEWORK = "onnx"
 
@@ -71,6 +71,7 @@ class SubgraphConverter:
 class OnnxConverter:
     def __init__(self, model: onnx.ModelProto, label: str, base_dir: Path | None, plugins: PluginSystem,
                  options: ConversionOptions) -> None:
+        check_text(model, label)  # first: everything below and every other check reads names
         self.model = model
         self.label = label
         self.plugins = plugins

@@ -5,6 +5,12 @@ conversion itself would not notice.
   initializer (which may also be listed as a graph input: its default value) or one node output.
   Converting node by node, a second producer would silently win ("last writer wins"), so a model
   ONNX Runtime refuses would run with different numbers here.
+* **Text.** Every string field of the file (model, graphs and subgraphs, nodes, value infos,
+  tensors, attributes, local functions, types) must be UTF-8, as protobuf requires: ONNX is
+  proto2, which does not validate, so protobuf hands invalid UTF-8 over as ``bytes`` and every
+  later use as a name would fail in some other way (``onnx.defs``, ``str + bytes``, the IR
+  writer). One walk over the message tree checks them all (:func:`check_text`), before any
+  other check reads a name.
 * **Opset imports.** The default domain (``""`` / ``ai.onnx``) and ``ai.onnx.ml`` versions must lie
   in the range the installed ``onnx`` package defines; every version must be positive, and a
   domain may be imported once. ``opset 99`` is a newer (or corrupt) file, not "the newest we
@@ -18,7 +24,11 @@ nesting cannot exhaust the Python stack.
 
 from __future__ import annotations
 
+import functools
+
 import onnx
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.message import Message
 from onnx import AttributeProto, GraphProto
 from opforge.errors import ModelFormatError, ModelValidationError
 from opforge.limits import Limits
@@ -43,7 +53,6 @@ def _check_imports(imports: object, label: str, owner: str) -> None:
     newest = supported_opsets()
     seen: dict[str, int] = {}
     for imp in imports:  # type: ignore[attr-defined]
-        _utf8(imp.domain, label, f"{owner}: an opset_import domain")
         dom = "ai.onnx" if imp.domain in DEFAULT_DOMAINS else imp.domain
         shown = imp.domain or "'' (ai.onnx)"
         version = int(imp.version)
@@ -69,19 +78,12 @@ def check_graphs(model: onnx.ModelProto, label: str, limits: Limits) -> None:
     """SSA and node count of the main graph and every subgraph."""
     max_nodes = limits.get("MAX_NODES")
     total = 0
-    for f in model.functions:
-        _utf8(f.name, label, "a local function name")
-        _utf8(f.domain, label, f"the domain of local function '{f.name}'")
-        for k, n in enumerate(f.node):
-            for value in (n.op_type, n.domain, n.name, *n.input, *n.output):
-                _utf8(value, label, f"node #{k} of local function '{f.name}'")
     stack: list[tuple[GraphProto, str]] = [(model.graph, "main graph")]
     while stack:
         graph, where = stack.pop()
         total += len(graph.node)
         if total > max_nodes:
             limits.check("MAX_NODES", total, f"{label}: node count (subgraphs included)")
-        _check_text(graph, label, where)
         _check_ssa(graph, label, where)
         for k, n in enumerate(graph.node):
             node = n.name or f"#{k} ({n.op_type})"
@@ -92,28 +94,70 @@ def check_graphs(model: onnx.ModelProto, label: str, limits: Limits) -> None:
                     stack.extend((g, f"subgraph '{a.name}'[{i}] of node '{node}'") for i, g in enumerate(a.graphs))
 
 
+def check_text(model: onnx.ModelProto, label: str) -> None:
+    """Every string field of ``model`` is text, checked before any of them is used.
+
+    Protobuf hands a string field that is not valid UTF-8 over as ``bytes`` (ONNX is proto2,
+    which does not validate on parse). Rather than a check at each use (op types here, graph
+    names there: the fuzzer found the gaps one by one), this walks the whole message tree once,
+    by reflection, so a string field the converter starts using later is covered too. ``bytes``
+    fields (raw data, ``AttributeProto.s``, string tensors) are not read, so large weights are not
+    copied. Iterative: deep subgraph nesting cannot exhaust the Python stack."""
+    stack: list[tuple[Message, str, str]] = [(model, "the model", "")]
+    while stack:
+        msg, where, path = stack.pop()
+        for name, kind, repeated in _text_fields(msg.DESCRIPTOR):
+            if kind == _STRING:
+                if repeated:
+                    for i, value in enumerate(getattr(msg, name)):
+                        _utf8(value, label, f"{where}: its {path}{name}[{i}]")
+                elif msg.HasField(name):
+                    _utf8(getattr(msg, name), label, f"{where}: its {path}{name}")
+            elif repeated:
+                for i, child in enumerate(getattr(msg, name)):
+                    stack.append(_context(child, where, f"{path}{name}[{i}]", i))
+            elif msg.HasField(name):
+                stack.append(_context(getattr(msg, name), where, f"{path}{name}", None))
+
+
+_STRING, _MESSAGE = "string", "message"
+
+
+@functools.cache
+def _text_fields(desc: Descriptor) -> tuple[tuple[str, str, bool], ...]:
+    """The string and message fields of a message type (the walk visits nothing else)."""
+    out: list[tuple[str, str, bool]] = []
+    for f in desc.fields:
+        # protobuf >= 6 has ``is_repeated`` and dropped ``label``; older ones have only ``label``
+        repeated = bool(f.is_repeated if hasattr(f, "is_repeated") else f.label == FieldDescriptor.LABEL_REPEATED)
+        if f.type == FieldDescriptor.TYPE_STRING:
+            out.append((f.name, _STRING, repeated))
+        elif f.type in (FieldDescriptor.TYPE_MESSAGE, FieldDescriptor.TYPE_GROUP):
+            out.append((f.name, _MESSAGE, repeated))
+    return tuple(out)
+
+
+def _context(child: Message, where: str, path: str, index: int | None) -> tuple[Message, str, str]:
+    """Where ``child`` is, in the words of the other checks: a node, a graph or a local function
+    starts a new context ("node #3 in the main graph"); anything else is a field path inside
+    the nearest one (``input[0].type.tensor_type.shape.dim[1].dim_param``). Names from the file
+    are not used: they may be the bytes being reported."""
+    kind = child.DESCRIPTOR.name
+    if kind == "GraphProto":
+        return child, ("main graph" if where == "the model" else f"subgraph {path} of {where}"), ""
+    if kind == "NodeProto":
+        return child, f"node #{index} in the {where}", ""
+    if kind == "FunctionProto":
+        return child, f"local function #{index}", ""
+    return child, where, f"{path}."
+
+
 def _utf8(value: object, label: str, what: str) -> None:
-    # protobuf hands a string field that is not valid UTF-8 over as bytes (ONNX is proto2, which
-    # does not validate): every later use of it as a name would fail in some other way.
     if not isinstance(value, str):
-        raise ModelFormatError(f"{label}: {what} is not valid UTF-8 text ({bytes(value)[:40]!r})")  # type: ignore[call-overload]
-
-
-def _check_text(graph: GraphProto, label: str, where: str) -> None:
-    """Every name of ``graph`` is text (checked before any of them is used)."""
-    for kind, values in (("input", graph.input), ("output", graph.output), ("value_info", graph.value_info)):
-        for vi in values:
-            _utf8(vi.name, label, f"a graph {kind} name in the {where}")
-    for t in graph.initializer:
-        _utf8(t.name, label, f"an initializer name in the {where}")
-    for k, n in enumerate(graph.node):
-        what = f"node #{k} in the {where}"
-        for field, value in (("op_type", n.op_type), ("domain", n.domain), ("name", n.name)):
-            _utf8(value, label, f"{what}: its {field}")
-        for x in [*n.input, *n.output]:
-            _utf8(x, label, f"{what}: a tensor name")
-        for a in n.attribute:
-            _utf8(a.name, label, f"{what}: an attribute name")
+        raise ModelFormatError(
+            f"{label}: {what} is not valid UTF-8 text ({bytes(value)[:40]!r}); ONNX string fields "  # type: ignore[call-overload]
+            "must be UTF-8"
+        )
 
 
 def _check_ssa(graph: GraphProto, label: str, where: str) -> None:

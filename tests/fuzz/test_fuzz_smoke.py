@@ -19,8 +19,6 @@ DEFAULT_RUNS = 400
 #: numbers: they move). Each has a reproducer in test_fuzz_regressions.py marked xfail; delete
 #: the line here when that test passes.
 KNOWN: set[str] = {
-    # test_onnx_opset_version_beyond_int32
-    "bare-exception:TypeError:frontends/onnx/src/opforge_onnx/converter.py:_schema",
     # test_inferred_dim_beyond_limits_round_trip
     "oracle:OracleFailure(ResourceLimitError):core/src/opforge/limits.py:check",
 }

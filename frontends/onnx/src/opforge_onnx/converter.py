@@ -33,7 +33,7 @@ from opforge.shape import PartialShape
 from opforge.untrusted_text import identifier
 
 from opforge_onnx.loader import TYPE_TO_ONNX, TensorReader, decode_type
-from opforge_onnx.validation import check_graphs, check_opset_imports, check_text
+from opforge_onnx.validation import MAX_OPSET_VERSION, check_graphs, check_opset_imports, check_text
 
 FRAMEWORK = "onnx"
 
@@ -103,6 +103,13 @@ class OnnxConverter:
     def _schema(self, op_type: str, dom: str, opset: int | None) -> Any:
         if opset is None:
             return None
+        if not (isinstance(op_type, str) and isinstance(dom, str) and 1 <= opset <= MAX_OPSET_VERSION):
+            # validation.py refuses such files before conversion; this keeps a bare TypeError
+            # from onnx.defs' C signature out of any path that skips it (a translator's own call)
+            raise ModelFormatError(
+                f"{self.label}: cannot look up op {op_type!r} of domain {dom!r} at opset version {opset}: "
+                f"op types and domains must be UTF-8 text and versions 1..{MAX_OPSET_VERSION}"
+            )
         try:
             return onnx.defs.get_schema(op_type, opset, dom)
         except onnx.defs.SchemaError:

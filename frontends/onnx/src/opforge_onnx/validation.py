@@ -11,10 +11,11 @@ conversion itself would not notice.
   later use as a name would fail in some other way (``onnx.defs``, ``str + bytes``, the IR
   writer). One walk over the message tree checks them all (:func:`check_text`), before any
   other check reads a name.
-* **Opset imports.** The default domain (``""`` / ``ai.onnx``) and ``ai.onnx.ml`` versions must lie
-  in the range the installed ``onnx`` package defines; every version must be positive, and a
-  domain may be imported once. ``opset 99`` is a newer (or corrupt) file, not "the newest we
-  know".
+* **Opset imports.** Every version, of every domain, must lie in 1..2**31-1 (``onnx.defs`` takes
+  a C ``int``; anything else is not an opset version: a corrupt file). The default domain
+  (``""`` / ``ai.onnx``) and ``ai.onnx.ml`` versions must also lie in the range the installed
+  ``onnx`` package defines, and a domain may be imported once. ``opset 99`` is a newer (or
+  corrupt) file, not "the newest we know".
 * **Size.** The number of nodes, subgraphs included, is bounded by ``MAX_NODES``
   (:mod:`opforge.limits`).
 
@@ -35,6 +36,8 @@ from opforge.limits import Limits
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
 ML_DOMAIN = "ai.onnx.ml"
+#: opset versions ``onnx.defs`` can take (a C ``int``); OperatorSetIdProto.version is an int64
+MAX_OPSET_VERSION = 2**31 - 1
 
 
 def supported_opsets() -> dict[str, int]:
@@ -54,23 +57,24 @@ def _check_imports(imports: object, label: str, owner: str) -> None:
     seen: dict[str, int] = {}
     for imp in imports:  # type: ignore[attr-defined]
         dom = "ai.onnx" if imp.domain in DEFAULT_DOMAINS else imp.domain
-        shown = imp.domain or "'' (ai.onnx)"
+        shown = f"'{imp.domain}'" if imp.domain else "'' (ai.onnx)"
         version = int(imp.version)
+        if not 1 <= version <= MAX_OPSET_VERSION:
+            raise ModelFormatError(
+                f"{label}: {owner} imports domain {shown} at opset version {version}, which is not an "
+                f"opset version (versions are 1..{MAX_OPSET_VERSION}); the file is corrupt"
+            )
         if dom in seen and seen[dom] != version:
             raise ModelValidationError(
                 f"{label}: {owner} imports domain {shown} twice, with versions {seen[dom]} and {version}"
             )
         seen[dom] = version
         top = newest.get(dom)
-        if top is not None and not 1 <= version <= top:
+        if top is not None and version > top:
             raise ModelValidationError(
                 f"{label}: {owner} imports domain {shown} at opset version {version}, outside the "
                 f"supported range 1..{top} (onnx {onnx.__version__}); the file was written for a newer "
                 "ONNX, or is corrupt"
-            )
-        if top is None and version < 1:
-            raise ModelValidationError(
-                f"{label}: {owner} imports domain {shown} at opset version {version}; versions start at 1"
             )
 
 

@@ -203,7 +203,7 @@ class StagedProgram:
             from opforge.opset.loop import run_loop
 
             def run_body(feed: list[np.ndarray]) -> list[np.ndarray]:
-                key = tuple(tuple(int(d) for d in np.shape(a)) for a in feed)
+                key = tuple(a.shape for a in feed)  # arrays: their shapes are tuples of ints
                 exe = self._body(dyn, key)
                 state = st.body.get(key)
                 if state is None or state[0] is not exe:

@@ -181,25 +181,32 @@ def run_loop(attrs: LoopAttrs, inputs: list[np.ndarray], run_body: Any, where: s
     last: dict[int, np.ndarray] = {}
     per_iter: dict[int, list[np.ndarray]] = {od.body_result_index: [] for od in attrs.output_descriptions
                                              if od.axis is not None}
+    # Everything the iterations look up, resolved once (the CPU runs small bodies in microseconds).
+    it_idx, cond_idx = attrs.current_iteration_input_idx, attrs.body_condition_output_idx
+    it_type = np.dtype(np.int64)
+    if it_idx >= 0:
+        pt = params[it_idx].output(0).element_type
+        it_type = np.dtype(pt.np) if pt is not Type.dynamic else it_type
+    slicing = [(d.body_parameter_index, inputs[d.external_port_id], int(d.axis or 0) % max(1, np.ndim(inputs[d.external_port_id])))
+               for d in sliced]
+    back_edges = [(d.body_parameter_index, int(d.back_edge_result_index or 0)) for d in attrs.input_descriptions
+                  if d.kind == "merged"]
+    kept = [od.body_result_index for od in attrs.output_descriptions]
     it = 0
     while go and it < limit:
-        if attrs.current_iteration_input_idx >= 0:
-            pt = params[attrs.current_iteration_input_idx].output(0).element_type
-            feed[attrs.current_iteration_input_idx] = np.asarray(it, dtype=pt.np if pt is not Type.dynamic else np.int64)
-        for d in sliced:
-            x = inputs[d.external_port_id]
-            ax = int(d.axis or 0) % x.ndim
-            feed[d.body_parameter_index] = np.take(x, [it], axis=ax)
+        if it_idx >= 0:
+            feed[it_idx] = np.asarray(it, dtype=it_type)
+        for pi, x, ax in slicing:
+            feed[pi] = np.take(x, [it], axis=ax)
         outs = run_body(feed)
-        for d in attrs.input_descriptions:
-            if d.kind == "merged":
-                feed[d.body_parameter_index] = outs[d.back_edge_result_index]  # type: ignore[index]
+        for pi, ri in back_edges:
+            feed[pi] = outs[ri]
         for k, lst in per_iter.items():
             lst.append(outs[k])
-        for od in attrs.output_descriptions:
-            last[od.body_result_index] = outs[od.body_result_index]
-        if attrs.body_condition_output_idx >= 0:
-            go = bool(np.asarray(outs[attrs.body_condition_output_idx]).reshape(-1)[0])
+        for ri in kept:
+            last[ri] = outs[ri]
+        if cond_idx >= 0:
+            go = bool(np.asarray(outs[cond_idx]).reshape(-1)[0])
         it += 1
     if go and trip < 0 and it >= MAX_ITERATIONS and not sliced:
         raise KernelError(f"{where}: Loop ran {MAX_ITERATIONS} iterations without its condition turning false")

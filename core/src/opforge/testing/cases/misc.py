@@ -1,6 +1,6 @@
 """Everything else: MatMul and Einsum, the spectral transforms (DFT, IDFT, RDFT, IRDFT),
 detection and sampling ops (NonMaxSuppression, ROIAlign, GridSample), data-dependent outputs
-(NonZero, Unique), TfIdfVectorizer, ImageDecoder and Loop."""
+(NonZero, Unique), TfIdfVectorizer, ImageDecoder, MelWeightMatrix and Loop."""
 
 from __future__ import annotations
 
@@ -88,6 +88,9 @@ CASES: list[OpCase] = [
          expect=lambda xs: [_PIXELS]),
     case("ImageDecoder", fixed(_IMAGE, "u8"), version="opset16", pixel_format="BGR", label="u8_bmp_bgr"),
     case("ImageDecoder", fixed(_IMAGE, "u8"), version="opset16", pixel_format="Grayscale", label="u8_bmp_gray"),
+    # every input is a constant: devices fold it at compile time, so this checks their folding
+    case("MelWeightMatrix", const(8, "i32"), const(16, "i32"), const(8000, "i32"), const(0.0, "f32"),
+         const(4000.0, "f32"), version="opset16", label="const_f32", rtol=1e-6, atol=1e-6),
 ]
 
 

@@ -18,10 +18,7 @@ DEFAULT_RUNS = 400
 #: Findings the engineers fixing them know about, as "kind:exception:file:function" (no line
 #: numbers: they move). Each has a reproducer in test_fuzz_regressions.py marked xfail; delete
 #: the line here when that test passes.
-KNOWN: set[str] = {
-    # test_inferred_dim_beyond_limits_round_trip
-    "oracle:OracleFailure(ResourceLimitError):core/src/opforge/limits.py:check",
-}
+KNOWN: set[str] = set()
 
 
 def _key(f: dict[str, object]) -> str:

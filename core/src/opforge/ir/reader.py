@@ -9,7 +9,11 @@ IR files come from anywhere (model zoos, users' uploads), so nothing in them is 
   ``n < offset + size`` wrapped around), and ``size`` must equal ``prod(shape) * itemsize``,
   computed with Python integers before anything is allocated.
 * Sizes are bounded by :mod:`opforge.limits` (file bytes, layer count, rank, dimensions, bytes of a
-  constant or static input) before anything of that size is built or read.
+  constant or static input) before anything of that size is built or read. The limits apply to
+  what the file *provides* (Parameter shapes, Const shapes and weights, counts), as the ONNX
+  reader does for graph inputs and initializers; the ``<dim>`` of other layers' ports are only
+  checked for form, since shape inference re-derives them (a huge *computed* tensor is refused
+  by the device that would allocate it, at run time).
 * The XML is streamed (:mod:`opforge.ir.xml_stream`): memory grows with the layers kept, not with
   a whole-document tree.
 * The graph is checked before nodes are built: duplicate layer ids, edges to missing layers or
@@ -249,8 +253,7 @@ class _Reader:
         self.weights = weights
         self.plugins = plugins
         self.limits = limits
-        # Read once: these are checked per dimension of every port.
-        self.max_rank = limits.get("MAX_TENSOR_RANK")
+        # Read once: checked per dimension of every Parameter and Const shape.
         self.max_dim = limits.get("MAX_DIMENSION")
         self.ir_version = 11
         self.model_rt: dict[str, Any] = {}
@@ -385,18 +388,24 @@ class _Reader:
         )
 
     def _check_port_dims(self, port: ET.Element, where: str) -> None:
-        """Port dims are informational (shapes are re-inferred), but a crafted value must still
-        be an error rather than flow into tools that trust it."""
-        dims = port.findall("dim")
-        if len(dims) > self.max_rank:
-            self.limits.check("MAX_TENSOR_RANK", len(dims), f"{self.label}: {where}: rank")
-        for d in dims:
+        """Port dims are informational: nothing reads them, shape inference re-derives every
+        port's shape from what the file *provides* (Parameter shapes, Const shapes and weights,
+        which are bounded by the limits). So they are checked for form only, not against
+        MAX_DIMENSION or MAX_TENSOR_RANK: a derived shape may legitimately exceed those (Tile
+        with reps [2**45] has an output dim of 2**46), and a file opforge writes for a model it
+        read must read back. Memory for such a tensor is refused when a device sizes it at run
+        time (runtime/allocation.py), not here."""
+        for d in port.findall("dim"):
             text = (d.text or "").strip()
             if _INTERVAL.fullmatch(text) or text == "?":
                 continue
             if not _INT.fullmatch(text):
                 raise self.fail(f"{where}: <dim>{text}</dim> is not a dimension")
-            self._check_dim(int(text), f"{self.label}: {where}")
+            # sign and magnitude from the digits: int() of a 5000-digit text is a ValueError
+            digits = text.lstrip("+-").lstrip("0") or "0"
+            if text.startswith("-") and digits not in ("0", "1"):
+                shown = text if len(text) <= 24 else f"{text[:20]}... ({len(digits)} digits)"
+                raise self.fail(f"{where}: dimension {shown} is negative (only -1 means dynamic)")
 
     def _parse_edges(self, layers: dict[int, _Layer]) -> dict[tuple[int, int], tuple[int, int]]:
         """``(to layer, to port) -> (from layer, from port)``, every reference checked."""

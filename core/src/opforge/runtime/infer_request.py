@@ -201,8 +201,11 @@ def _snapshot(ports: Sequence[Any], arrays: Sequence[np.ndarray | None]) -> list
     """Copies of the inputs an asynchronous run will compute on (the caller may change its own)."""
     out: list[Any] = []
     for port, v in zip(ports, arrays):
+        if v is None:
+            out.append(None)
+            continue
         try:
-            out.append(None if v is None else np.array(v, copy=True))
+            out.append(np.array(v, copy=True))
         except MemoryError as err:
             raise ResourceLimitError(
                 f"Input '{port.any_name}': no memory for the copy start_async() takes of its "

@@ -69,3 +69,12 @@ CASES += [
     case("LogSoftmax", tensor(2, 5, low=-100, high=100), axis=1, label="f32_large", rtol=1e-5, atol=1e-4),
     case("Sigmoid", tensor(1031, dtype="f16"), label="f16_1031", rtol=2e-3, atol=2e-3),
 ]
+
+# a per-channel slope shaped [C, 1, 1] (broadcast from the channel axis) and a constant beta
+CASES += [
+    case("PRelu", _X, tensor(3, 1, 1, low=0, high=0.5), label="f32_channel_slope_c11"),
+    case("Swish", _X, const(1.5, "f32"), label="f32_const_beta"),
+]
+# a row longer than one work-group's worth of elements
+CASES += [case("Softmax", tensor(4, 300), axis=1, label="f32_long_rows"),
+          case("LogSoftmax", tensor(4, 300), axis=1, label="f32_long_rows")]

@@ -100,3 +100,33 @@ CASES += [
     case("Convert", fixed([70000.0, -70000.0, 1e-8, 65504.0]), destination_type="f16", label="f32_to_f16_range",
          expect=lambda xs: [xs[0].astype(np.float16)]),
 ]
+
+# Conversions to and from 64-bit types and float to narrow integers (out of range and NaN: the
+# reference defines the result, every device must agree), an i64 and an attention-head transpose,
+# and Identity on scalars, empty tensors, i64 and booleans.
+_NARROW = [0.5, -1.7, 255.9, 300.2, -300.0, 70000.5, float("nan"), 3e9]
+CASES += [
+    case("Convert", tensor(3, 7, low=-100, high=100), destination_type="i64", label="f32_to_i64"),
+    case("Convert", tensor(3, 7, dtype="i32", low=-1000, high=1000), destination_type="i64", label="i32_to_i64"),
+    case("Convert", tensor(3, 7, dtype="i64", low=-1000, high=1000), destination_type="f32", label="i64_to_f32"),
+    case("Convert", tensor(3, 7), destination_type="f64", label="f32_to_f64"),
+    *(case("Convert", fixed(_NARROW), destination_type=_dst, label=f"f32_to_{_dst}_out_of_range")
+      for _dst in ("i8", "u16", "u32", "u64")),
+    case("Transpose", tensor(2, 3, 4, dtype="i64", low=-9, high=9), const([2, 0, 1]), label="i64_perm201"),
+    case("Transpose", tensor(1, 16, 4, 8), const([0, 2, 1, 3]), label="f32_attention_heads"),
+    case("Identity", tensor(4, dtype="i64", low=-9, high=9), label="i64"),
+    case("Identity", tensor(), label="f32_scalar"),
+    case("Identity", tensor(2, 0, 3), label="f32_empty"),
+    case("Identity", tensor(3, 2, dtype="boolean"), label="boolean"),
+]
+
+# Reverse over no axis, Roll with one shift for several axes, repeated axes and shifts beyond the size
+CASES += [
+    case("Reverse", tensor(2, 3, 4), const([], "i64"), mode="index", label="f32_no_axes"),
+    case("Reverse", tensor(2, 3), const([False, False], "boolean"), mode="mask", label="f32_mask_none"),
+    case("Reverse", tensor(5), const([0]), mode="index", label="f32_1d"),
+    case("Roll", tensor(2, 3, 4), const(1), const([0, 2]), label="f32_one_shift_two_axes"),
+    case("Roll", tensor(3, 4), const([1, 2, 3]), const([0, 1, -2]), label="f32_repeated_axes"),
+    case("Roll", tensor(5), const([-7]), const([0]), label="f32_1d_negative_beyond_size"),
+]
+CASES += [case("Convert", tensor(3, 4, dtype="f64"), destination_type="f32", label="f64_to_f32")]

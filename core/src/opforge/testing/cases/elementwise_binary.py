@@ -94,3 +94,6 @@ for _op in ("Add", "Multiply", "Divide", "Maximum", "Minimum"):
     _fn = BINARY[_op][2]
     if _fn is not None:
         CASES.append(case(_op, *special_pairs("f16"), label="f16_special", expect=_np2(_fn), rtol=1e-3, atol=1e-3))
+
+# u64 arithmetic
+CASES += [case("Add", tensor(3, 4, dtype="u64", low=0, high=2**40), tensor(3, 4, dtype="u64", low=0, high=2**40))]

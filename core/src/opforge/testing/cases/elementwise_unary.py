@@ -95,3 +95,6 @@ CASES += [
 # special values in f16 storage too (devices often compute f16 through f32 and back)
 CASES += [case(_op, special("f16"), label="f16_special", expect=_np(UNARY[_op][1]), rtol=1e-3, atol=1e-3)
           for _op in ("Abs", "Exp", "Sqrt", "Negative", "Floor", "Tanh")]
+
+# Ceiling and Floor accept integers too (the identity)
+CASES += [case(_op, tensor(4, 5, dtype="i32", low=-9, high=9)) for _op in ("Ceiling", "Floor")]

@@ -47,3 +47,16 @@ CASES: list[OpCase] = [
     case("ScatterNDUpdate", tensor(3, 4, dtype="i32", low=-9, high=9), const([[1], [1]]),
          tensor(2, 4, dtype="i32", low=-9, high=9), version="opset15", reduction="max", label="i32_max"),
 ]
+
+# the ScatterNDUpdate reductions the cases above leave out
+CASES += [
+    case("ScatterNDUpdate", tensor(3, 4), const([[0, 1], [0, 1], [2, 2]]), tensor(3), version="opset15",
+         reduction=_red, label=f"f32_{_red}")
+    for _red in ("sub", "prod", "min")
+]
+
+# ScatterUpdate with a scalar index and with no index at all
+CASES += [
+    case("ScatterUpdate", tensor(4), const(2), tensor(), const(0), label="f32_scalar_index"),
+    case("ScatterUpdate", tensor(3, 4), const([], "i64"), tensor(3, 0), const(1), label="f32_no_indices"),
+]

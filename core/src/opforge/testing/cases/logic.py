@@ -69,3 +69,21 @@ CASES += [
     case("IsInf", special(), label="f32_special_negative", detect_positive=False, expect=_np(np.isneginf)),
     case("IsNaN", tensor(3, 5, dtype="f16")),
 ]
+
+# the other integer widths (8-, 16-, 32- and 64-bit, signed and unsigned) and the f64 value tests
+for _op in ("BitwiseAnd", "BitwiseOr", "BitwiseXor"):
+    CASES += [
+        case(_op, tensor(3, 4, dtype="i8", low=-128, high=127), tensor(3, 4, dtype="i8", low=-128, high=127)),
+        case(_op, tensor(3, 4, dtype="u64", low=0, high=2**40), tensor(4, dtype="u64", low=0, high=2**40)),
+    ]
+CASES += [
+    case("BitwiseNot", tensor(3, 4, dtype="i16", low=-1000, high=1000)),
+    case("BitwiseNot", tensor(3, 4, dtype="u32", low=0, high=2**31)),
+    case("BitwiseNot", tensor(3, 4, dtype="i64", low=-2**40, high=2**40)),
+    case("BitwiseLeftShift", tensor(3, 4, dtype="u64", low=0, high=2**20), tensor(3, 4, dtype="u64", low=0, high=40)),
+    case("BitwiseRightShift", tensor(3, 4, dtype="u64", low=0, high=2**50), tensor(3, 4, dtype="u64", low=0, high=63)),
+    case("IsNaN", special("f64"), expect=_np(np.isnan)),
+    case("IsFinite", special("f64"), expect=_np(np.isfinite)),
+    case("IsInf", special("f64"), expect=_np(np.isinf)),
+    case("IsInf", special("f64"), label="f64_special_positive", detect_negative=False, expect=_np(np.isposinf)),
+]

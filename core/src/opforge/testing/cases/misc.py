@@ -138,3 +138,61 @@ CASES += [
     case("MatMul", tensor(3, 0), tensor(0, 4), label="f32_empty_k"),
     case("MatMul", tensor(3, 4, dtype="f64"), tensor(4, 2, dtype="f64"), rtol=1e-12, atol=1e-12),
 ]
+
+# MatMul with constant weights (the form models have: devices pre-pack them), the Einsum forms
+# with implicit outputs, traces and integers, padded/cropped single-axis spectra, several batches
+# and classes of NMS with centre boxes and soft suppression, the third ROIAlign alignment with an
+# adaptive sampling ratio, and the remaining GridSample padding modes.
+_RNG = np.random.default_rng(5)
+
+
+def _boxes(batches: int, n: int) -> np.ndarray:
+    """Centre-encoded boxes [cx, cy, w, h]: overlapping clusters, every size positive."""
+    centres = _RNG.uniform(0, 4, (batches, n, 2))
+    sizes = _RNG.uniform(0.5, 2, (batches, n, 2))
+    return np.concatenate([centres, sizes], -1).astype(np.float32)
+
+
+def _scores(batches: int, classes: int, n: int) -> np.ndarray:
+    """Distinct scores (ties would make the order of selected boxes a matter of convention)."""
+    vals = _RNG.permutation(batches * classes * n) / (batches * classes * n)
+    return vals.reshape(batches, classes, n).astype(np.float32)
+
+
+CASES += [
+    case("MatMul", tensor(4, 8), const(_RNG.uniform(-2, 2, (8, 5)), "f32"), label="f32_const_b", **_MM),
+    case("MatMul", tensor(2, 3, 4, 8), const(_RNG.uniform(-2, 2, (5, 8)), "f32"), transpose_b=True,
+         label="f32_const_b_transposed", **_MM),
+    case("MatMul", tensor(8), const(_RNG.uniform(-2, 2, (8, 3)), "f32"), label="f32_vector_const_b", **_MM),
+    case("Einsum", tensor(3, 3), equation="ii", label="f32_trace", **_MM),
+    case("Einsum", tensor(3, 4), equation="ij->", label="f32_sum_all", **_MM),
+    case("Einsum", tensor(6), tensor(6), equation="i,i", label="f32_dot_implicit", **_MM),
+    case("Einsum", tensor(2, 1, 3, 4), tensor(3, 4, 2), equation="...ij,...jk", label="f32_ellipsis_implicit", **_MM),
+    case("Einsum", tensor(2, 3, 3), equation="bii->bi", label="f32_batched_diagonal", **_MM),
+    case("Einsum", tensor(2, 3, 4), tensor(4, 2), tensor(2, 3), equation="abc,cd,de->abe", label="f32_chain3",
+         **_MM),
+    case("Einsum", tensor(3, 4, dtype="i32", low=-5, high=5), tensor(4, 2, dtype="i32", low=-5, high=5),
+         equation="ij,jk->ik", label="i32_matmul"),
+    case("DFT", tensor(3, 5, 2), const([-1]), const([7]), label="f32_padded", **_FFT),
+    case("DFT", tensor(3, 5, 2), const([1]), const([3]), label="f32_cropped", **_FFT),
+    case("RDFT", tensor(3, 5), const([1]), const([6]), label="f32_padded", **_FFT),
+    case("RDFT", tensor(3, 5), const([1]), const([3]), label="f32_cropped", **_FFT),
+    case("NonMaxSuppression", fixed(_boxes(2, 10)), fixed(_scores(2, 2, 10)), const(10), const(0.5, "f32"),
+         const(0.1, "f32"), const(0.5, "f32"), box_encoding="center", label="f32_center_soft_2x2"),
+    case("NonMaxSuppression", fixed(_boxes(2, 8)), fixed(_scores(2, 3, 8)), const(4), const(0.3, "f32"),
+         const(0.2, "f32"), box_encoding="center", sort_result_descending=False, output_type="i32",
+         label="f32_center_2x3_i32"),
+    case("ROIAlign", tensor(1, 2, 8, 8), const([[0, 0, 4, 4], [1.5, 2, 7, 6.5]], "f32"), const([0, 0], "i32"),
+         pooled_h=2, pooled_w=3, sampling_ratio=0, spatial_scale=1.0, mode="avg", aligned_mode="half_pixel_for_nn",
+         label="f32_avg_half_pixel_for_nn_adaptive", **_MM),
+    case("GridSample", tensor(1, 2, 4, 5), tensor(1, 3, 3, 2, low=-1.3, high=1.3), padding_mode="reflection",
+         align_corners=True, label="f32_bilinear_reflection_align", **_MM),
+    case("GridSample", tensor(1, 2, 4, 5), tensor(1, 3, 3, 2, low=-1.3, high=1.3), padding_mode="border",
+         label="f32_bilinear_border", **_MM),
+    case("GridSample", tensor(1, 2, 4, 5), tensor(1, 3, 3, 2, low=-1.3, high=1.3), mode="nearest",
+         padding_mode="reflection", label="f32_nearest_reflection", **_MM),
+    case("GridSample", tensor(1, 1, 4, 4), tensor(1, 2, 3, 2, low=-1.3, high=1.3), mode="bicubic",
+         padding_mode="zeros", align_corners=True, label="f32_bicubic_zeros_align", rtol=1e-4, atol=1e-4),
+    case("Unique", tensor(4, 3, dtype="f32", low=-1, high=1), label="f32_flat_unsorted", sorted=False),
+    case("Unique", fixed([[1, 0, 1], [2, 2, 2], [1, 0, 1]], "i32"), const(1), label="i32_columns"),
+]

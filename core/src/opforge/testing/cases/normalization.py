@@ -23,3 +23,9 @@ CASES: list[OpCase] = [
     case("LRN", _X, const([1]), alpha=1e-2, beta=0.75, bias=1.0, size=3, rtol=1e-5, atol=1e-5),
     case("LRN", _X, const([2, 3]), alpha=1e-1, beta=0.5, bias=2.0, size=3, label="f32_spatial", rtol=1e-5, atol=1e-5),
 ]
+
+# axes that are not contiguous
+CASES += [
+    case("MVN", _X, const([0, 2, 3]), normalize_variance=True, eps=1e-9, eps_mode="inside_sqrt",
+         label="f32_scattered_axes", rtol=1e-4, atol=1e-4),
+]

@@ -70,3 +70,10 @@ CASES += [
     case("ReduceMean", tensor(2, 3, dtype="i32", low=-9, high=9), const([1])),
     case("ReduceSum", tensor(3, 4, 33, dtype="f64"), const([2]), rtol=1e-12, atol=1e-12),
 ]
+
+# CumSum in f64 along the last axis, reversed and exclusive
+CASES += [
+    case("CumSum", tensor(3, 4, 5, dtype="f64"), const(-1), exclusive=True, reverse=True, label="f64_last_excl_rev",
+         rtol=1e-12, atol=1e-12),
+]
+CASES += [case("ReduceMax", tensor(3, 4, dtype="f64"), const([1]), keep_dims=False, label="f64_axis1")]

@@ -39,3 +39,11 @@ CASES: list[OpCase] = [
     case("LSTMSequence", *_inputs(4, 1, True, [2, T]), hidden_size=H, direction="reverse", clip=0.8,
          label="f32_reverse_clip", **_TOL),
 ]
+
+# activations other than the defaults together with a clip, in both directions
+CASES += [
+    case("GRUSequence", *_inputs(3, 2, False, [T, T]), hidden_size=H, direction="bidirectional",
+         activations=["sigmoid", "relu"], clip=0.7, label="f32_bidirectional_sigmoid_relu_clip", **_TOL),
+    case("LSTMSequence", *_inputs(4, 2, True, [T, T]), hidden_size=H, direction="bidirectional", clip=2.0,
+         label="f32_bidirectional_clip", **_TOL),
+]

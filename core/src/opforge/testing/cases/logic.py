@@ -10,7 +10,7 @@ from collections.abc import Callable
 import numpy as np
 
 from opforge.testing.cases import OpCase, case
-from opforge.testing.models import special, special_pairs, tensor
+from opforge.testing.models import fixed, special, special_pairs, tensor
 
 
 def _np(fn: Callable[..., np.ndarray]) -> Callable[[list[np.ndarray]], list[np.ndarray]]:
@@ -87,3 +87,9 @@ CASES += [
     case("IsInf", special("f64"), expect=_np(np.isinf)),
     case("IsInf", special("f64"), label="f64_special_positive", detect_negative=False, expect=_np(np.isposinf)),
 ]
+# shift amounts at and beyond the element width
+for _op in ("BitwiseLeftShift", "BitwiseRightShift"):
+    CASES += [
+        case(_op, fixed([1, -8, 5, 255, 3, 7], "i32"), fixed([0, 1, 3, 7, 32, 40], "i32"), label="i32_overshift"),
+        case(_op, fixed([1, 200, 5, 255, 3, 7], "u8"), fixed([0, 1, 3, 7, 9, 40], "u8"), label="u8_overshift"),
+    ]

@@ -137,3 +137,16 @@ CASES += [
          strides=[2, 2], pads_begin=[1, 1], pads_end=[1, 2]),
     case("AdaptiveMaxPool", tensor(2, 3, 6, 5, dtype="i32", low=-9, high=9), const([3, 2]), label="i32_i64_index"),
 ]
+
+# DeformableConvolution with deformable groups and a mask over a batch, depthwise with dilation,
+# and "same_upper" padding
+CASES += [
+    case("DeformableConvolution", tensor(2, 4, 6, 7), tensor(2, 24, 4, 6, low=-1, high=1), tensor(4, 4, 3, 2),
+         tensor(2, 12, 4, 6, low=0, high=1), label="f32_batch_deformable_groups_mask", deformable_group=2,
+         **_P1, **_C),
+    case("DeformableConvolution", tensor(1, 4, 8, 8), tensor(1, 32, 6, 6, low=-1, high=1), tensor(4, 1, 2, 2),
+         label="f32_depthwise_dilated", group=4, deformable_group=4, strides=[1, 1], pads_begin=[0, 0],
+         pads_end=[0, 0], dilations=[2, 2], **_C),
+    case("DeformableConvolution", tensor(2, 2, 5, 6), tensor(2, 18, 5, 6, low=-1, high=1), tensor(2, 2, 3, 3),
+         tensor(2, 9, 5, 6, low=0, high=1), label="f32_same_upper_mask", auto_pad="same_upper", **_P1, **_C),
+]

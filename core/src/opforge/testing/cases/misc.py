@@ -196,3 +196,14 @@ CASES += [
     case("Unique", tensor(4, 3, dtype="f32", low=-1, high=1), label="f32_flat_unsorted", sorted=False),
     case("Unique", fixed([[1, 0, 1], [2, 2, 2], [1, 0, 1]], "i32"), const(1), label="i32_columns"),
 ]
+
+# spectra over unsorted axes, with a -1 (keep) signal size, odd lengths and a 1-D power of two
+CASES += [
+    case("DFT", tensor(2, 3, 4, 2), const([2, 0]), const([-1, 3]), label="f32_unsorted_axes_keep_size", **_FFT),
+    case("RDFT", tensor(3, 7), const([1]), label="f32_odd_length", **_FFT),
+    case("RDFT", tensor(16), const([0]), label="f32_1d_16", **_FFT),
+    case("RDFT", tensor(2, 5, 6), const([2, 1]), const([4, 9]), label="f32_unsorted_axes_sizes", **_FFT),
+    case("IRDFT", tensor(3, 5, 2), const([1]), const([9]), label="f32_odd_signal_size", **_FFT),
+    case("IRDFT", tensor(6, 3, 2), const([0, 1]), const([-1, 3]), label="f32_keep_size", **_FFT),
+    case("IDFT", tensor(2, 5, 7, 2), const([0, 1, 2]), label="f32_3d", **_FFT),
+]

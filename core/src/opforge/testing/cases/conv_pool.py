@@ -150,3 +150,12 @@ CASES += [
     case("DeformableConvolution", tensor(2, 2, 5, 6), tensor(2, 18, 5, 6, low=-1, high=1), tensor(2, 2, 3, 3),
          tensor(2, 9, 5, 6, low=0, high=1), label="f32_same_upper_mask", auto_pad="same_upper", **_P1, **_C),
 ]
+
+# adaptive pooling to a larger, the same and a 1x1 size, and in 3-D
+for _op in ("AdaptiveAvgPool", "AdaptiveMaxPool"):
+    CASES += [
+        case(_op, tensor(1, 2, 5, 6), const([7, 8]), label="f32_upsample"),
+        case(_op, tensor(2, 3, 9), const([9]), label="f32_same_size"),
+        case(_op, tensor(2, 3, 8, 8), const([1, 1]), label="f32_global"),
+        case(_op, tensor(1, 2, 5, 6, 7), const([2, 3, 4]), label="f32_3d"),
+    ]

@@ -46,3 +46,8 @@ def check(core: opforge.Core, model: Model, inputs: Sequence[np.ndarray], rtol: 
             np.testing.assert_array_equal(g, w, err_msg=f"output {i}")
         outs.append(g)
     return outs
+
+
+def supported(core: opforge.Core, m: Model) -> None:
+    """Every node of ``m`` is claimed by the GPU's ``query_model``."""
+    assert set(core.query_model(m, "GPU")) == {n.name for n in m.get_ordered_ops()}

@@ -6,7 +6,7 @@ values numbered ``{"%": id}``, types and attributes as ``{"#": kind, "D": data}`
 0 builtin, 1 pd_op, 2 cf, 3 custom_op, 4 dist_op. Parameters are the compressed op ``"p"``
 (``A = [..., name]``, one result object).
 
-Ops are lowered into the ProgramDesc vocabulary with the :class:`~opforge_paddle.lowering.PirOp`
+Ops are lowered into the ProgramDesc vocabulary with the :class:`~opforge_paddle.pir_signatures.PirOp`
 table that translator modules declare; ``builtin.combine`` / ``builtin.split`` (vectors of
 values) become lists on a named port. PIR ops without a table entry keep their PIR name
 (``pd_op.foo``, custom ops without the dialect prefix) with ports named ``in0``, ``in1``, ...,
@@ -26,7 +26,7 @@ from opforge.element_type import Type
 from opforge.errors import ModelFormatError, OpforgeError, UnsupportedOpError
 from opforge.limits import current
 
-from opforge_paddle.lowering import PirOp
+from opforge_paddle.pir_signatures import PirOp
 from opforge_paddle.program import DTYPE_NAMES, TYPE_TO_VARTYPE, PaddleOp, PaddleProgram, PaddleVar
 
 DIALECTS = {"0": "builtin", "1": "pd_op", "2": "cf", "3": "custom_op", "4": "dist_op"}

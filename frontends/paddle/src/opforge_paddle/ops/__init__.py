@@ -1,7 +1,7 @@
 """The standard Paddle translators: one module per Paddle op, named after its ProgramDesc op type
 (``elementwise_add.py``, ``conv2d_transpose.py``; a trailing ``_`` where the name is a Python
 keyword). Each module exposes its ConversionExtension as ``EXTENSION`` and, optionally, as
-``PIR``, the :class:`~opforge_paddle.lowering.PirOp` signature(s) that present the PIR op(s) of
+``PIR``, the :class:`~opforge_paddle.pir_signatures.PirOp` signature(s) that present the PIR op(s) of
 the same meaning under that type. Modules starting with ``_`` hold shared helpers.
 
 Both registries are derived by scanning this package, so adding an op is adding a file; a module
@@ -20,7 +20,7 @@ from opforge.errors import TranslatorLayoutError
 from opforge.frontend import translators
 from opforge.frontend.extensions import FrontendExtension
 
-from opforge_paddle.lowering import PirOp
+from opforge_paddle.pir_signatures import PirOp
 
 __all__ = ["TranslatorLayoutError", "all_translators", "module_matches", "module_pir_ops", "module_translator",
            "pir_table", "translator_modules"]

@@ -8,8 +8,8 @@ from opforge.element_type import Type
 from opforge.frontend.extensions import ConversionResult
 from opforge.frontend.node_context import NodeContext
 
-from opforge_paddle.lowering import Arg, PirOp
 from opforge_paddle.ops._helpers import dtype_attr, i64, int_list, norm_axis, out, rank
+from opforge_paddle.pir_signatures import Arg, PirOp
 
 
 def arg_extreme(mode: str) -> Callable[[NodeContext], ConversionResult]:

@@ -19,8 +19,8 @@ from opforge.frontend.extensions import ConversionResult
 from opforge.frontend.node_context import NodeContext
 from opforge.graph import Output
 
-from opforge_paddle.lowering import Arg, PirOp
 from opforge_paddle.ops._helpers import check_nchw, const_input, etype, i64, out, rank
+from opforge_paddle.pir_signatures import Arg, PirOp
 
 _SIZE_ATTRS = {1: ["out_w"], 2: ["out_h", "out_w"], 3: ["out_d", "out_h", "out_w"]}
 

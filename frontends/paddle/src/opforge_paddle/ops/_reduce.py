@@ -8,8 +8,8 @@ from collections.abc import Callable
 from opforge.frontend.extensions import ConversionResult
 from opforge.frontend.node_context import NodeContext
 
-from opforge_paddle.lowering import Arg, PirOp
 from opforge_paddle.ops._helpers import i64, int_list, out, rank
+from opforge_paddle.pir_signatures import Arg, PirOp
 
 
 def reduce(target: str) -> Callable[[NodeContext], ConversionResult]:

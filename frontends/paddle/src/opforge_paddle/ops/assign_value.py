@@ -9,8 +9,8 @@ import numpy as np
 from opforge.frontend.extensions import ConversionResult
 from opforge.frontend.node_context import NodeContext
 
-from opforge_paddle.lowering import Arg, PirOp
 from opforge_paddle.ops._helpers import dtype_attr, translator
+from opforge_paddle.pir_signatures import Arg, PirOp
 
 _VALUE_ATTRS = ("values", "int32_values", "int64_values", "fp32_values", "fp64_values", "bool_values")
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from opforge_paddle.lowering import binary
 from opforge_paddle.ops._elementwise import elementwise
 from opforge_paddle.ops._helpers import translator
+from opforge_paddle.pir_signatures import binary
 
 EXTENSION = translator("elementwise_min", elementwise("Minimum"))
 

@@ -6,8 +6,8 @@ from opforge.element_type import Type
 from opforge.frontend.extensions import ConversionResult
 from opforge.frontend.node_context import NodeContext
 
-from opforge_paddle.lowering import Arg, PirOp
 from opforge_paddle.ops._helpers import i64, out, translator
+from opforge_paddle.pir_signatures import Arg, PirOp
 
 
 def convert(ctx: NodeContext) -> ConversionResult:

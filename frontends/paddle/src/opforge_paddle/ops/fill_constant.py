@@ -6,8 +6,8 @@ import numpy as np
 from opforge.frontend.extensions import ConversionResult
 from opforge.frontend.node_context import NodeContext
 
-from opforge_paddle.lowering import PirOp
 from opforge_paddle.ops._helpers import dtype_attr, int_list, translator
+from opforge_paddle.pir_signatures import PirOp
 
 
 def convert(ctx: NodeContext) -> ConversionResult:

@@ -7,8 +7,8 @@ from opforge.element_type import Type
 from opforge.frontend.extensions import ConversionResult
 from opforge.frontend.node_context import NodeContext
 
-from opforge_paddle.lowering import Arg, PirOp
 from opforge_paddle.ops._helpers import check_nchw, i64, out, rank, translator
+from opforge_paddle.pir_signatures import Arg, PirOp
 
 
 def convert(ctx: NodeContext) -> ConversionResult:

@@ -9,8 +9,8 @@ import math
 from opforge.frontend.extensions import ConversionResult
 from opforge.frontend.node_context import NodeContext
 
-from opforge_paddle.lowering import unary
 from opforge_paddle.ops._helpers import etype, i64, norm_axis, out, rank, scalar_like, translator
+from opforge_paddle.pir_signatures import unary
 
 
 def convert(ctx: NodeContext) -> ConversionResult:

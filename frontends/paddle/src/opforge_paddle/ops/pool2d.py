@@ -7,8 +7,8 @@ from typing import Any
 from opforge.frontend.extensions import ConversionResult
 from opforge.frontend.node_context import NodeContext
 
-from opforge_paddle.lowering import Arg, PirOp
 from opforge_paddle.ops._helpers import auto_pad, check_nchw, i64, out, rank, spatial_pads, translator
+from opforge_paddle.pir_signatures import Arg, PirOp
 
 
 def convert(ctx: NodeContext) -> ConversionResult:

@@ -8,8 +8,8 @@ from opforge.frontend.extensions import ConversionResult
 from opforge.frontend.node_context import NodeContext
 from opforge.graph import Output
 
-from opforge_paddle.lowering import Arg, PirOp
 from opforge_paddle.ops._helpers import etype, i64, out, translator
+from opforge_paddle.pir_signatures import Arg, PirOp
 
 
 def _target(ctx: NodeContext) -> Output:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from opforge.frontend.extensions import ConversionResult
 from opforge.frontend.node_context import NodeContext
 
-from opforge_paddle.lowering import Arg, PirOp
 from opforge_paddle.ops._helpers import i64, norm_axis, out, rank, translator
+from opforge_paddle.pir_signatures import Arg, PirOp
 
 
 def convert(ctx: NodeContext) -> ConversionResult:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from opforge.frontend.extensions import ConversionResult
 from opforge.frontend.node_context import NodeContext
 
-from opforge_paddle.lowering import unary
 from opforge_paddle.ops._helpers import out, scalar_like, translator
+from opforge_paddle.pir_signatures import unary
 
 
 def convert(ctx: NodeContext) -> ConversionResult:

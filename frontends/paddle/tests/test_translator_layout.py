@@ -10,7 +10,6 @@ import pytest
 from opforge.frontend.extensions import ConversionExtension, ConversionResult
 from opforge.frontend.node_context import NodeContext
 from opforge_paddle import ops
-from opforge_paddle.lowering import unary
 from opforge_paddle.ops import (
     TranslatorLayoutError,
     all_translators,
@@ -19,6 +18,7 @@ from opforge_paddle.ops import (
     pir_table,
     translator_modules,
 )
+from opforge_paddle.pir_signatures import unary
 
 
 def _convert(ctx: NodeContext) -> ConversionResult:

@@ -257,7 +257,7 @@ def test_packed_weights_are_released_and_dynamic_replan_still_works(core: Any) -
     assert all(not n.rt_info.get(RELEASED_KEY) for n in static.get_ordered_ops())
     np.testing.assert_allclose(compiled([feed])[0], evaluate_model(static, [feed])[0], rtol=1e-4, atol=1e-4)
 
-    # Dynamic: each shape is planned from the unspecialised model, whose weights stay.
+    # Dynamic: each shape is planned from the unspecialized model, whose weights stay.
     dynamic = block(None)
     compiled = core.compile_model(dynamic, "CPU")
     for n, hw in ((1, 10), (3, 6), (1, 10), (2, 12)):

@@ -143,7 +143,7 @@ class CpuState:
 
 
 def check_output_sizes(model: Model) -> None:
-    """Every tensor the program will allocate (each node output of the specialised model) must
+    """Every tensor the program will allocate (each node output of the specialized model) must
     fit the host memory still available: checked with Python integers before the C++ planner
     multiplies the dimensions (where ``(2**62, 4)`` wraps around) or allocates its arena (where
     a OneHot of depth 10^9 raised a bare ``std::bad_alloc``)."""
@@ -232,7 +232,7 @@ class CpuExecutable(Executable):
         with self._lock:
             compiled = self._programs.get(key)
             if compiled is None:
-                # A new input shape (or value of a value input): specialise the graph and plan
+                # A new input shape (or value of a value input): specialize the graph and plan
                 # again (cached by that key; the least recently used program goes past the limit).
                 values = {i: np.asarray(inputs[i]).reshape(shapes[i]) for i in self._values}
                 compiled = self._build(specialize(self._model, dict(enumerate(shapes)), values))

@@ -21,7 +21,7 @@ from opforge_gpu.lowering import (
     Lowering,
     fold_constants,
     plan_epilogues,
-    specialise,
+    specialize,
     value_inputs,
 )
 from opforge_gpu.opencl import DeviceContext
@@ -94,7 +94,7 @@ class GpuExecutable(Executable):
 
     def _build(self, shapes: tuple[tuple[int, ...], ...], values: dict[int, np.ndarray] | None = None,
                counts: tuple[int, ...] = ()) -> Plan:
-        m = specialise(self.model, shapes, values)
+        m = specialize(self.model, shapes, values)
         stop = apply_counts(m, counts)
         for _ in counts:
             # Observed sizes make the shape computations after them constant (the K of an SSD's

@@ -320,7 +320,7 @@ def value_inputs(model: Model) -> list[int]:
     return sorted(_value_uses(model, shape_nodes(model)))
 
 
-def specialise(model: Model, shapes: Sequence[tuple[int, ...]],
+def specialize(model: Model, shapes: Sequence[tuple[int, ...]],
                values: dict[int, np.ndarray] | None = None) -> Model:
     """A clone of ``model`` with these input shapes, shapes of ShapeOf folded and every
     standard node with constant inputs folded into a Constant (by the reference). ``values``

@@ -39,7 +39,7 @@ class OpCase:
     atol: float = 1e-6
     #: an expectation independent of ``Op.evaluate``: outputs from the input arrays
     expect: Callable[[list[np.ndarray]], list[np.ndarray]] | None = dataclasses.field(default=None, compare=False)
-    #: the model's Parameters have dynamic dimensions (the device specialises when it runs)
+    #: the model's Parameters have dynamic dimensions (the device specializes when it runs)
     dynamic: bool = False
 
     @property

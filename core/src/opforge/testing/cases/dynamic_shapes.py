@@ -1,7 +1,7 @@
 """Cases whose Parameters have dynamic dimensions: the device learns the shapes only when the
-model runs, so its specialisation to static shapes (and, for Reshape/Broadcast/Tile fed by
+model runs, so its specialization to static shapes (and, for Reshape/Broadcast/Tile fed by
 constants, shape arithmetic at run time) is exercised, not just its kernels. One case per op
-family that devices specialise differently."""
+family that devices specialize differently."""
 
 from __future__ import annotations
 

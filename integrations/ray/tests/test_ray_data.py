@@ -77,10 +77,12 @@ def test_512_rows_through_two_workers_equal_serial_outputs_bitwise(cluster: Any,
                                          concurrency=2, num_cpus=1, batch_size=32, batch_format="numpy"))
     np.testing.assert_array_equal(out["id"], np.arange(ROWS))
     np.testing.assert_array_equal(out["logits"], serial(model, x))
-    # Two workers, one per node (each node has one CPU); which of them ran how many batches is
-    # Ray's choice.
+    # Two workers were asked for, one per node (each node has one CPU). Ray Data dispatches to
+    # the first actor that is ready, so on a loaded machine the second may start after the 16
+    # batches are done (seen in a clean-clone CI run): which nodes ran batches is Ray's choice,
+    # every row is accounted for above, and no row came from a node without a worker.
     nodes = {f.read_text() for f in tmp_path.iterdir()}
-    assert len(nodes) == 2 and set(out["node"]) <= nodes
+    assert 1 <= len(nodes) <= 2 and set(out["node"]) <= nodes
     assert set(out["placement"]) == {"CPU with 1 thread(s): Ray assigned 1 CPU(s)"}
 
 

@@ -43,6 +43,8 @@ class MelWeightMatrix(Op):
     Attrs = MelWeightMatrixAttrs
     min_inputs = 5
     max_inputs = 5
+    # the output is [dft_length // 2 + 1, num_mel_bins]: both scalars' values decide its shape
+    value_inputs = (0, 1)
 
     @classmethod
     def infer(cls, ctx: InferContext) -> list[TensorSpec]:

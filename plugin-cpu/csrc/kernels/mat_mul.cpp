@@ -2,6 +2,8 @@
 // see core/nn.cpp. i32/i64 (MatMulInteger, QLinearMatMul lower to i32 MatMul of zero-point-
 // centred operands) run as an exact integer loop: products and sums wrap modulo 2^N like NumPy's
 // integer matmul, so results are bit-exact.
+#include <cstring>
+
 #include "core/nn.hpp"
 #include "kernels/common.hpp"
 
@@ -70,9 +72,31 @@ template <class T> class IntMatMulKernel : public Kernel {
 };
 
 bool integer_pair(const NodeDesc& n, DType t) { return n.in(0).dtype == t && n.in(1).dtype == t; }
+
+// The length of the summed (inner) dimension, from input 0's shape.
+int64_t inner_length(const NodeDesc& n) {
+  const Shape& a = n.in(0).shape;
+  if (a.size() == 1) return a[0];
+  return n.attrs.b("transpose_a", false) ? a[a.size() - 2] : a[a.size() - 1];
+}
+
+// An empty sum is zero: [M,0] x [0,N] gives zeros. oneDNN's matmul leaves its destination
+// unwritten for K = 0, which returned whatever the planned buffer held before.
+class EmptySumMatMulKernel : public Kernel {
+ public:
+  std::string impl_name() const override { return "zero_fill"; }
+  void run(RunContext&, const TensorView*, TensorView* out, Bound*) override {
+    std::memset(out[0].data, 0, out[0].bytes());
+  }
+};
 }  // namespace
 
 std::unique_ptr<Kernel> make_mat_mul(NodeDesc& n) {
+  if (n.inputs.size() >= 2 && inner_length(n) == 0) {
+    if (n.attrs.b("has_bias", false) || (n.attrs.has("post_ops") && !n.attrs.is_none("post_ops") && !n.attrs.strings("post_ops").empty()))
+      throw CompileFailure("MatMul with an empty inner dimension (K = 0) takes no fused bias or post-ops");
+    return std::make_unique<EmptySumMatMulKernel>();
+  }
   if (integer_pair(n, DType::i32) || integer_pair(n, DType::i64)) {
     if (n.attrs.b("has_bias", false) || (n.attrs.has("post_ops") && !n.attrs.is_none("post_ops") && !n.attrs.strings("post_ops").empty()))
       throw CompileFailure("integer MatMul takes no fused bias or post-ops");

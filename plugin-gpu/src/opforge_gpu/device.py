@@ -129,8 +129,11 @@ class GpuDevice(Device):
         )
 
     # --- kernels -----------------------------------------------------------------------------
-    def _config_layers(self, config: dict[str, Any]) -> dict[str, CustomKernel]:
-        out: dict[str, CustomKernel] = {}
+    def _config_files(self, config: dict[str, Any], cache: dict[Any, Any], lock: Any,
+                      load: Any) -> list[Any]:
+        """What ``load`` made of each file of the comma-separated ``CONFIG_FILE``, cached by path
+        and modification time (a device compiles many models with one config)."""
+        loaded: list[Any] = []
         for part in str(config.get("CONFIG_FILE", "") or "").split(","):
             path = part.strip()
             if not path:
@@ -139,10 +142,16 @@ class GpuDevice(Device):
             if not p.is_file():
                 raise KernelError(f"device {self.name}: CONFIG_FILE '{path}' does not exist")
             key = (str(p.resolve()), p.stat().st_mtime)
-            with self._lock:
-                layers = self._config_cache.get(key)
-                if layers is None:
-                    layers = self._config_cache[key] = load_config(p)
+            with lock:
+                got = cache.get(key)
+                if got is None:
+                    got = cache[key] = load(p)
+            loaded.append(got)
+        return loaded
+
+    def _config_layers(self, config: dict[str, Any]) -> dict[str, CustomKernel]:
+        out: dict[str, CustomKernel] = {}
+        for layers in self._config_files(config, self._config_cache, self._lock, load_config):
             for layer in layers:
                 out.setdefault(layer.name, CustomKernel(layer, f"custom:{layer.where}"))
         return out

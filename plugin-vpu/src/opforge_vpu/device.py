@@ -7,7 +7,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import threading
-from pathlib import Path
 from typing import Any
 
 from opforge.errors import KernelError
@@ -56,18 +55,7 @@ class VpuDevice(GpuDevice):
     # --- kernels -----------------------------------------------------------------------------
     def _config_layers(self, config: dict[str, Any]) -> dict[str, MvclKernel]:  # type: ignore[override]
         stages: list[Stage] = []
-        for part in str(config.get("CONFIG_FILE", "") or "").split(","):
-            path = part.strip()
-            if not path:
-                continue
-            p = Path(path)
-            if not p.is_file():
-                raise KernelError(f"device {self.name}: CONFIG_FILE '{path}' does not exist")
-            key = (str(p.resolve()), p.stat().st_mtime)
-            with self._mvcl_lock:
-                got = self._mvcl_cache.get(key)
-                if got is None:
-                    got = self._mvcl_cache[key] = load_config(p)
+        for got in self._config_files(config, self._mvcl_cache, self._mvcl_lock, load_config):
             stages.extend(got)
         return group(stages, "custom")
 

@@ -8,25 +8,15 @@ result is ``true`` for any non-zero byte (a bool can only hold 0 or 1).
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
-from pydantic import field_validator
 
 from opforge.element_type import Type
-from opforge.op import InferContext, Op, OpAttrs, TensorSpec
+from opforge.op import InferContext, Op, TensorSpec
+from opforge.opset.convert import ConvertAttrs
 
 
-class BitCastAttrs(OpAttrs):
-    destination_type: Type
-
-    @field_validator("destination_type", mode="before")
-    @classmethod
-    def _type(cls, v: Any) -> Type:
-        t = Type.parse(v)
-        if t is Type.dynamic:
-            raise ValueError("must be a concrete element type, not 'dynamic'")
-        return t
+class BitCastAttrs(ConvertAttrs):
+    """One concrete ``destination_type``, validated as Convert's."""
 
 
 class BitCast(Op):

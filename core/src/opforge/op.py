@@ -149,6 +149,9 @@ class Op:
     rearranges_input: ClassVar[bool] = False
     #: what one output element costs, for cost models
     cost_class: ClassVar[CostClass] = CostClass.ELEMENTWISE
+    #: devices run this op on the host, not as a kernel (:meth:`run_host_stage`): Loop iterates
+    #: there (its body runs on the device), ImageDecoder decodes with an image codec
+    host_stage: ClassVar[bool] = False
     #: True for the classes of the standard opset (defined in ``opforge.opset`` with an
     #: ``opsetN`` version); set by ``__init_subclass__``, so a plugin's op of the same type name
     #: (``Identity`` of ``template_extension``) is never mistaken for the standard one
@@ -171,6 +174,13 @@ class Op:
             f"{cls.type_name}-{cls.version} has no reference implementation (Op.evaluate is not defined), "
             "so it cannot be constant-folded or run by the reference evaluator; implement evaluate()"
         )
+
+    @classmethod
+    def run_host_stage(cls, attrs: Any, inputs: list[np.ndarray], run_subgraph: Any, where: str) -> list[np.ndarray]:
+        """Run a ``host_stage`` op for a device: ``run_subgraph(model, arrays) -> arrays`` runs a
+        sub-graph (a Loop body) on that device; ``where`` names the device and node in errors.
+        The default is the reference (:meth:`evaluate`)."""
+        return cls.evaluate(attrs, inputs)
 
     # --- helpers used by the graph and the IR ------------------------------------------------
     @classmethod

@@ -11,7 +11,7 @@ op (see each device's documentation). Pillow is a dependency of ``opforge-onnx``
 from __future__ import annotations
 
 import io
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -47,6 +47,7 @@ def decode_image(encoded: np.ndarray, pixel_format: str, where: str = "ImageDeco
 class ImageDecoder(Op):
     type_name = "ImageDecoder"
     data_dependent_shape = True
+    host_stage = True
     version = "opset16"
     Attrs = ImageDecoderAttrs
 
@@ -68,3 +69,8 @@ class ImageDecoder(Op):
     @classmethod
     def evaluate(cls, attrs: ImageDecoderAttrs, inputs: list[np.ndarray]) -> list[np.ndarray]:
         return [decode_image(inputs[0], attrs.pixel_format)]
+
+    @classmethod
+    def run_host_stage(cls, attrs: ImageDecoderAttrs, inputs: list[np.ndarray], run_subgraph: Any,
+                       where: str) -> list[np.ndarray]:
+        return [decode_image(inputs[0], attrs.pixel_format, where)]

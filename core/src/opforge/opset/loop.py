@@ -98,6 +98,7 @@ class Loop(Op):
     value_inputs = (0, 1)
     scalar_inputs = (0, 1)
     data_dependent_shape = True
+    host_stage = True
     cost_class = CostClass.COMPUTE
 
     @classmethod
@@ -151,6 +152,11 @@ class Loop(Op):
         from opforge.reference import evaluate_model
 
         return run_loop(attrs, inputs, lambda feed: evaluate_model(attrs.body, feed), "reference")
+
+    @classmethod
+    def run_host_stage(cls, attrs: Any, inputs: list[np.ndarray], run_subgraph: Any, where: str) -> list[np.ndarray]:
+        """The iterations run on the host; each runs the body on the device."""
+        return run_loop(attrs, inputs, lambda feed: run_subgraph(attrs.body, feed), where)
 
 
 def _join(a: PartialShape, b: PartialShape) -> PartialShape:

@@ -26,14 +26,29 @@ def _shape_of_static(node: Node) -> np.ndarray | None:
     return np.asarray(node.inputs[0].partial_shape.to_tuple(), dtype=dtype).reshape(-1)
 
 
+def folded_values(node: Node) -> list[np.ndarray] | None:
+    """The values of ``node``'s outputs when they follow from constants alone (a ShapeOf of a
+    static shape, or a node whose inputs are all Constants, by its reference), else None. A
+    reference that refuses its inputs leaves the node to run time, where the error names them."""
+    from opforge.reference import evaluate_node
+
+    static_shape = _shape_of_static(node)
+    if static_shape is not None:
+        return [static_shape]
+    if not node.inputs or not all(i.node.type_name == "Constant" for i in node.inputs):
+        return None
+    try:
+        return evaluate_node(node, [i.node.constant_value() for i in node.inputs])  # type: ignore[misc]
+    except OpforgeError:
+        return None
+
+
 class ConstantFolding(Transformation):
     name: ClassVar[str] = "constant_folding"
     stage: ClassVar[str] = "middle"
     order: ClassVar[int] = 10
 
     def apply(self, model: Model) -> bool:
-        from opforge.reference import evaluate_node
-
         changed = False
         for node in model.get_ordered_ops():
             if not node.inputs:
@@ -45,15 +60,8 @@ class ConstantFolding(Transformation):
                 continue
             if node.rt_info.get("disable_constant_folding"):
                 continue
-            static_shape = _shape_of_static(node)
-            if static_shape is not None:
-                outs = [static_shape]
-            elif all(i.node.type_name == "Constant" for i in node.inputs):
-                try:
-                    outs = evaluate_node(node, [i.node.constant_value() for i in node.inputs])  # type: ignore[misc]
-                except OpforgeError:
-                    continue  # leave it to run time, where the error will name the inputs
-            else:
+            outs = folded_values(node)
+            if outs is None:
                 continue
             if sum(o.nbytes for o in outs) > MAX_FOLDED_BYTES:
                 continue

@@ -1,0 +1,79 @@
+"""benchmarks/make_real_models.py writes models the CPU device loads and runs: two of its small
+onnx.helper models (the paddle ones need paddle2onnx, which is not a project dependency) are
+generated twice into temporary folders, must be byte-identical (seeded), carry inputs and a
+reference output, and must run on opforge's CPU close to that reference (ONNX Runtime's output)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+
+pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime")
+pytest.importorskip("opforge_onnx")
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "make_real_models.py"
+#: small, and between them Conv/ConvTranspose/bilinear Resize/Concat and Pow/ReduceMean/attention
+NAMES = ["unet_small", "t5_like"]
+
+
+def _load_script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("make_real_models", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses resolve the module's annotations through it
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict, dict]:
+    gen = _load_script()
+    assert set(NAMES) <= set(gen.MODELS) and all(gen.MODELS[n].family == "onnx" for n in NAMES)
+    opts = gen.Options(opset=gen.OPSET, paddle2onnx_python=None)
+    first, second = tmp_path_factory.mktemp("real-a"), tmp_path_factory.mktemp("real-b")
+    manifest = gen.generate(first, NAMES, opts, lambda _msg: None)
+    again = gen.generate(second, NAMES, opts, lambda _msg: None)
+    return first, manifest, again
+
+
+def test_manifest_lists_both_models_with_files(generated: tuple[Path, dict, dict]) -> None:
+    out, manifest, _ = generated
+    assert manifest["failed"] == {}
+    assert json.loads((out / "manifest.json").read_text())["models"].keys() == set(NAMES)
+    for name in NAMES:
+        entry = manifest["models"][name]
+        assert (out / entry["onnx"]).stat().st_size > 100_000  # real weights, not an empty graph
+        ref = np.load(out / entry["ref"])
+        assert {"in.x", "out"} <= set(ref.files) or {"in.input_ids", "out"} <= set(ref.files)
+        assert list(ref["out"].shape) == entry["output_shape"]
+        assert np.isfinite(ref["out"]).all() and entry["ref_max_abs"] > 1e-2  # activations did not vanish
+
+
+def test_generation_is_deterministic(generated: tuple[Path, dict, dict]) -> None:
+    _, manifest, again = generated
+    for name in NAMES:
+        assert manifest["models"][name]["onnx_sha256"] == again["models"][name]["onnx_sha256"], name
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_cpu_runs_generated_model_like_onnxruntime(generated: tuple[Path, dict, dict], name: str) -> None:
+    import opforge
+
+    out, manifest, _ = generated
+    entry = manifest["models"][name]
+    data = np.load(out / entry["ref"])
+    feeds = {k.removeprefix("in."): data[k] for k in data.files if k.startswith("in.")}
+    core = opforge.Core()
+    compiled = core.compile_model(core.read_model(str(out / entry["onnx"])), "CPU")
+    got = np.asarray(compiled(feeds)[0])
+    ref = data["out"]
+    assert got.shape == ref.shape
+    # f32 through different kernels and summation orders: 1e-4 of the output's range
+    assert float(np.max(np.abs(got - ref))) <= 1e-4 * float(np.max(np.abs(ref))), name

@@ -6,6 +6,7 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -18,15 +19,11 @@ from opforge.runtime.profiling import ProfilingInfo
 from opforge.runtime.properties import COMMON_PROPERTIES
 
 from opforge_cpu._loader import load_core
-from opforge_cpu.lowering import (
-    Emitter,
-    contiguous,
-    lower_precision,
-    specialize,
-    supported_nodes,
-    value_inputs,
-)
+from opforge_cpu.emit import Emitter, contiguous
+from opforge_cpu.precision import lower_precision
+from opforge_cpu.prepare import specialize, value_inputs
 from opforge_cpu.staging import StagedProgram, dynamic_node
+from opforge_cpu.support import supported_nodes
 
 
 def _failing_node(message: str) -> set[str]:
@@ -68,6 +65,13 @@ class CpuDevice(Device):
         except OSError:
             pass
         return f"{model or 'CPU'} (opforge-cpu, oneDNN {self._core.onednn_version()})"
+
+    def extension_files(self) -> dict[str, str]:
+        """The kernel ABI header a package's compiled CPU kernel is built against."""
+        from opforge_cpu import get_include
+
+        header = Path(get_include()) / "opforge_cpu" / "kernel_abi.h"
+        return {"csrc/include/opforge_cpu/kernel_abi.h": header.read_text(encoding="utf-8")}
 
     def query_model(self, model: Model, ctx: CompileContext) -> dict[str, str]:
         reasons = supported_nodes(self._core, model, ctx.kernels())

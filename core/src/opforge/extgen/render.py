@@ -453,16 +453,24 @@ def _readme_values(s: ExtensionSpec) -> dict[str, str]:
 
 
 def kernel_abi_header() -> str:
-    """opforge-cpu's kernel ABI header, copied into packages with a C++ CPU kernel."""
+    """The CPU device's kernel ABI header (``Device.extension_files``), copied into packages with
+    a C++ CPU kernel. Asked of the installed CPU device plugin: the core imports no plugin."""
+    from opforge.errors import DeviceError
+    from opforge.runtime.core import Core
+
+    path = "csrc/include/opforge_cpu/kernel_abi.h"
     try:
-        import opforge_cpu
-    except ImportError as err:
+        header = Core().extension_files("CPU").get(path)
+    except DeviceError as err:
+        header, why = None, str(err)
+    else:
+        why = "the CPU device installed here provides no kernel ABI header"
+    if header is None:
         raise ExtgenConfigError(
-            f"a C++ CPU kernel is built against opforge-cpu's kernel ABI header, and opforge-cpu is not "
-            f"installed here ({err}); install opforge-cpu, or generate a NumPy CPU kernel with "
-            "\"cpu_kernel\": \"python\""
-        ) from None
-    return (Path(opforge_cpu.get_include()) / "opforge_cpu" / "kernel_abi.h").read_text(encoding="utf-8")
+            f"a C++ CPU kernel is built against opforge-cpu's kernel ABI header, and none is available "
+            f"({why}); install opforge-cpu, or generate a NumPy CPU kernel with \"cpu_kernel\": \"python\""
+        )
+    return header
 
 
 def files(s: ExtensionSpec) -> dict[str, str]:

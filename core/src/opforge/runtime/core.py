@@ -478,6 +478,11 @@ class Core:
             raise DeviceNotFoundError(self._not_found_message(base))
         return {base: f"{reg.plugin}"}
 
+    def extension_files(self, device_name: str) -> dict[str, str]:
+        """The files a custom-op package needs to build kernels for ``device_name`` (see
+        :meth:`~opforge.runtime.device.Device.extension_files`)."""
+        return dict(self._device(parse_device_name(device_name).base).extension_files())
+
     def device_plugins(self) -> Sequence[str]:
         return self._device_names()
 

@@ -111,6 +111,12 @@ class Device(abc.ABC):
     def compile_model(self, model: Model, ctx: CompileContext) -> Executable:
         """Compile ``model`` (a private clone the device may transform freely)."""
 
+    def extension_files(self) -> dict[str, str]:
+        """Files a custom-op package needs to build its own kernels for this device (the headers
+        of its kernel ABI), by path inside that package: ``opforge extgen`` writes them into the
+        packages it generates. Empty (the default): kernels for this device need no header."""
+        return {}
+
     def import_compiled(self, model: Model, payload: bytes, ctx: CompileContext) -> Executable | None:
         """An executable from what this device's :meth:`Executable.export_payload` returned, or
         None to have ``model`` compiled instead (the default; also right for a payload of a

@@ -46,7 +46,7 @@ def _run(core: opforge.Core, model: Model, feeds: list[np.ndarray], path: str,
     want = evaluate_model(model, feeds)[0]
     err = float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-30))
     assert err <= rtol, f"{path} {tile}: max error {err:.2e} relative to the largest output"
-    plan = next(iter(compiled._executable._plans.values()))  # type: ignore[attr-defined]
+    plan = next(iter(compiled._executable.plans.values()))  # type: ignore[attr-defined]
     return {launch.kernel for launch in plan.launches}
 
 

@@ -288,7 +288,7 @@ def test_rounded_up_work_size_never_writes_past_the_output(gpu: opforge.Core, tm
     compiled = gpu.compile_model(Model([opforge.op("Relu", x)], [x]), "GPU")
     data = rand([1, 1, 1, 10])
     np.testing.assert_array_equal(compiled([data])[0], np.maximum(data, 0))
-    plan = next(iter(compiled._executable._plans.values()))
+    plan = next(iter(compiled._executable.plans.values()))
     launch = next(la for la in plan.launches if la.kernel == "unguarded")
     out = plan.tensors[launch.args[1].tensor]
     assert plan.tensors[out.root].nbytes >= 64 * 4  # a buffer for every work-item

@@ -139,5 +139,5 @@ def test_models_without_index_kernels_have_no_error_buffer(core: opforge.Core) -
     x = param([2, 3])
     m = Model([opforge.op("Relu", x)], [x])
     compiled = core.compile_model(m, "GPU")
-    plan = next(iter(compiled._executable._plans.values()))  # type: ignore[attr-defined]
+    plan = next(iter(compiled._executable.plans.values()))  # type: ignore[attr-defined]
     assert not plan.checks

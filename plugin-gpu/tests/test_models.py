@@ -99,7 +99,7 @@ def test_f16_storage_halves_memory(core: opforge.Core) -> None:
     m = small_cnn()
     f32 = core.compile_model(m, "GPU")
     f16 = core.compile_model(m, "GPU", {"INFERENCE_PRECISION_HINT": "f16"})
-    p32 = next(iter(f32._executable._plans.values()))
-    p16 = next(iter(f16._executable._plans.values()))
+    p32 = next(iter(f32._executable.plans.values()))
+    p16 = next(iter(f16._executable.plans.values()))
     assert p16.memory_bytes() * 2 == pytest.approx(p32.memory_bytes(), rel=0.01)
     assert f16([rand([2, 3, 16, 16])])[0].dtype == np.float32

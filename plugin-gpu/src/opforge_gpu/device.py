@@ -23,7 +23,7 @@ from opforge.runtime.properties import COMMON_PROPERTIES, PropertySpec
 from opforge_gpu.custom.config import CustomLayerSpec, load_config
 from opforge_gpu.custom.kernel import CustomKernel
 from opforge_gpu.library import BuiltinKernels
-from opforge_gpu.lowering import KernelImpl, is_standard
+from opforge_gpu.lowering import KernelImpl
 from opforge_gpu.opencl import DeviceInfo, OpenCLUnavailable, context_for, default_cache_dir, devices
 
 GPU_PROPERTIES: tuple[PropertySpec, ...] = (
@@ -168,22 +168,25 @@ class GpuDevice(Device):
         configured = self._config_layers(ctx.config)
         registered = self._registered(ctx)
 
-        def choose(node: Node) -> KernelImpl | None:
+        def pick(node: Node, warn: bool) -> KernelImpl | None:
             custom = configured.get(node.type_name)
-            if custom is not None:
+            if custom is not None and warn:
                 for problem in custom.unknown_params(node):
-                    warnings.warn(f"node '{node.name}': {problem}", CustomKernelWarning, stacklevel=2)
+                    warnings.warn(f"node '{node.name}': {problem}", CustomKernelWarning, stacklevel=3)
             for impl in (custom, registered.get((node.type_name, node.version)),
                          registered.get((node.type_name, None))):
                 if impl is not None and impl.supports(node) is None:
-                    if custom is not None and impl is not custom:
+                    if warn and custom is not None and impl is not custom:
                         _skipped(node, custom, impl)
                     return impl
             if _BUILTIN.supports(node) is None:
-                if custom is not None:
+                if warn and custom is not None:
                     _skipped(node, custom, _BUILTIN)
                 return _BUILTIN
             return None
+
+        def choose(node: Node) -> KernelImpl | None:
+            return pick(node, True)
 
         def why(node: Node) -> str:
             for impl in (configured.get(node.type_name), registered.get((node.type_name, node.version)),
@@ -195,6 +198,9 @@ class GpuDevice(Device):
             return _BUILTIN.supports(node) or "unsupported"
 
         choose.why = why  # type: ignore[attr-defined]
+        # whether a node runs on a built-in kernel, asked by planning (epilogue fusion) without
+        # repeating the warnings ``choose`` gives
+        choose.builtin = lambda node: pick(node, False) is _BUILTIN  # type: ignore[attr-defined]
         return choose
 
     def _unsupported(self, model: Model, choose: Any) -> list[tuple[Node, str]]:
@@ -202,7 +208,7 @@ class GpuDevice(Device):
         for node in model.get_ordered_ops():
             if node.type_name in STRUCTURAL or choose(node) is not None:
                 continue
-            if is_standard(node) and (node.type_name == "ShapeOf" or (
+            if node.op.is_standard and (node.type_name == "ShapeOf" or (
                     node.inputs and all(i.node.type_name == "Constant" for i in node.inputs))):
                 continue  # folded into a constant when the plan is built
             bad.append((node, choose.why(node)))

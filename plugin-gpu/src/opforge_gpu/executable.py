@@ -1,33 +1,58 @@
-"""A model compiled for the GPU: plans per input shapes, per-request device memory, inference."""
+"""A model compiled for the GPU: the OpenCL half of a device on core's front half.
+
+Core (:class:`~opforge.planning.PlannedExecutable`) specialises the model per input shapes and
+value-input values, runs the GPU's planning passes (:mod:`.epilogue`), keeps the bounded plan
+cache and stages models around data-dependent shapes. This module turns one specialised model
+into a :class:`~opforge_gpu.plan.Plan` (OpenCL launches and a memory plan) and runs plans with a
+request's device memory.
+"""
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 import numpy as np
 from opforge.errors import KernelError, OpforgeError, ResourceLimitError
 from opforge.graph import Model, Node
-from opforge.op import STRUCTURAL
+from opforge.op import STRUCTURAL, TensorSpec
+from opforge.planning import (
+    PlanCache,
+    PlannedExecutable,
+    PlanStates,
+    StagedExecutable,
+    lone_data_dependent_node,
+)
 from opforge.runtime.device import Executable
 from opforge.runtime.profiling import ProfilingInfo
+from opforge.transformations.base import Transformation
 
+from opforge_gpu.epilogue import Epilogue, EpilogueFusion, epilogue_of
 from opforge_gpu.library import BuiltinKernels
-from opforge_gpu.library.dynamic import after, apply_counts, dynamic_nodes, is_dynamic
-from opforge_gpu.lowering import (
-    MAX_VALUE_INPUT,
-    KernelImpl,
-    Lowering,
-    fold_constants,
-    plan_epilogues,
-    specialize,
-    value_inputs,
-)
+from opforge_gpu.library.dynamic import observed_shapes
+from opforge_gpu.lowering import ConstBuffers, KernelImpl, Lowering
 from opforge_gpu.opencl import DeviceContext
 from opforge_gpu.plan import Plan, RequestMemory
 
 Chooser = Callable[[Node], KernelImpl | None]
+
+
+class CountedPlan:
+    """The plan of a model that is one data-dependent node (NonZero, Unique, NMS: a stage core's
+    staging made): a *count* pass whose only output is the node's size, and per observed size
+    a *fill* pass where the node's outputs have that size. Only the node runs twice."""
+
+    def __init__(self, count: Plan, fill: Callable[[int], Plan]) -> None:
+        self.count = count
+        self._fill = fill
+        #: fill plans per observed size (bounded like every plan cache)
+        self.fills: PlanCache[Plan] = PlanCache()
+
+    def fill(self, size: int) -> Plan:
+        return self.fills.get(size, lambda: self._fill(size))
+
+
+GpuPlan = Plan | CountedPlan
 
 
 class RequestState:
@@ -35,14 +60,18 @@ class RequestState:
 
     def __init__(self, dev: DeviceContext, profiling: bool) -> None:
         self.queue = dev.queue(profiling)
-        self.memory: dict[int, RequestMemory] = {}
+        #: per plan key: the plan's RequestMemory (a staged plan's stage states), least recently
+        #: used dropped like plans
+        self.memory: PlanStates[Any, Any] = PlanStates()
         self.events: list[tuple[str, str, str, str, Any]] = []
+        #: the staged plan the last inference ran, with its state (profiling reads its stages)
+        self.staged: tuple[StagedExecutable, Any] | None = None
 
 
-class GpuExecutable(Executable):
+class GpuExecutable(PlannedExecutable[GpuPlan]):
     def __init__(self, model: Model, dev: DeviceContext, device_name: str, config: dict[str, Any],
-                 choose: Chooser, cache_dir: str | None) -> None:
-        self.model = model
+                 choose: Chooser, cache_dir: str | None, const_cache: ConstBuffers | None = None) -> None:
+        super().__init__(model)
         self.dev = dev
         self.device_name = device_name
         self.config = config
@@ -50,122 +79,101 @@ class GpuExecutable(Executable):
         self.cache_dir = cache_dir
         self.half = str(config.get("INFERENCE_PRECISION_HINT", "f32")).lower() == "f16"
         self.profiling = bool(config.get("ENABLE_PROFILING", False))
-        self._plans: dict[Any, Plan] = {}
-        #: model inputs whose values the plans depend on (axes, shapes, pads... fed at run time)
-        self.value_inputs = value_inputs(model)
-        self._const_cache: dict[Any, Any] = {}
-        self._lock = threading.Lock()
-        shapes = [p.output(0).partial_shape for p in model.parameters]
-        if all(s.is_static for s in shapes) and not self.value_inputs:
+        #: device copies of constants, shared with the executables of this model's stages
+        self._const_cache = const_cache if const_cache is not None else ConstBuffers()
+        if self.static_at_compile():
             # Static models build (and report errors) at compile time, not at first inference.
-            self.plan(tuple(s.to_tuple() for s in shapes))
+            self.plan_now()
 
-    # --- plans -----------------------------------------------------------------------------
-    def plan(self, shapes: tuple[tuple[int, ...], ...], values: dict[int, np.ndarray] | None = None,
-             counts: tuple[int, ...] = ()) -> Plan:
-        """The plan for these shapes and values; ``counts`` are the output sizes observed so far of
-        the data-dependent nodes (NonZero...) in order: the plan stops at the count pass of the
-        next one (``plan.probe``), or is complete."""
-        key: Any = shapes
-        if values:
-            key = (shapes, tuple((k, values[k].dtype.str, values[k].tobytes()) for k in sorted(values)))
-        if counts:
-            key = (key, counts)
-        with self._lock:
-            got = self._plans.get(key)
-            if got is None:
-                got = self._plans[key] = self._build(shapes, values, counts)
-            return got
+    # --- the device half of planning ---------------------------------------------------------
+    def planning_passes(self) -> Sequence[Transformation]:
+        builtin = getattr(self.choose, "builtin", None) or (lambda n: isinstance(self.choose(n), BuiltinKernels))
+        return (EpilogueFusion(builtin),)
 
-    def plan_key(self, inputs: Sequence[np.ndarray]) -> tuple[Any, dict[int, np.ndarray]]:
-        """The shapes (and the values of value inputs) that select the plan for ``inputs``."""
-        shapes = tuple(tuple(int(d) for d in a.shape) for a in inputs)
-        values: dict[int, np.ndarray] = {}
-        for k in self.value_inputs:
-            et = self.model.parameters[k].output_specs[0].type
-            v = np.array(inputs[k], dtype=et.np, order="C")
-            if v.size > MAX_VALUE_INPUT:
-                raise KernelError(
-                    f"model input {k} ('{self.model.parameters[k].name}') sets shapes or axes, so the GPU reads "
-                    f"it to plan the model; it has {v.size} elements (at most {MAX_VALUE_INPUT})"
-                )
-            values[k] = v
-        return shapes, values
+    def compile_stage(self, model: Model) -> Executable:
+        return GpuExecutable(model, self.dev, self.device_name, self.config, self.choose, self.cache_dir,
+                             self._const_cache)
 
-    def _build(self, shapes: tuple[tuple[int, ...], ...], values: dict[int, np.ndarray] | None = None,
-               counts: tuple[int, ...] = ()) -> Plan:
-        m = specialize(self.model, shapes, values)
-        stop = apply_counts(m, counts)
-        for _ in counts:
-            # Observed sizes make the shape computations after them constant (the K of an SSD's
-            # TopK = min(300, ShapeOf(NonZero)[1])): fold them, so kernels see static values.
-            # Folding re-infers every node, so the counted sizes are applied again; one round per
-            # count reaches the shapes behind each data-dependent node in turn.
-            fold_constants(m, keep=is_dynamic)
-            stop = apply_counts(m, counts)
-        stop_after = set() if stop is None else after(m, stop)
-        counts_of = dict(zip((n.id for n in dynamic_nodes(m)), counts))
+    def build_plan(self, model: Model) -> GpuPlan:
+        lone = lone_data_dependent_node(model)
+        if lone is None:
+            return self._lower_model(model)
+        return CountedPlan(self._lower_model(model, lone, None), lambda size: self._fill_plan(model, size))
+
+    def _fill_plan(self, model: Model, size: int) -> Plan:
+        """The fill pass of a one-node model whose node produced ``size`` results."""
+        m = model.clone()
+        node = lone_data_dependent_node(m)
+        if node is None:
+            raise KernelError(f"{self.device_name}: model '{model.name}' is no longer one data-dependent node")
+        node._set_specs([TensorSpec(s.type, shp) for s, shp in zip(node.output_specs, observed_shapes(node, size))])
+        for r in m.results:
+            r.validate_and_infer()
+        return self._lower_model(m, node, size)
+
+    def _kernels(self, m: Model) -> dict[int, KernelImpl]:
         impls: dict[int, KernelImpl] = {}
         for node in m.get_ordered_ops():
             if node.type_name in STRUCTURAL:
                 continue
-            if stop is not None and node is not stop and node.id in stop_after:
-                continue
             impl = self.choose(node)
             if impl is None:
+                shapes = [tuple(i.partial_shape.to_tuple()) for i in node.inputs]
                 raise KernelError(
                     f"node '{node.name}' ({node.type_name}-{node.version}) has no GPU kernel on "
-                    f"{self.device_name} for input shapes {list(shapes)}"
+                    f"{self.device_name} for input shapes {shapes}"
                 )
             impls[node.id] = impl
-        epilogues = plan_epilogues(m, lambda n: isinstance(impls.get(n.id), BuiltinKernels)
-                                   and n.id not in stop_after and n is not stop)
-        absorbed: set[int] = set()
+        return impls
+
+    def _lower_model(self, m: Model, counted: Node | None = None, count: int | None = None) -> Plan:
+        """The plan of specialised model ``m``. ``counted``: its data-dependent node, lowered for
+        ``count`` results, or (None) as the count pass whose one output is the count."""
+        impls = self._kernels(m)
+        ops = m.get_ordered_ops()
+        ids = {n.id for n in ops}
+        # Epilogues (EpilogueFusion): an anchor is lowered where the last node it absorbs was,
+        # since a residual it adds may be computed after the anchor itself.
+        epilogues: dict[int, Epilogue] = {}
         at_last: dict[int, Node] = {}
-        for anchor_id, ep in epilogues.items():
-            if ep.last is not None:
-                for member in ep.members:
-                    absorbed.add(member.id)
-                at_last[ep.last.id] = next(n for n in m.get_ordered_ops() if n.id == anchor_id)
+        for node in ops:
+            ep = epilogue_of(node)
+            if ep is not None and ep.last is not None and all(x.id in ids for x in ep.members):
+                epilogues[node.id] = ep
+                at_last[ep.last.id] = node
+        absorbed = {x.id for ep in epilogues.values() for x in ep.members}
         plan = Plan(self.dev)
         lw = Lowering(plan, self.dev, self.config, self.half, self._const_cache, self.cache_dir)
-        lw.used = {(src.node.id, src.index) for n in m.get_ordered_ops() for src in n.inputs}
+        lw.used = {(src.node.id, src.index) for n in ops for src in n.inputs}
         for p in m.parameters:
             t = plan.new_tensor(p.output(0).shape, lw.storage(p.output_specs[0].type, "of a model input "), "param",
                                 what=f"model input '{p.output(0).any_name}'")
             lw.set_output(p, 0, t)
             plan.inputs.append(t.id)
-        for node in m.get_ordered_ops():
+        for node in ops:
             if node.type_name in STRUCTURAL:
                 continue
-            if stop is not None and node is stop:
-                lw.count = None
-                self._lower(node, lw, impls[node.id], None)
-                assert lw.probe is not None
-                plan.outputs.append(lw.probe.id)
-                plan.output_storages.append(lw.probe.storage)
-                plan.probe = True
-                plan.finish()
-                return plan
-            if node.id in stop_after:
-                continue
-            if node.id in counts_of:
-                lw.count = counts_of[node.id]
+            if node is counted:
+                lw.count = count
             anchor = at_last.get(node.id)
             if anchor is not None:
                 self._lower(anchor, lw, impls[anchor.id], epilogues[anchor.id])
-                continue
-            if node.id in absorbed or (node.id in epilogues and epilogues[node.id].last is not None):
-                continue
-            self._lower(node, lw, impls[node.id], epilogues.get(node.id))
-        for r in m.results:
-            t = lw.input(r, 0)
+            elif node.id not in absorbed and node.id not in epilogues:
+                self._lower(node, lw, impls[node.id], None)
+        if counted is not None and count is None:
+            if lw.probe is None:
+                raise KernelError(f"node '{counted.name}' ({counted.type_name}) on {self.device_name}: its kernel "
+                                  "declared no count of its results")
+            outs = [lw.probe]
+        else:
+            outs = [lw.input(r, 0) for r in m.results]
+        for t in outs:
             plan.outputs.append(t.id)
             plan.output_storages.append(t.storage)
         plan.finish()
         return plan
 
-    def _lower(self, node: Node, lw: Lowering, impl: KernelImpl, ep: Any) -> None:
+    def _lower(self, node: Node, lw: Lowering, impl: KernelImpl, ep: Epilogue | None) -> None:
         lw.node = node
         try:
             impl.lower(node, lw, ep)
@@ -201,28 +209,29 @@ class GpuExecutable(Executable):
 
     def _infer(self, inputs: Sequence[np.ndarray], state: Any) -> list[np.ndarray]:
         st: RequestState = state if isinstance(state, RequestState) else self.create_state()
-        shapes, values = self.plan_key(inputs)
-        counts: tuple[int, ...] = ()
+        key, plan = self.plan_for(inputs)
         st.events.clear()
-        while True:
-            plan = self.plan(shapes, values, counts)
-            outs, mem = self._run(plan, inputs, st)
-            if mem.errors is not None:
-                self._raise_index_error(plan, mem)
-            if not plan.probe:
-                break
-            # a data-dependent node counted its output: plan (and run) again with that size
-            counts += (int(outs[0].reshape(-1)[0]),)
+        st.staged = None
+        if isinstance(plan, StagedExecutable):
+            sub = st.memory.get(key, plan, lambda p: p.create_state())
+            st.staged = (plan, sub)
+            outs = plan.infer(inputs, sub)
+        elif isinstance(plan, CountedPlan):
+            counted = self._run(plan.count, (key, "count"), inputs, st)
+            size = int(counted[0].reshape(-1)[0])
+            if size < 0:
+                raise KernelError(f"inference on {self.device_name}: a data-dependent node counted {size} results")
+            outs = self._run(plan.fill(size), (key, size), inputs, st)
+        else:
+            outs = self._run(plan, key, inputs, st)
         result = []
         for o, port in zip(outs, self.model.outputs):
             want = port.element_type
             result.append(o.astype(want.np, copy=False) if o.dtype != want.np else o)
         return result
 
-    def _run(self, plan: Plan, inputs: Sequence[np.ndarray], st: RequestState) -> tuple[list[np.ndarray], Any]:
-        mem = st.memory.get(id(plan))
-        if mem is None or mem.plan is not plan:
-            mem = st.memory[id(plan)] = RequestMemory(plan, st.queue)
+    def _run(self, plan: Plan, key: Hashable, inputs: Sequence[np.ndarray], st: RequestState) -> list[np.ndarray]:
+        mem = st.memory.get(key, plan, lambda p: RequestMemory(p, st.queue))
         cl = self.dev.cl
         q = st.queue
         try:
@@ -263,7 +272,9 @@ class GpuExecutable(Executable):
             q.finish()
         except cl.Error as err:
             raise KernelError(f"inference on {self.device_name} ({self.dev.info.description}) failed: {err}") from err
-        return outs, mem
+        if mem.errors is not None:
+            self._raise_index_error(plan, mem)
+        return outs
 
     def _raise_index_error(self, plan: Plan, mem: RequestMemory) -> None:
         """Raise the index out of range a kernel reported in this inference, if any."""
@@ -280,9 +291,12 @@ class GpuExecutable(Executable):
         c = plan.checks[check - 1]
         raise KernelError(f"node '{c.node}' ({c.node_type}) on {self.device_name}: {c.describe(value, size, which)}")
 
-    def performance_counters(self, state: Any) -> list[ProfilingInfo]:
+    def performance_counters(self, state: Any) -> list[Any]:
         if not isinstance(state, RequestState):
             return []
+        if state.staged is not None:
+            staged, sub = state.staged
+            return staged.performance_counters(sub)
         out = []
         for node, node_type, kernel, source, ev in state.events:
             try:
@@ -299,5 +313,5 @@ class GpuExecutable(Executable):
         return {
             "EXECUTION_DEVICES": [self.device_name],
             "FULL_DEVICE_NAME": self.dev.info.description,
-            "GPU_PLANS": len(self._plans),
+            "GPU_PLANS": len(self.plans),
         }

@@ -142,8 +142,6 @@ class Plan:
         self.const_buffers: dict[int, Any] = {}
         #: launches that report indices out of range; check id i + 1 is ``checks[i]``
         self.checks: list[IndexCheck] = []
-        #: the plan stops at the count pass of a data-dependent node: its only output is the count
-        self.probe = False
         self.slot_of: dict[int, int] = {}
         self.slot_sizes: list[int] = []
         #: what each tensor is ("model input 'x'", "node 'y' (Expand): output 0"), for errors

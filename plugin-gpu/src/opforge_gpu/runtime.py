@@ -8,10 +8,11 @@ from __future__ import annotations
 from opforge_gpu.custom.config import Element, KernelConfigError, Location, parse_xml
 from opforge_gpu.custom.kernel import bfyx, pitches
 from opforge_gpu.device import GPU_PROPERTIES, CustomKernelWarning, GpuDevice
+from opforge_gpu.epilogue import Epilogue
 from opforge_gpu.executable import GpuExecutable
 from opforge_gpu.library.elementwise import run_unary
 from opforge_gpu.library.movement import contiguous, strided_copy
-from opforge_gpu.lowering import Epilogue, KernelImpl, Lowering, static_shape
+from opforge_gpu.lowering import KernelImpl, Lowering, static_shape
 from opforge_gpu.opencl import (
     DeviceContext,
     DeviceInfo,

@@ -2,23 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 from opforge.graph import Node
 
 from opforge_gpu.storage import supported_type
-
-
-def plan_values(node: Node, ports: tuple[int, ...]) -> str | None:
-    """Why the values of ``ports`` cannot be fixed when the plan is made, or None."""
-    from opforge_gpu.lowering import plan_value
-
-    for i in ports:
-        why = plan_value(node, i)
-        if why:
-            return why
-    return None
 
 
 def float_input(node: Node) -> str | None:
@@ -31,16 +18,15 @@ def float_input(node: Node) -> str | None:
     return None
 
 
-def data_input(*value_ports: int) -> Callable[[Node], str | None]:
-    """The check of an op that moves elements of any stored type, ``value_ports`` fixed per plan."""
-    def check(node: Node) -> str | None:
-        for t in (node.inputs[0].element_type, node.output_specs[0].type):
-            if not supported_type(t):
-                return f"{node.type_name} of {t} has no GPU kernel"
-        if node.inputs[0].partial_shape.rank is None:
-            return "input of unknown rank"
-        return plan_values(node, value_ports)
-    return check
+def data_input(node: Node) -> str | None:
+    """The check of an op that moves elements of any stored type (its value ports are constants
+    when a plan is built: core's front half sees to that, see :mod:`opforge.planning`)."""
+    for t in (node.inputs[0].element_type, node.output_specs[0].type):
+        if not supported_type(t):
+            return f"{node.type_name} of {t} has no GPU kernel"
+    if node.inputs[0].partial_shape.rank is None:
+        return "input of unknown rank"
+    return None
 
 
 def constant_ints(node: Node, i: int) -> np.ndarray:

@@ -8,7 +8,6 @@ from opforge.element_type import Type
 from opforge.graph import Node
 
 from opforge_gpu.library import kernel
-from opforge_gpu.library._support import plan_values
 from opforge_gpu.storage import supported_type
 
 if TYPE_CHECKING:
@@ -24,7 +23,7 @@ def _adaptive_supports(node: Node) -> str | None:
         return f"{node.type_name} of {t} has no GPU kernel"
     if node.inputs[0].partial_shape.rank not in (3, 4, 5):
         return "only 1-D, 2-D and 3-D adaptive pooling have a GPU kernel"
-    return plan_values(node, (1,))
+    return None
 
 
 @kernel("AdaptiveAvgPool", "AdaptiveMaxPool", supports=_adaptive_supports)

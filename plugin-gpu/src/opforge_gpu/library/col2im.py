@@ -9,7 +9,6 @@ from opforge.element_type import Type
 from opforge.graph import Node
 
 from opforge_gpu.library import kernel
-from opforge_gpu.library._support import plan_values
 from opforge_gpu.storage import supported_type
 
 if TYPE_CHECKING:
@@ -23,7 +22,7 @@ def _col2im_supports(node: Node) -> str | None:
     t = node.inputs[0].element_type
     if not supported_type(t) or t is Type.boolean:
         return f"Col2Im of {t} has no GPU kernel"
-    return plan_values(node, (1, 2))
+    return None
 
 
 @kernel("Col2Im", supports=_col2im_supports)

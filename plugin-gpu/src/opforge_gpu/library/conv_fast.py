@@ -99,8 +99,9 @@ def winograd_filters(wk: np.ndarray) -> np.ndarray:
 
 def lower_winograd(node: Node, lw: Lowering, x: Tensor, wk: np.ndarray, key: Any, geo: dict[str, int],
                    out_hw: tuple[int, int], defines: dict[str, Any], extra: list[Any], p0: float, p1: float,
-                   y: Tensor) -> None:
-    """Winograd F(2x2, 3x3): input transform, 16 batched GEMMs, output transform + epilogue."""
+                   y: Tensor, owner: Any = None) -> None:
+    """Winograd F(2x2, 3x3): input transform, 16 batched GEMMs, output transform + epilogue.
+    ``key``/``owner``: how the transformed filters are shared (``Lowering.const_tensor``)."""
     n_img, cin, h, w = x.shape
     cout = wk.shape[0]
     oh, ow = out_hw
@@ -108,7 +109,8 @@ def lower_winograd(node: Node, lw: Lowering, x: Tensor, wk: np.ndarray, key: Any
     npix = n_img * th * tw
     f32 = storage_for(Type.f32)
     assert f32 is not None
-    u = lw.const_tensor(winograd_filters(wk).reshape(-1), Type.f32, key=("wino-u", *key), exact=True)
+    u = lw.const_tensor(winograd_filters(wk).reshape(-1), Type.f32, key=("wino-u", *key), exact=True,
+                      owner=owner)
     v = lw.temp([16 * cin * npix], f32)
     m = lw.temp([16 * cout * npix], f32)
     ind: dict[str, Any] = {"WINO_INPUT": 1}

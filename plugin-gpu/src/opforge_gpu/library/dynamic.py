@@ -1,9 +1,10 @@
-"""Ops whose output size depends on the data: NonZero, Unique (``kernels/dynamic.cl``).
+"""Ops whose output size depends on the data: NonZero, Unique, NonMaxSuppression (``kernels/dynamic.cl``).
 
-A plan stops at the count pass of the first such node whose size is not known yet (its only
-output is the count, ``Plan.probe``); the executable reads it and asks for the plan with that
-size, where the node's outputs get static shapes and every node after it is re-inferred and
-planned for them (one plan per observed size, like one plan per input shape)."""
+Core's staging (:mod:`opforge.planning.staging`) gives such a node a stage of its own: a model of
+that one node. The GPU runs it in two passes (``GpuExecutable``): the *count* pass (``lw.count``
+None: the node's only output is its size, ``lw.probe``) and the *fill* pass planned for that
+size (``lw.count``), where the node's outputs have static shapes (:func:`observed_shapes`).
+"""
 
 from __future__ import annotations
 
@@ -11,8 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from opforge.element_type import Type
-from opforge.graph import Model, Node
-from opforge.op import TensorSpec
+from opforge.graph import Node
 from opforge.shape import PartialShape
 
 from opforge_gpu.library import kernel
@@ -34,46 +34,12 @@ def _unique_geometry(node: Node) -> tuple[int, int, int, int | None]:
     return int(np.prod(shape[:ax])), shape[ax], int(np.prod(shape[ax + 1:])), ax
 
 
-def is_dynamic(node: Node) -> bool:
-    """A standard op whose output size the data decides (``Op.data_dependent_shape``)."""
-    return node.op.is_standard and node.op.data_dependent_shape
-
-
-def dynamic_nodes(model: Model) -> list[Node]:
-    return [n for n in model.get_ordered_ops() if is_dynamic(n)]
-
-
 def observed_shapes(node: Node, count: int) -> list[PartialShape]:
     """The output shapes of data-dependent ``node`` once its size is observed: the inferred
     shapes with every dynamic dimension that size. The kernels here count one size per node
     (NonZero's non-zeros, Unique's unique slices, NonMaxSuppression's selected boxes), and with
     static inputs every dynamic dimension of those ops' outputs is that size."""
     return [PartialShape([count if d is None else d for d in s.shape.dims]) for s in node.output_specs]
-
-
-def apply_counts(model: Model, counts: tuple[int, ...]) -> Node | None:
-    """Give the first ``len(counts)`` data-dependent nodes their observed output shapes and
-    re-infer the nodes after them; the next data-dependent node (None: none)."""
-    nodes = dynamic_nodes(model)
-    if not nodes:
-        return None
-    known = {n.id: c for n, c in zip(nodes, counts)}
-    if known:
-        for node in model.get_ordered_ops():
-            if node.type_name in ("Parameter", "Constant"):
-                continue
-            node.validate_and_infer()
-            if node.id in known:
-                shapes = observed_shapes(node, known[node.id])
-                node._set_specs([TensorSpec(s.type, shp) for s, shp in zip(node.output_specs, shapes)])
-    return nodes[len(counts)] if len(counts) < len(nodes) else None
-
-
-def after(model: Model, node: Node) -> set[int]:
-    """Ids of the nodes ordered after ``node`` (planned once its size is known)."""
-    ops = model.get_ordered_ops()
-    k = next(i for i, n in enumerate(ops) if n is node)
-    return {n.id for n in ops[k + 1:]}
 
 
 def _count_tensor(lw: Lowering) -> Any:

@@ -358,7 +358,7 @@ def lower_prelu(node: Node, lw: Lowering, epilogue: Epilogue | None = None) -> N
 
 
 def _bn_supports(node: Node) -> str | None:
-    from opforge_gpu.lowering import batch_norm_affine
+    from opforge_gpu.epilogue import batch_norm_affine
 
     bad = _float_only(node)
     if bad:
@@ -375,7 +375,7 @@ def _bn_params(node: Node) -> list[Any]:
 
 @kernel("BatchNormInference", supports=_bn_supports)
 def lower_batch_norm(node: Node, lw: Lowering, epilogue: Epilogue | None = None) -> None:
-    from opforge_gpu.lowering import batch_norm_affine
+    from opforge_gpu.epilogue import batch_norm_affine
 
     folded = batch_norm_affine(node)
     if folded is None:

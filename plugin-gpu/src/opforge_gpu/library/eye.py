@@ -8,7 +8,6 @@ import numpy as np
 from opforge.graph import Node
 
 from opforge_gpu.library import kernel
-from opforge_gpu.library._support import plan_values
 from opforge_gpu.storage import supported_type
 
 if TYPE_CHECKING:
@@ -22,7 +21,7 @@ def _eye_supports(node: Node) -> str | None:
     t = node.output_specs[0].type
     if not supported_type(t):
         return f"Eye of {t} has no GPU kernel"
-    return plan_values(node, tuple(range(len(node.inputs))))
+    return None
 
 
 @kernel("Eye", supports=_eye_supports)

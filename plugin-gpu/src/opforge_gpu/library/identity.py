@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from opforge_gpu.lowering import Epilogue, Lowering
 
 
-@kernel("Identity", supports=data_input())
+@kernel("Identity", supports=data_input)
 def lower_identity(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
     # A view of the input's buffer, as Reshape: nothing writes a tensor after it is produced.
     from opforge_gpu.lowering import static_shape

@@ -26,20 +26,14 @@ _AXIS_MESSAGE = "index {value} is out of range for axis {which} of size {size} (
 _DIM_MESSAGE = "index {value} is out of range for data dimension {which} of size {size} (expected {low}..{high})"
 
 
-def _check(*value_ports: int, index_port: int | None = None) -> Any:
+def _check(index_port: int | None = None) -> Any:
     def check(node: Node) -> str | None:
-        from opforge_gpu.lowering import plan_value
-
         types = [i.element_type for i in node.inputs] + [s.type for s in node.output_specs]
         for t in types:
             if not supported_type(t):
                 return f"element type {t} is not supported on GPU"
         if index_port is not None and node.inputs[index_port].element_type.ir not in ("i32", "i64"):
             return f"indices of type {node.inputs[index_port].element_type} (i32/i64 only)"
-        for i in value_ports:
-            why = plan_value(node, i)
-            if why:
-                return why
         return None
     return check
 
@@ -120,7 +114,7 @@ def _identity(reduction: str, storage: Any) -> str:
     return limits[0] if reduction == "min" else limits[1]
 
 
-@kernel("ScatterElementsUpdate", supports=_check(3, index_port=1))
+@kernel("ScatterElementsUpdate", supports=_check(index_port=1))
 def lower_scatter_elements(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
     a: Any = node.attrs
     data, idx, upd = (lw.input(node, i) for i in range(3))
@@ -162,7 +156,7 @@ def lower_scatter_nd(node: Node, lw: Lowering, ep: Epilogue | None = None) -> No
 
 # --- TopK -------------------------------------------------------------------------------------
 def _topk_supports(node: Node) -> str | None:
-    bad = _check(1)(node)
+    bad = _check()(node)
     if bad:
         return bad
     if node.inputs[0].element_type.ir == "boolean":
@@ -204,7 +198,7 @@ def lower_topk(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
 
 # --- CumSum -----------------------------------------------------------------------------------
 def _cumsum_supports(node: Node) -> str | None:
-    bad = _check(1)(node)
+    bad = _check()(node)
     if bad:
         return bad
     if node.inputs[0].element_type.ir == "boolean":
@@ -232,7 +226,7 @@ def lower_cumsum(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
 
 
 # --- Range, OneHot ----------------------------------------------------------------------------
-@kernel("Range", supports=_check(0, 1, 2))
+@kernel("Range", supports=_check())
 def lower_range(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
     start, step = lw.input(node, 0), lw.input(node, 2)
     y = lw.new_output(node)
@@ -243,7 +237,7 @@ def lower_range(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
     lw.launch("generate.cl", "range", defines, [start, step, y, lw.params([y.size])], [y.size], [WG], node=node)
 
 
-@kernel("OneHot", supports=_check(1, index_port=0))
+@kernel("OneHot", supports=_check(index_port=0))
 def lower_one_hot(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
     idx, on, off = lw.input(node, 0), lw.input(node, 2), lw.input(node, 3)
     y = lw.new_output(node)

@@ -10,7 +10,7 @@ from opforge.element_type import Type
 from opforge.graph import Node
 
 from opforge_gpu.library import kernel
-from opforge_gpu.library._support import float_input, plan_values
+from opforge_gpu.library._support import float_input
 from opforge_gpu.storage import float_bits, storage_for
 
 if TYPE_CHECKING:
@@ -52,11 +52,9 @@ def lower_grn(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
     _normalize(node, lw, [1], f"sqrt((acc) + {bias})")
 
 
-def _normalize_l2_supports(node: Node) -> str | None:
-    return float_input(node) or plan_values(node, (1,))
 
 
-@kernel("NormalizeL2", supports=_normalize_l2_supports)
+@kernel("NormalizeL2", supports=float_input)
 def lower_normalize_l2(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
     from opforge_gpu.library.elementwise import run_unary
 

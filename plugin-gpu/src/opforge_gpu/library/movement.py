@@ -28,21 +28,6 @@ def _types_ok(node: Node) -> str | None:
     return None
 
 
-def _const_inputs(*indices: int) -> Any:
-    def check(node: Node) -> str | None:
-        bad = _types_ok(node)
-        if bad:
-            return bad
-        from opforge_gpu.lowering import plan_value
-
-        for i in indices:
-            why = plan_value(node, i)
-            if why:
-                return why
-        return None
-    return check
-
-
 def contiguous(shape: Sequence[int]) -> list[int]:
     strides = [1] * len(shape)
     for d in range(len(shape) - 2, -1, -1):
@@ -90,7 +75,7 @@ def lower_shape_of(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None
 
 
 # --- Transpose, Concat, Broadcast, Tile --------------------------------------------------------
-@kernel("Transpose", supports=_const_inputs(1))
+@kernel("Transpose", supports=_types_ok)
 def lower_transpose(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
     x = lw.input(node, 0)
     y = lw.new_output(node)
@@ -120,7 +105,7 @@ def lower_concat(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
         pos += x.shape[axis]
 
 
-@kernel("Broadcast", supports=_const_inputs(1, 2))
+@kernel("Broadcast", supports=_types_ok)
 def lower_broadcast(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
     x = lw.input(node, 0)
     y = lw.new_output(node)
@@ -134,7 +119,7 @@ def lower_broadcast(node: Node, lw: Lowering, ep: Epilogue | None = None) -> Non
     strided_copy(lw, node, x, y, y.shape, broadcast_strides(shape, y.shape), contiguous(y.shape))
 
 
-@kernel("Tile", supports=_const_inputs(1))
+@kernel("Tile", supports=_types_ok)
 def lower_tile(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
     x = lw.input(node, 0)
     y = lw.new_output(node)
@@ -179,7 +164,7 @@ def view_mapping(node: Node, shape: tuple[int, ...]) -> list[tuple[int, tuple[in
     return result
 
 
-@kernel("Slice", "StridedSlice", "Split", "VariadicSplit", supports=_const_inputs(1, 2, 3, 4))
+@kernel("Slice", "StridedSlice", "Split", "VariadicSplit", supports=_types_ok)
 def lower_slice(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
     x = lw.input(node, 0)
     for i, (off, strides, shape) in enumerate(view_mapping(node, x.shape)):
@@ -190,7 +175,7 @@ def lower_slice(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
 
 # --- Pad ------------------------------------------------------------------------------------
 def _pad_supports(node: Node) -> str | None:
-    bad = _const_inputs(1, 2)(node)
+    bad = _types_ok(node)
     if bad:
         return bad
     return None
@@ -250,7 +235,7 @@ def fill(lw: Lowering, node: Node, y: Tensor, value: Any) -> None:
 
 # --- Gather ---------------------------------------------------------------------------------
 def _gather_supports(node: Node) -> str | None:
-    bad = _const_inputs(2)(node)
+    bad = _types_ok(node)
     if bad:
         return bad
     if node.inputs[1].element_type.ir not in ("i32", "i64"):

@@ -163,14 +163,15 @@ def lower_conv(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
         wk = w_val.astype(np.float64).reshape(groups, cout_g, cin_g, -1)
         if ep is not None and ep.scale is not None:
             wk = wk * ep.scale.reshape(groups, cout_g, 1, 1)
-        key = ("conv-w", id(w_const), node.name, None if ep is None or ep.scale is None else ep.scale.tobytes())
+        # shared by the plans made from these filters (w_const), as long as they exist
+        key = ("conv-w", node.name, None if ep is None or ep.scale is None else ep.scale.tobytes())
     if len(x.shape) == 5 or not x.storage.is_float:
         from opforge.opset.geometry import resolve_pads
 
         a: Any = node.attrs
         pb, _ = resolve_pads(x.shape[2:], kdims, a.strides, a.dilations, a.pads_begin, a.pads_end, a.auto_pad)
         if wk is not None:
-            w_dev = lw.const_tensor(wk.astype(np.float32).reshape(-1), wtype, key=key)
+            w_dev = lw.const_tensor(wk.astype(np.float32).reshape(-1), wtype, key=key, owner=w_const)
         _conv_nd(node, lw, ep, "conv_nd", x, w_dev, groups, cin_g, cout_g, kdims, [int(p or 0) for p in pb])
         return
     geo = _geometry(node, x.shape, kdims)
@@ -185,7 +186,7 @@ def lower_conv(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
         wino = dict(defines)
         wino.update(y.storage.macros("Y"))
         conv_fast.lower_winograd(node, lw, x, wk.reshape(cout_g, cin_g, -1), key, geo, (oh, ow), wino, extra,
-                                 p0, p1, y)
+                                 p0, p1, y, owner=w_const)
         return
     runtime_geo = lw.dev.info.type == "CPU"
     geo_block = [geo[k] for k in ("KH", "KW", "SH", "SW", "PH", "PW", "DH", "DW")] if runtime_geo else []
@@ -195,7 +196,7 @@ def lower_conv(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
     if cin_g == 1 and cout_g == 1 and groups > 1:
         # depthwise: memory bound with a tiny K, one work-item per output is the right shape
         if wk is not None:
-            w_dev = lw.const_tensor(wk.astype(np.float32).reshape(-1), wtype, key=key)
+            w_dev = lw.const_tensor(wk.astype(np.float32).reshape(-1), wtype, key=key, owner=w_const)
         defines.update(w_dev.storage.macros("W"))
         defines["CONV_DIRECT"] = 1
         total = n_img * cout * oh * ow
@@ -206,7 +207,7 @@ def lower_conv(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
     # packed [G][K][CoutG]: work-items loading a tile of filters read consecutive addresses
     if wk is not None:
         packed = np.ascontiguousarray(wk.reshape(groups, cout_g, k).transpose(0, 2, 1)).astype(np.float32)
-        w_dev = lw.const_tensor(packed.reshape(-1), wtype, key=key)
+        w_dev = lw.const_tensor(packed.reshape(-1), wtype, key=key, owner=w_const)
     else:
         from opforge_gpu.library.movement import strided_copy
 
@@ -258,10 +259,6 @@ def _backprop_supports(node: Node) -> str | None:
     rank = node.inputs[0].partial_shape.rank
     if rank not in (3, 4, 5):
         return f"{rank}-D input: only 1-D, 2-D and 3-D transposed convolutions have a GPU kernel"
-    if len(node.inputs) > 2:
-        from opforge_gpu.lowering import plan_value
-
-        return plan_value(node, 2)
     return None
 
 
@@ -462,9 +459,7 @@ def _reduce_supports(node: Node) -> str | None:
         return f"{node.type_name} of {t} has no GPU kernel (floating-point types only)"
     if node.inputs[0].partial_shape.rank is None:
         return "input of unknown rank"
-    from opforge_gpu.lowering import plan_value
-
-    return plan_value(node, 1)
+    return None
 
 
 def _contiguous_strides(shape: tuple[int, ...]) -> list[int]:
@@ -552,10 +547,6 @@ def _mvn_supports(node: Node) -> str | None:
     bad = _float_node(node)
     if bad:
         return bad
-    if node.version != "opset2" and len(node.inputs) > 1:
-        from opforge_gpu.lowering import plan_value
-
-        return plan_value(node, 1)
     return None
 
 
@@ -607,18 +598,12 @@ _RESAMPLE_MODES = ("nearest", "linear", "linear_onnx", "cubic")
 
 
 def _interp_supports(node: Node) -> str | None:
-    from opforge_gpu.lowering import plan_value
-
     bad = _float_node(node)
     if bad:
         return bad
     mode = str(node.attrs.mode)  # type: ignore[attr-defined]
     if mode not in _RESAMPLE_MODES:
         return f"Interpolate mode '{mode}' has no GPU kernel"
-    for i in range(1, len(node.inputs)):
-        why = plan_value(node, i)
-        if why:
-            return why
     return None
 
 
@@ -703,14 +688,12 @@ def lower_interpolate(node: Node, lw: Lowering, ep: Epilogue | None = None) -> N
 
 # --- LRN ------------------------------------------------------------------------------------
 def _lrn_supports(node: Node) -> str | None:
-    from opforge_gpu.lowering import plan_value
-
     bad = _float_node(node)
     if bad:
         return bad
     if node.inputs[0].partial_shape.rank is None or node.inputs[0].partial_shape.rank > 8:
         return "LRN needs an input of known rank <= 8"
-    return plan_value(node, 1)
+    return None
 
 
 @kernel("LRN", supports=_lrn_supports)

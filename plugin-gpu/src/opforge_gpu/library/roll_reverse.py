@@ -29,7 +29,7 @@ def _roll_reverse(node: Node, lw: Lowering, shifts: list[int], flips: list[int])
     lw.launch(FILE, "roll_reverse", defines, [x, y, prm], [y.size], [WG], node=node)
 
 
-@kernel("Reverse", supports=data_input(1))
+@kernel("Reverse", supports=data_input)
 def lower_reverse(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
     from opforge.opset.reverse import reverse_axes
 
@@ -39,7 +39,7 @@ def lower_reverse(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
     _roll_reverse(node, lw, [0] * rank, [int(d in axes) for d in range(rank)])
 
 
-@kernel("Roll", supports=data_input(1, 2))
+@kernel("Roll", supports=data_input)
 def lower_roll(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
     from opforge.opset.roll import roll_plan
 

@@ -19,7 +19,7 @@ WG = 128
 
 
 def _scatter_update_supports(node: Node) -> str | None:
-    bad = data_input(3)(node)
+    bad = data_input(node)
     if bad:
         return bad
     if node.inputs[1].element_type.ir not in ("i32", "i64"):

@@ -38,14 +38,12 @@ def _types(node: Node, ports: range) -> str | None:
 
 
 def _fft_supports(node: Node) -> str | None:
-    from opforge_gpu.library._support import plan_values
-
     bad = _types(node, range(1))
     if bad:
         return bad
     if node.inputs[0].partial_shape.rank is None:
         return "input of unknown rank"
-    return plan_values(node, tuple(range(1, len(node.inputs))))
+    return None
 
 
 def _ints(node: Node, i: int) -> list[int]:

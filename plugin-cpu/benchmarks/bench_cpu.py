@@ -9,10 +9,19 @@ through its ONNX frontend. Prints the host's CPU, oneDNN ISA and load, then medi
 
 ``--precision f32`` compares opforge f32 with OpenVINO f32; ``--precision bf16`` compares opforge
 with INFERENCE_PRECISION_HINT=bf16 against OpenVINO at its default precision (bf16 on hosts with
-bf16 arithmetic, f32 elsewhere; the column says which). ONNX Runtime runs f32 in both.
+bf16 arithmetic, f32 elsewhere; the column says which). ONNX Runtime runs f32 in both. Without
+``--precision``: f32, plus bf16 where the host has native bf16.
+
+``--models-dir`` runs every ``onnx/<m>.onnx`` with its ``ref/<m>.npz`` of a folder made by
+``make_real_models.py`` (a held-out set of real models) or ``shared/bench/make_models.py``. Each
+row checks opforge's output against ONNX Runtime's (relative and max abs error); models opforge
+cannot load or run are listed with their error at the end, with the geometric means of the ratios
+and, with ``--profile N``, the top node types by time (ENABLE_PROFILING counters) of opforge and
+OpenVINO on the N models slowest against OpenVINO.
 
     python plugin-cpu/benchmarks/bench_cpu.py [--models /tmp/bench-models] [--threads 1 2] [--runs 50]
         [--precision f32 bf16]
+    python plugin-cpu/benchmarks/bench_cpu.py --models-dir /tmp/real-models [--runs 10 --rounds 5] [--profile 6]
 """
 
 from __future__ import annotations
@@ -335,6 +344,20 @@ def interleaved_medians(fns: dict[str, Callable[[], Any]], runs: int, rounds: in
     return {k: statistics.median(v) for k, v in times.items()}
 
 
+#: the /proc/cpuinfo flags that decide which kernels the engines pick
+ISA_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "amx_bf16", "amx_int8")
+
+
+def isa_flags() -> str:
+    """The ISA_FLAGS this host's /proc/cpuinfo lists (what makes a row comparable to another host's)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            flags = set(next((ln.split(":", 1)[1].split() for ln in f if ln.startswith("flags")), []))
+    except OSError:
+        return "unknown (no /proc/cpuinfo)"
+    return " ".join(fl for fl in ISA_FLAGS if fl in flags) or "none of " + " ".join(ISA_FLAGS)
+
+
 def host_header() -> str:
     """CPU model, the ISA oneDNN dispatches to (what decides f32/bf16 speed) and the load."""
     import platform
@@ -349,8 +372,79 @@ def host_header() -> str:
     except OSError:
         pass
     load = " ".join(f"{v:.2f}" for v in os.getloadavg())
-    return (f"# host: {model}; oneDNN {core.onednn_version()} ISA {core.cpu_isa()}; native bf16: "
-            f"{'yes' if core.native_bf16() else 'no'}; {os.cpu_count()} CPUs; load average {load}")
+    return (f"# host: {model}; flags: {isa_flags()}; oneDNN {core.onednn_version()} ISA {core.cpu_isa()}; "
+            f"native bf16: {'yes' if core.native_bf16() else 'no'}; {os.cpu_count()} CPUs; load average {load}")
+
+
+def default_precisions() -> list[str]:
+    """Every mode this host can run: f32, and bf16 where the CPU has bf16 arithmetic."""
+    from opforge_cpu._loader import load_core
+
+    return ["f32", "bf16"] if load_core().native_bf16() else ["f32"]
+
+
+def models_in(folder: Path) -> dict[str, tuple[Path, dict[str, np.ndarray]]]:
+    """Every ``onnx/<m>.onnx`` of a make_real_models.py / make_models.py folder that has its
+    ``ref/<m>.npz`` (inputs saved as ``in.<name>``), in file-name order."""
+    found: dict[str, tuple[Path, dict[str, np.ndarray]]] = {}
+    for onnx_path in sorted((folder / "onnx").glob("*.onnx")):
+        ref = folder / "ref" / f"{onnx_path.stem}.npz"
+        if not ref.exists():
+            print(f"  {onnx_path} skipped: no {ref}", file=sys.stderr)
+            continue
+        data = np.load(ref)
+        found[onnx_path.stem] = (onnx_path, {k.removeprefix("in."): data[k] for k in data.files
+                                             if k.startswith("in.")})
+    return found
+
+
+def top_node_types(rows: list[tuple[str, float]], top: int) -> str:
+    """``Type ms (share)`` of the ``top`` node types with the most time, from (type, ms) rows."""
+    by_type: dict[str, float] = {}
+    for node_type, ms in rows:
+        by_type[node_type] = by_type.get(node_type, 0.0) + ms
+    total = sum(by_type.values()) or 1.0
+    ranked = sorted(by_type.items(), key=lambda kv: -kv[1])[:top]
+    return ", ".join(f"{t} {ms:.2f} ({100 * ms / total:.0f}%)" for t, ms in ranked) + f"; total {total:.2f} ms"
+
+
+def profile_opforge(path: Path, feeds: dict[str, np.ndarray], threads: int, runs: int = 5) -> list[tuple[str, float]]:
+    """(node type, ms) of opforge's executed rows, the median run of ``runs``."""
+    import opforge
+
+    core = opforge.Core()
+    compiled = core.compile_model(core.read_model(str(path)), "CPU",
+                                  {"INFERENCE_NUM_THREADS": threads, "ENABLE_PROFILING": True})
+    req = compiled.create_infer_request()
+    samples = []
+    for _ in range(runs):
+        req.infer(feeds)
+        rows = [(r.node_type, r.real_time_ms) for r in req.get_profiling_info() if r.status == "EXECUTED"]
+        samples.append((sum(ms for _, ms in rows), rows))
+    return sorted(samples, key=lambda s: s[0])[len(samples) // 2][1]
+
+
+def profile_openvino(path: Path, feeds: dict[str, np.ndarray], threads: int, runs: int = 5) -> list[tuple[str, float]]:
+    """(node type, ms) of OpenVINO f32's executed rows, the median run of ``runs``."""
+    import openvino as ov
+
+    compiled = ov.Core().compile_model(str(path), "CPU", {
+        "INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": 1,
+        "INFERENCE_PRECISION_HINT": "f32", "PERF_COUNT": True})
+    req = compiled.create_infer_request()
+    samples = []
+    for _ in range(runs):
+        req.infer(feeds)
+        rows = [(r.node_type, r.real_time.total_seconds() * 1e3) for r in req.profiling_info
+                if r.status == ov.ProfilingInfo.Status.EXECUTED]
+        samples.append((sum(ms for _, ms in rows), rows))
+    return sorted(samples, key=lambda s: s[0])[len(samples) // 2][1]
+
+
+def maxabs(a: np.ndarray, b: np.ndarray) -> str:
+    if a.shape != b.shape:
+        return f"shape {a.shape} vs {b.shape}"
+    return f"{float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64)), initial=0.0)):.1e}"
 
 
 def relerr(a: np.ndarray, b: np.ndarray) -> str:
@@ -364,9 +458,15 @@ def main() -> int:
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--runs", type=int, default=50, help="timed runs per engine (split over --rounds)")
     ap.add_argument("--rounds", type=int, default=10, help="alternating rounds the runs are split into")
-    ap.add_argument("--precision", nargs="+", default=["f32"], choices=["f32", "bf16"],
+    ap.add_argument("--models-dir", type=Path, help="every onnx/<m>.onnx + ref/<m>.npz of a folder "
+                    "(make_real_models.py or make_models.py output)")
+    ap.add_argument("--precision", nargs="+", choices=["f32", "bf16"],
                     help="f32: opforge f32 vs OpenVINO f32; bf16: opforge bf16 vs OpenVINO's default "
-                         "precision (bf16 on hosts with bf16). ONNX Runtime is f32 in both.")
+                         "precision (bf16 on hosts with bf16). ONNX Runtime is f32 in both. "
+                         "Default: f32, and bf16 where the host has native bf16.")
+    ap.add_argument("--profile", type=int, default=0, metavar="N",
+                    help="top node types by time, opforge and OpenVINO f32 at the first thread count, of "
+                         "the N models slowest against OpenVINO f32")
     ap.add_argument("--only", nargs="*", help="model names to run")
     args = ap.parse_args()
 
@@ -382,6 +482,8 @@ def main() -> int:
                 data = np.load(ref)
                 models[name] = (onnx_path, {k.removeprefix("in."): data[k] for k in data.files
                                             if not k.startswith("out")})
+    if args.models_dir:
+        models.update(models_in(args.models_dir))
     if not models:
         for name, make in STAND_INS.items():
             p = tmp / f"{name}.onnx"
@@ -389,10 +491,15 @@ def main() -> int:
     if args.only:
         models = {k: v for k, v in models.items() if k in args.only}
 
+    args.precision = args.precision or default_precisions()
+    failures: dict[str, str] = {}  # "model engine precision" -> the error, listed at the end
+    ratios: dict[tuple[str, int, str], list[float]] = {}  # (precision, threads, peer) -> opforge/peer
+    of_vs_ov: dict[str, float] = {}  # model -> opforge / OpenVINO f32 at the first thread count
     print(host_header())
     print(f"# median of {args.runs} runs per engine in {args.rounds} alternating rounds; ms")
-    print(f"{'model':<14}{'prec':>6}{'thr':>4}{'opforge':>10}{'openvino':>14}{'onnxrt f32':>12}"
-          f"{'of/ov':>8}{'of/ort':>8}{'err vs ort':>12}{'load':>6}")
+    width = max([14, *(len(n) + 1 for n in models)])
+    print(f"{'model':<{width}}{'prec':>6}{'thr':>4}{'opforge':>10}{'openvino':>14}{'onnxrt f32':>12}"
+          f"{'of/ov':>8}{'of/ort':>8}{'err vs ort':>12}{'maxabs':>9}{'load':>6}")
     for name, (path, feeds) in models.items():
         for prec in args.precision:
             for t in args.threads:
@@ -408,6 +515,7 @@ def main() -> int:
                         prepared[k] = make(path, feeds, t)
                     except Exception as err:  # noqa: BLE001 - one failing engine must not hide the others
                         print(f"  {k} failed on {name}: {type(err).__name__}: {str(err)[:300]}", file=sys.stderr)
+                        failures[f"{name} {k} {prec}"] = f"{type(err).__name__}: {err}"
                 res = interleaved_medians({k: v[0] for k, v in prepared.items()}, args.runs, args.rounds)
                 ov_prec = prepared["openvino"][2] if "openvino" in prepared else "-"
                 cols = "".join(f"{res[k]:>10.3f}" if k in res else f"{'-':>10}" for k in ["opforge"])
@@ -416,13 +524,46 @@ def main() -> int:
                 r_ov = f"{res['opforge'] / res['openvino']:>8.2f}" if "opforge" in res and "openvino" in res else f"{'-':>8}"
                 r_ort = (f"{res['opforge'] / res['onnxruntime']:>8.2f}" if "opforge" in res and "onnxruntime" in res
                          else f"{'-':>8}")
-                err = relerr(prepared["opforge"][1], prepared["onnxruntime"][1]) \
-                    if "opforge" in prepared and "onnxruntime" in prepared else "-"
+                both = "opforge" in prepared and "onnxruntime" in prepared
+                err = relerr(prepared["opforge"][1], prepared["onnxruntime"][1]) if both else "-"
+                diff = maxabs(prepared["opforge"][1], prepared["onnxruntime"][1]) if both else "-"
+                for peer in ("openvino", "onnxruntime"):
+                    if "opforge" in res and peer in res:
+                        ratios.setdefault((prec, t, peer), []).append(res["opforge"] / res[peer])
+                if prec == "f32" and t == args.threads[0] and "opforge" in res and "openvino" in res:
+                    of_vs_ov[name] = res["opforge"] / res["openvino"]
                 of_prec = prepared["opforge"][2] if "opforge" in prepared else prec
-                print(f"{name:<14}{of_prec:>6}{t:>4}{cols}{r_ov}{r_ort}{err:>12}{os.getloadavg()[0]:>6.1f}",
-                      flush=True)
+                print(f"{name:<{width}}{of_prec:>6}{t:>4}{cols}{r_ov}{r_ort}{err:>12}{diff:>9}"
+                      f"{os.getloadavg()[0]:>6.1f}", flush=True)
                 prepared.clear()
+    print_summary(models, args, failures, ratios, of_vs_ov)
     return 0
+
+
+def print_summary(models: dict[str, tuple[Path, dict[str, np.ndarray]]], args: argparse.Namespace,
+                  failures: dict[str, str], ratios: dict[tuple[str, int, str], list[float]],
+                  of_vs_ov: dict[str, float]) -> None:
+    """Geometric means of the ratios, the failures, and the profiles of the slowest models."""
+    print("\n# geometric mean of opforge / peer (rows where both ran)")
+    for (prec, t, peer), rs in sorted(ratios.items()):
+        slower = sum(r > 1.0 for r in rs)
+        print(f"  {prec} {t} thr vs {peer}: {float(np.exp(np.mean(np.log(rs)))):.2f}x over {len(rs)} models, "
+              f"opforge slower on {slower}")
+    print(f"\n# failures: {len(failures) or 'none'}")
+    for what, err in failures.items():
+        print(f"  {what}: {err[:500]}")
+    if args.profile:
+        t = args.threads[0]
+        worst = sorted(of_vs_ov, key=lambda m: -of_vs_ov[m])[:args.profile]
+        print(f"\n# top node types by time, f32 {t} thread(s), the {len(worst)} models slowest against OpenVINO")
+        for name in worst:
+            path, feeds = models[name]
+            print(f"  {name} (opforge/OpenVINO {of_vs_ov[name]:.2f}x)")
+            for engine, fn in (("opforge", profile_opforge), ("openvino", profile_openvino)):
+                try:
+                    print(f"    {engine:<9}{top_node_types(fn(path, feeds, t), 5)}", flush=True)
+                except Exception as err:  # noqa: BLE001 - a profile that fails must not hide the others
+                    print(f"    {engine:<9}profiling failed: {type(err).__name__}: {str(err)[:300]}")
 
 
 if __name__ == "__main__":

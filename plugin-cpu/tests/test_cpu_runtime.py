@@ -233,7 +233,7 @@ def test_packed_weights_are_released_and_dynamic_replan_still_works(core: Any) -
     """Weights every reader packed are dropped after compiling (C++ and the kept graph), yet a
     dynamic model planned again for a new input shape still reads the original weights."""
     from cpu_testing import evaluate_model
-    from opforge_cpu.lowering import RELEASED_KEY
+    from opforge.graph import WEIGHTS_RELEASED as RELEASED_KEY
 
     def block(batch: int | None) -> Model:
         x = param("x", [batch, 8, None if batch is None else 10, None if batch is None else 10])

@@ -138,7 +138,7 @@ class StagedProgram:
             self.dyn_axes.append(axis)
             outs.append(prog.add_tensor(o.element_type.ir, [bound if d is None else int(d) for d in dims], None))
         outs.append(prog.add_tensor(Type.i64.ir, [1], None))
-        from opforge_cpu.lowering import attrs_dict
+        from opforge_cpu.emit import attrs_dict
 
         prog.add_node(dyn.name, dyn.type_name, dyn.version, attrs_dict(dyn), ins, outs, [dyn.name])
         prog.set_io([t for _, t in feed], outs)

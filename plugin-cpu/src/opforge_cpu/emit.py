@@ -1,0 +1,432 @@
+"""Emission: a static, specialized model -> one C++ program (``_core.Program``).
+
+Tensors and kernel steps, element-wise tails fused into oneDNN post-ops of the convolution or
+MatMul before them (bias, residual sum, activations), the LayerNorm tail fused into MVN, and
+data-movement ops with constant parameters lowered to one IndexMap gather. Runs once per plan;
+nothing here runs during inference.
+"""
+
+from __future__ import annotations
+
+import enum
+import types
+from collections.abc import Callable, Collection, Mapping
+from typing import Any
+
+import numpy as np
+from opforge.element_type import Type
+from opforge.errors import PluginValidationError, UnsupportedOpError
+from opforge.graph import WEIGHTS_RELEASED, Model, Node, Output
+from opforge.op import STRUCTURAL
+from opforge.opset.constant import ConstantAttrs
+from opforge.shape import PartialShape
+
+#: element-wise ops that oneDNN applies as a post-op of the op before them: name -> encoding
+_POST_OPS: dict[str, Callable[[Node], str | None]] = {
+    "Relu": lambda n: "relu",
+    "Clamp": lambda n: f"clip:{n.attrs.min!r}:{n.attrs.max!r}",  # type: ignore[attr-defined]
+    "Sigmoid": lambda n: "sigmoid",
+    "Tanh": lambda n: "tanh",
+    "Gelu": lambda n: "gelu_tanh" if str(n.attrs.approximation_mode).upper() == "TANH" else "gelu_erf",  # type: ignore[attr-defined]
+    "HSwish": lambda n: "hswish",
+    "HSigmoid": lambda n: "hsigmoid",
+    "Mish": lambda n: "mish",
+    "Elu": lambda n: f"elu:{n.attrs.alpha!r}",  # type: ignore[attr-defined]
+    "Abs": lambda n: "abs",
+    "Exp": lambda n: "exp",
+    "Sqrt": lambda n: "sqrt",
+}
+
+#: ops the C++ Reshape kernel runs (a view of the same buffer: never an index map)
+_RESHAPES = {"Squeeze", "Unsqueeze", "Reshape"}
+
+
+def index_mapped(node: Node, builtin: Collection[str]) -> bool:
+    """Whether standard ``node`` is lowered to one IndexMap kernel (when its parameters are
+    constants): an op that only rearranges its input 0 (``Op.rearranges_input``) and has no C++
+    kernel of its own, evaluated on element indices (``Emitter.emit_index_map``)."""
+    return node.op.rearranges_input and node.type_name not in _RESHAPES and node.type_name not in builtin
+
+
+def contiguous(value: Any) -> np.ndarray:
+    """``value`` as a C-contiguous array of its own rank (``np.ascontiguousarray`` turns a 0-d
+    array into a 1-d one, which made scalar value inputs [1]-shaped constants)."""
+    a = np.asarray(value)
+    return a if a.flags.c_contiguous else a.copy(order="C")
+
+
+def find_plugin_kernel(kernels: Mapping[tuple[str, str | None], Any], node: Node) -> Any:
+    return kernels.get((node.type_name, node.version)) or kernels.get((node.type_name, None))
+
+
+def single_user(uses: dict[Output, list[tuple[Node, int]]], out: Output) -> Node | None:
+    """The one node reading ``out``, or None when it has no reader or several."""
+    u = uses.get(out, [])
+    return u[0][0] if len(u) == 1 else None
+
+
+def attrs_dict(node: Node) -> dict[str, Any]:
+    """The node's attributes as plain Python values a kernel can read."""
+    out: dict[str, Any] = {}
+    for k in type(node.attrs).model_fields:
+        v = getattr(node.attrs, k)
+        if isinstance(v, dict):
+            continue  # no C++ kernel reads a mapping (FrameworkNode's attributes); Python ones get node.attrs
+        out[k] = _plain(v)
+    return out
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, Type):
+        return v.ir
+    if isinstance(v, PartialShape):
+        return [(-1 if d is None else int(d)) for d in v.dims] if v.rank is not None else None
+    if isinstance(v, enum.Enum):
+        return v.value
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    if isinstance(v, (np.integer,)):
+        return int(v)
+    if isinstance(v, (np.floating,)):
+        return float(v)
+    if isinstance(v, np.ndarray):
+        return v.tolist()
+    return v
+
+
+def capsule_of(kernel: Any) -> Any:
+    """The PyCapsule of a compiled kernel (the capsule itself, or an object exposing one as
+    ``opforge_cpu_kernel``), else None."""
+    cap = getattr(kernel, "opforge_cpu_kernel", kernel)
+    if callable(cap) and not _is_capsule(cap):
+        try:
+            cap = cap()
+        except TypeError:
+            return None
+    return cap if _is_capsule(cap) else None
+
+
+def _is_capsule(obj: Any) -> bool:
+    return type(obj).__name__ == "PyCapsule"
+
+
+class Emitter:
+    """Builds one ``_core.Program`` from a static, rewritten model."""
+
+    def __init__(self, core: types.ModuleType, model: Model, kernels: Mapping[tuple[str, str | None], Any],
+                 kernel_plugins: Mapping[tuple[str, str | None], str], bf16: bool = False) -> None:
+        self.core = core
+        #: INFERENCE_PRECISION_HINT=bf16: convolutions and dense MatMuls compute in bf16
+        self.bf16 = bf16
+        self.model = model
+        self.kernels = kernels
+        self.kernel_plugins = kernel_plugins
+        self.prog = core.Program()
+        self.tid: dict[Output, int] = {}
+        self.uses = model.consumers()
+        self.absorbed: set[int] = set()
+        self.done: set[int] = set()
+        self.python_nodes: list[str] = []
+        self.abi_nodes: list[str] = []
+        #: tensor -> the Constant node whose array the program reads (see ``_lend_constants``)
+        self.const_nodes: dict[int, Node] = {}
+
+    # --- tensors ---------------------------------------------------------------------------
+    def tensor(self, out: Output) -> int:
+        if out in self.tid:
+            return self.tid[out]
+        spec = out.spec
+        if not spec.shape.is_static:
+            raise UnsupportedOpError(
+                f"node '{out.node.name}' ({out.node.type_name}): output shape {spec.shape} is not known at "
+                "compile time; the CPU device needs shapes that follow from the input shapes"
+            )
+        value = out.node.constant_value()
+        arr = None if value is None else contiguous(value)
+        t = self.prog.add_tensor(spec.type.ir, list(spec.shape.to_tuple()), arr)
+        self.tid[out] = t
+        if arr is not None and arr is value and out.node.type_name == "Constant":
+            self.const_nodes[t] = out.node
+        return t
+
+    def const_tensor(self, value: np.ndarray) -> int:
+        arr = contiguous(value)
+        return int(self.prog.add_tensor(Type.from_numpy(arr.dtype).ir, list(arr.shape), arr))
+
+    # --- program ---------------------------------------------------------------------------
+    def build(self, num_threads: int, profiling: bool) -> Any:
+        m = self.model
+        inputs = [self.tensor(p.output(0)) for p in m.parameters]
+        for node in m.get_ordered_ops():
+            if node.type_name in STRUCTURAL or node.id in self.absorbed:
+                continue
+            self.emit(node)
+            self.done.add(node.id)
+            self.done.update(self.absorbed)
+        outputs = [self.tensor(r.inputs[0]) for r in m.results]
+        self.prog.set_io(inputs, outputs)
+        self._lend_constants()
+        try:
+            self.prog.finalize(num_threads, profiling)
+        finally:
+            self._take_back_constants()
+        return self.prog
+
+    def _lend_constants(self) -> None:
+        """While the program packs weights, it holds the only reference to each constant array
+        the model gave it, so an array every reader packed is freed as soon as it is packed
+        (the peak holds the packed copy, not the packed copy plus the graph's)."""
+        for node in self.const_nodes.values():
+            v = node.attrs.value  # type: ignore[attr-defined]
+            node.attrs = ConstantAttrs(value=np.broadcast_to(np.zeros((), v.dtype), v.shape))
+
+    def _take_back_constants(self) -> None:
+        """Constants the program did not release go back into the graph; released ones keep
+        a zero-byte stand-in of their shape and type, and the model is marked (it can no longer
+        be specialised again: dynamic models keep their unspecialised original for that)."""
+        released = False
+        for t, node in self.const_nodes.items():
+            v = self.prog.constant(t)
+            if v is None:
+                node.rt_info[WEIGHTS_RELEASED] = "the CPU device"
+                released = True
+            else:
+                node.attrs = ConstantAttrs(value=v)
+        if released:
+            self.model.rt_info[WEIGHTS_RELEASED] = "the CPU device"
+        self.const_nodes = {}
+
+    def add(self, node: Node, type_name: str, attrs: dict[str, Any], inputs: list[int], outputs: list[Output],
+            fused: list[str], **extra: Any) -> None:
+        self.prog.add_node(node.name, type_name, node.version, attrs, inputs,
+                           [self.tensor(o) for o in outputs], fused, **extra)
+
+    def emit(self, node: Node) -> None:
+        plugin_kernel = find_plugin_kernel(self.kernels, node)
+        if plugin_kernel is not None:
+            self.emit_plugin(node, plugin_kernel)
+            return
+        if not node.op.is_standard:
+            raise UnsupportedOpError(
+                f"node '{node.name}' ({node.type_name}-{node.version}): the CPU device has no kernel for this "
+                "op; its plugin can add one through opforge_register_kernels(register) with "
+                f"register('CPU', '{node.type_name}', kernel, version='{node.version}')"
+            )
+        t = node.type_name
+        if t in ("Convolution", "GroupConvolution", "MatMul") and node.inputs[0].element_type is Type.f32:
+            self.emit_fused(node)
+            return
+        if t == "MaxPool":
+            need = len(node.output_specs) > 1 and bool(self.uses.get(node.output(1)))
+            attrs = attrs_dict(node) | {"need_indices": need, "plain_layout": need}
+            self.add(node, t, attrs, [self.tensor(i) for i in node.inputs], node.outputs(), [node.name])
+            return
+        if t == "MVN":
+            self.emit_mvn(node)
+            return
+        if index_mapped(node, self.core.kernel_types()) and self.emit_index_map(node):
+            return
+        ins = [self.tensor(i) for i in node.inputs]
+        self.add(node, t if t not in _RESHAPES else "Reshape", attrs_dict(node), ins, node.outputs(), [node.name])
+
+    def emit_plugin(self, node: Node, kernel: Any) -> None:
+        plugin = self.kernel_plugins.get((node.type_name, node.version)) or self.kernel_plugins.get(
+            (node.type_name, None), "?")
+        ins = [self.tensor(i) for i in node.inputs]
+        cap = capsule_of(kernel)
+        if cap is not None:
+            got = int(self.core.capsule_abi_version(cap))
+            want = int(self.core.abi_version())
+            if got != want:
+                from opforge_cpu import __version__
+
+                raise PluginValidationError(
+                    f"plugin {plugin}: its compiled CPU kernel for {node.type_name}-{node.version} was built "
+                    f"against opforge-cpu kernel ABI {got}, but opforge-cpu {__version__} speaks ABI {want}. "
+                    "Rebuild the plugin against this opforge-cpu (pip install --force-reinstall --no-binary :all: "
+                    "<plugin>)."
+                )
+            self.abi_nodes.append(node.name)
+            self.add(node, node.type_name, attrs_dict(node), ins, node.outputs(), [node.name], capsule=cap)
+            return
+        if not callable(kernel):
+            raise PluginValidationError(
+                f"plugin {plugin}: the CPU kernel registered for {node.type_name}-{node.version} is a "
+                f"{type(kernel).__name__}, neither a callable kernel(attrs, inputs) nor a kernel capsule"
+            )
+        self.python_nodes.append(node.name)
+        self.add(node, node.type_name, attrs_dict(node), ins, node.outputs(), [node.name],
+                 python_kernel=kernel, attrs_object=node.attrs)
+
+    def emit_fused(self, node: Node) -> None:
+        """Conv/GroupConv/MatMul plus what follows it: a bias Add, a residual Add (oneDNN sum)
+        and element-wise activations, as long as each intermediate has one reader."""
+        is_mm = node.type_name == "MatMul"
+        cur = node.output(0)
+        out_shape = cur.shape
+        fused = [node.name]
+        extra: list[int] = []
+        post: list[str] = []
+        has_bias = False
+        sum_input = -1
+        base = len(node.inputs)
+        while True:
+            user = single_user(self.uses, cur)
+            if user is None or user.id in self.absorbed or user.output_specs[0].type is not Type.f32:
+                break
+            if user.type_name == "Add" and getattr(user.attrs, "auto_broadcast", "numpy") == "numpy":
+                other = user.inputs[1] if user.inputs[0] == cur else user.inputs[0]
+                if user.inputs[0] == user.inputs[1]:
+                    break
+                bias = self._bias_value(other, out_shape, is_mm)
+                if bias is not None and not has_bias and sum_input < 0 and not post:
+                    has_bias = True
+                    extra.insert(0, self.const_tensor(bias))
+                elif (other.node.constant_value() is None and tuple(other.shape) == tuple(out_shape)
+                      and sum_input < 0 and not post and self._computed(other)):
+                    post.append("sum")
+                    extra.append(self.tensor(other))
+                    sum_input = -2  # resolved below once the bias position is known
+                else:
+                    break
+            elif user.type_name in _POST_OPS and user.op.is_standard:
+                enc = _POST_OPS[user.type_name](user)
+                if enc is None:
+                    break
+                post.append(enc)
+            else:
+                break
+            self.absorbed.add(user.id)
+            fused.append(user.name)
+            cur = user.output(0)
+        ins = [self.tensor(i) for i in node.inputs] + extra
+        if sum_input == -2:
+            sum_input = base + (1 if has_bias else 0)
+        attrs = attrs_dict(node) | {"has_bias": has_bias, "sum_input": sum_input, "post_ops": post}
+        if self._runs_bf16(node):
+            # bf16 operands, f32 accumulation and output (see core/nn.cpp); constant weights
+            # packed as bf16 once
+            attrs["bf16"] = True
+            attrs["bf16_output"] = not is_mm and sum_input < 0 and self._only_bf16_convs_read(cur)
+        self.prog.add_node(fused[-1] if len(fused) > 1 else node.name, node.type_name, node.version, attrs, ins,
+                           [self.tensor(cur)], fused)
+
+    def _runs_bf16(self, node: Node) -> bool:
+        """Whether a Convolution/GroupConvolution/MatMul runs in bf16 under the bf16 hint: every
+        MatMul (run-time operands are converted per run, as OpenVINO's attention does), and
+        convolutions with constant weights except depthwise ones. A depthwise convolution is
+        memory-bound and oneDNN 3.2's bf16 kernel for it (jit_dw) is ~3x slower than its f32
+        one (brdgmm_dw) on AMX hosts: 0.29 vs 0.09 ms for 144x56x56, so it stays f32."""
+        if not self.bf16:
+            return False
+        if node.type_name == "MatMul":
+            return True
+        if node.inputs[1].node.constant_value() is None:
+            return False
+        w = tuple(node.inputs[1].shape)
+        return not (node.type_name == "GroupConvolution" and len(w) >= 3 and w[1] == 1 and w[2] == 1)
+
+    def _only_bf16_convs_read(self, out: Output) -> bool:
+        """Every reader of ``out`` is a convolution that will run in bf16 (constant weights) and
+        reads it as its data input, and ``out`` is no model output: it can then be stored in
+        bf16 (see make_dnnl_conv). Anything else reads f32."""
+        readers = self.uses.get(out, [])
+        if not readers or any(r.type_name == "Result" for r, _ in readers):
+            return False
+        return all(
+            r.type_name in ("Convolution", "GroupConvolution") and r.op.is_standard and i == 0
+            and r.inputs[1] != out and self._runs_bf16(r) and find_plugin_kernel(self.kernels, r) is None
+            and r.inputs[0].element_type is Type.f32
+            for r, i in readers
+        )
+
+    def _computed(self, out: Output) -> bool:
+        # The fused step runs where its first node is; an operand produced later in the order
+        # (the shortcut branch of a residual block) cannot be read there. That branch's own
+        # convolution will take the Add instead, when its turn comes.
+        return out.node.type_name in STRUCTURAL or out.node.id in self.done
+
+    @staticmethod
+    def _bias_value(other: Output, out_shape: tuple[int, ...], is_mm: bool) -> np.ndarray | None:
+        v = other.node.constant_value()
+        if v is None or v.dtype != np.float32:
+            return None
+        rank = len(out_shape)
+        s = (1,) * (rank - v.ndim) + tuple(v.shape)
+        if len(s) != rank:
+            return None
+        if is_mm:
+            # per-output-column bias: [..., 1, N]
+            if all(d == 1 for d in s[:-1]) and s[-1] in (out_shape[-1],):
+                return contiguous(v.reshape(-1).astype(np.float32))
+            return None
+        if rank >= 3 and s[0] == 1 and s[1] == out_shape[1] and all(d == 1 for d in s[2:]):
+            return contiguous(v.reshape(-1).astype(np.float32))
+        return None
+
+    def emit_mvn(self, node: Node) -> None:
+        """MVN, and the LayerNorm tail MVN * gamma + beta when gamma/beta are constants over the
+        normalised (last) axis."""
+        cur = node.output(0)
+        fused = [node.name]
+        extra: list[int] = []
+        has_scale = has_shift = False
+        for op_name in ("Multiply", "Add"):
+            user = single_user(self.uses, cur)
+            if user is None or user.type_name != op_name or not user.op.is_standard:
+                break
+            other = user.inputs[1] if user.inputs[0] == cur else user.inputs[0]
+            v = other.node.constant_value()
+            if v is None or v.dtype != cur.element_type.np or v.size not in (1, cur.shape[-1]):
+                break
+            if v.size != 1 and tuple(v.shape)[-1:] != tuple(cur.shape)[-1:]:
+                break
+            if user.output_specs[0].shape != cur.partial_shape:
+                break
+            if op_name == "Multiply":
+                has_scale = True
+                extra.append(self.const_tensor(v.reshape(-1)))
+            else:
+                has_shift = True
+                if not has_scale:
+                    extra.append(self.const_tensor(np.ones(1, v.dtype)))
+                extra.append(self.const_tensor(v.reshape(-1)))
+            self.absorbed.add(user.id)
+            fused.append(user.name)
+            cur = user.output(0)
+        ins = [self.tensor(i) for i in node.inputs] + extra
+        attrs = attrs_dict(node) | {"has_scale": has_scale or has_shift, "has_shift": has_shift}
+        self.prog.add_node(fused[-1] if len(fused) > 1 else node.name, "MVN", node.version, attrs, ins,
+                           [self.tensor(cur)], fused)
+
+    def emit_index_map(self, node: Node) -> bool:
+        """Lower a constant-parameter data-movement op to IndexMap: evaluate the op itself on
+        the flat indices of its input (plus one, so that 0 marks padding)."""
+        params = [i.node.constant_value() for i in node.inputs[1:]]
+        t = node.type_name
+        fill: int | None = None
+        if t == "Pad":
+            if len(params) > 2:
+                fill = self.tensor(node.inputs[3])
+            params = params[:2]
+        if any(p is None for p in params):
+            return False
+        data = node.inputs[0]
+        n = int(np.prod(data.shape, dtype=np.int64))
+        idx = (np.arange(n, dtype=np.int64) + 1).reshape(data.shape)
+        args: list[np.ndarray] = [idx, *params]  # type: ignore[list-item]
+        if t == "Pad" and node.attrs.pad_mode == "constant":  # type: ignore[attr-defined]
+            args.append(np.zeros((), np.int64))
+        try:
+            mapped = node.op.evaluate(node.attrs, args)[0]
+        except Exception:  # noqa: BLE001 - the op refused int64 data: run its own kernel instead
+            return False
+        if tuple(mapped.shape) != tuple(node.output(0).shape):
+            return False
+        flat = np.asarray(mapped, np.int64).reshape(-1) - 1
+        dt = np.int32 if n < 2**31 - 1 else np.int64
+        ins = [self.tensor(data), self.const_tensor(flat.astype(dt))]
+        if fill is not None:
+            ins.append(fill)
+        self.add(node, "IndexMap", {}, ins, node.outputs(), [node.name])
+        return True

@@ -14,7 +14,7 @@ import numpy as np
 import opforge
 import pytest
 from opforge import Model, Node
-from opforge.errors import InferenceInputError
+from opforge.errors import InferenceInputError, UnsupportedOpError
 from opforge.graph import Value
 from opforge.op import STRUCTURAL
 from opforge.planning import (
@@ -202,6 +202,16 @@ def test_a_value_port_fed_by_data_is_planned_on_the_computed_value() -> None:
     big[0, 7], big[1, 9] = 3.0, 2.0
     assert exe.infer([data, big], None)[0].shape == (3, 2)
     assert len(exe.plans) == 1 and len(suffix.plans) == 2  # one staging, a suffix plan per value
+
+
+def test_a_value_port_fed_by_a_model_input_too_large_to_read_is_refused() -> None:
+    """Nothing computes the value before the Reshape: staging would make the same model its own
+    suffix without end. It says which node and input instead."""
+    x = param("x", [6])
+    s = param("s", [MAX_VALUE_INPUT_ELEMENTS + 1], "i64")
+    model = Model([op("Result", op("Reshape", x, s, special_zero=False, name="r"))], [x, s])
+    with pytest.raises(UnsupportedOpError, match=r"node 'r' \(Reshape\) reads input\(s\) \[1\].*\['s'\]"):
+        RefPlanned(model)
 
 
 def test_specialize_never_changes_the_model_and_split_point_of_static_model_is_none() -> None:

@@ -35,10 +35,11 @@ from typing import Any
 
 import numpy as np
 
+from opforge.errors import UnsupportedOpError
 from opforge.graph import Model, Node, Output
 from opforge.op import STRUCTURAL
 from opforge.opset.parameter import Parameter
-from opforge.planning.values import known_at_plan
+from opforge.planning.values import MAX_VALUE_INPUT_ELEMENTS, known_at_plan
 from opforge.runtime.device import Executable
 from opforge.shape import PartialShape
 
@@ -130,6 +131,15 @@ class StagedExecutable(Executable):
         self.cut = cut
         self.params = params
         self.computed = [o for o in cut if o.node.id not in params]
+        if carried and not self.computed:
+            # Nothing runs before the point, so the suffix would be this very model, staged again
+            # without end: the value the point needs is a model input too large to read as one.
+            ports = [i for i in point.op.value_inputs if i < len(point.inputs) and not known_at_plan(point.inputs[i])]
+            raise UnsupportedOpError(
+                f"device {device}: node '{point.name}' ({point.type_name}) reads input(s) {ports} as values (they "
+                f"set shapes, axes or counts), but they come from model input(s) "
+                f"{sorted({point.inputs[i].node.name for i in ports})} with more than {MAX_VALUE_INPUT_ELEMENTS} "
+                "elements, too many to read that way")
         self.prefix: Executable | None = None
         if self.computed:
             prefix_model = Model(list(self.computed), parameters=model.parameters, name=f"{model.name}/prefix").clone()

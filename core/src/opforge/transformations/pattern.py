@@ -367,6 +367,15 @@ def op(
     return OpPattern(seq, inputs if inputs else None, predicate, output=output, commutative=commutative)
 
 
+def scalar(want: float, tolerance: float = 0.0) -> ConstantPattern:
+    """A one-element ``Constant`` (of any rank) within ``tolerance`` of ``want``: the 0.5, 1.0 and
+    sqrt(2) of decomposed activations, which exporters store rounded."""
+    def near(v: np.ndarray) -> bool:
+        return v.size == 1 and abs(float(np.asarray(v, np.float64).reshape(-1)[0]) - want) <= tolerance
+
+    return ConstantPattern(near)
+
+
 def capture(name: str, inner: PatternNode | None = None) -> Capture:
     """Name a sub-pattern (``any_input()`` if omitted) so the callback can read ``match[name]``."""
     return Capture(name, inner if inner is not None else AnyInput())

@@ -1,0 +1,123 @@
+// The node description shared by the two recurrent implementations, and the choice between them.
+#include "core/recurrent.hpp"
+
+#include <algorithm>
+
+namespace opforge_cpu {
+
+namespace {
+Act act_of(const std::string& name) {
+  if (name == "sigmoid") return Act::sigmoid;
+  if (name == "tanh") return Act::tanh;
+  if (name == "relu") return Act::relu;
+  throw CompileFailure("activation '" + name + "' is not supported (sigmoid, tanh, relu)");
+}
+
+std::string dims_text(const Shape& s) { return shape_str(s); }
+
+void expect_shape(const NodeDesc& n, int i, const char* what, const Shape& want) {
+  if (n.in(i).shape != want)
+    throw CompileFailure(std::string("input ") + std::to_string(i) + " (" + what + ") has shape " +
+                         dims_text(n.in(i).shape) + ", expected " + dims_text(want));
+}
+}  // namespace
+
+RnnSpec::RnnSpec(const NodeDesc& n, Cell c) : cell(c) {
+  states = c == Cell::lstm ? 2 : 1;
+  gates = c == Cell::rnn ? 1 : c == Cell::gru ? 3 : 4;
+  if (static_cast<int>(n.inputs.size()) != 5 + states)
+    throw CompileFailure("expected " + std::to_string(5 + states) + " inputs, got " + std::to_string(n.inputs.size()));
+  const Shape& xs = n.in(0).shape;
+  if (xs.size() != 3) throw CompileFailure("input 0 (X) has shape " + dims_text(xs) + ", expected rank 3");
+  dtype = n.in(0).dtype;
+  batch = xs[0];
+  seq = xs[1];
+  input = xs[2];
+  hidden = n.attrs.i("hidden_size");
+  if (hidden <= 0) throw CompileFailure("hidden_size is " + std::to_string(hidden) + ", expected a positive value");
+  const std::string dir = n.attrs.s("direction", "forward");
+  if (dir != "forward" && dir != "reverse" && dir != "bidirectional")
+    throw CompileFailure("direction '" + dir + "' is not forward, reverse or bidirectional");
+  dirs = dir == "bidirectional" ? 2 : 1;
+  reverse_only = dir == "reverse";
+  lbr = c == Cell::gru && n.attrs.b("linear_before_reset", false);
+  bias_gates = lbr ? 4 : gates;
+  const size_t n_acts = c == Cell::rnn ? 1 : c == Cell::gru ? 2 : 3;
+  const auto names = n.attrs.strings("activations");
+  if (names.size() < n_acts)
+    throw CompileFailure("activations has " + std::to_string(names.size()) + " entries, expected " + std::to_string(n_acts));
+  for (size_t i = 0; i < n_acts; ++i) acts.push_back(act_of(names[i]));
+  clip = n.attrs.f("clip", 0.0);
+  if (clip < 0) throw CompileFailure("clip is negative, expected 0 (no clipping) or a positive bound");
+  len_type = n.in(in_len()).dtype;
+  if (is_float(len_type) || len_type == DType::boolean)
+    throw CompileFailure(std::string("sequence_lengths has element type ") + dtype_name(len_type) + ", expected an integer type");
+  for (int i = 1; i <= states; ++i) expect_shape(n, i, "initial state", {batch, dirs, hidden});
+  expect_shape(n, in_len(), "sequence_lengths", {batch});
+  expect_shape(n, in_w(), "W", {dirs, gh(), input});
+  expect_shape(n, in_r(), "R", {dirs, gh(), hidden});
+  expect_shape(n, in_b(), "B", {dirs, bias_gates * hidden});
+  for (int i : {0, 1, states, in_w(), in_r(), in_b()})
+    if (n.in(i).dtype != dtype)
+      throw CompileFailure("input " + std::to_string(i) + " has element type " + dtype_name(n.in(i).dtype) +
+                           ", expected " + dtype_name(dtype) + " (the type of X)");
+}
+
+bool RnnSpec::default_acts() const {
+  switch (cell) {
+    case Cell::rnn: return true;  // oneDNN's vanilla RNN takes relu, tanh or logistic
+    case Cell::gru: return acts[0] == Act::sigmoid && acts[1] == Act::tanh;
+    case Cell::lstm: return acts[0] == Act::sigmoid && acts[1] == Act::tanh && acts[2] == Act::tanh;
+  }
+  return false;
+}
+
+void read_lengths(const RnnSpec& s, const void* data, int64_t* out) {
+  for (int64_t b = 0; b < s.batch; ++b) {
+    int64_t v = 0;
+    switch (s.len_type) {
+      case DType::i32: v = static_cast<const int32_t*>(data)[b]; break;
+      case DType::i64: v = static_cast<const int64_t*>(data)[b]; break;
+      case DType::i8: v = static_cast<const int8_t*>(data)[b]; break;
+      case DType::i16: v = static_cast<const int16_t*>(data)[b]; break;
+      case DType::u8: v = static_cast<const uint8_t*>(data)[b]; break;
+      case DType::u16: v = static_cast<const uint16_t*>(data)[b]; break;
+      case DType::u32: v = static_cast<const uint32_t*>(data)[b]; break;
+      // beyond int64's range is still "longer than the sequence"
+      case DType::u64: {
+        const uint64_t u = static_cast<const uint64_t*>(data)[b];
+        v = u > static_cast<uint64_t>(s.seq) ? s.seq : static_cast<int64_t>(u);
+        break;
+      }
+      default: throw KernelFailure("sequence_lengths must be integers");
+    }
+    out[b] = std::min(std::max<int64_t>(v, 0), s.seq);
+  }
+}
+
+std::unique_ptr<Kernel> make_recurrent(NodeDesc& n, Cell c) {
+  const RnnSpec s(n, c);
+  bool lengths_const = n.is_const(s.in_len());
+  bool all_full = false;
+  if (lengths_const) {
+    std::vector<int64_t> len(static_cast<size_t>(s.batch));
+    read_lengths(s, n.inputs[s.in_len()].const_data, len.data());
+    all_full = std::all_of(len.begin(), len.end(), [&](int64_t v) { return v == s.seq; });
+  }
+  const bool onednn_can = s.dtype == DType::f32 && s.default_acts() && s.clip == 0 && n.is_const(s.in_w()) &&
+                          n.is_const(s.in_r()) && n.is_const(s.in_b()) && s.batch > 0 && s.seq > 0 &&
+                          s.input > 0;
+  if (onednn_can && (!lengths_const || all_full)) {
+    auto k = make_rnn_onednn(n, s, lengths_const ? nullptr : make_rnn_gemm(n, s));
+    if (k) return k;
+  }
+  return make_rnn_gemm(n, s);
+}
+
+std::string check_recurrent(const NodeDesc& n) {
+  const DType t = n.in(0).dtype;
+  if (t != DType::f32 && t != DType::f64) return std::string("element type ") + dtype_name(t) + " is not supported (f32, f64)";
+  return "";
+}
+
+}  // namespace opforge_cpu

@@ -1,0 +1,151 @@
+"""The CPU device's recurrent sequences (RNNSequence, GRUSequence, LSTMSequence) against the
+reference, on both of its implementations: oneDNN's RNN primitives (f32, default activations, no
+clip, constant weights, full sequences) and the GEMM path for everything else (clip, other
+activations, per-batch sequence lengths, weights computed at run time, f64). Each test also
+checks which implementation ran, so that a change in the choice cannot hide a path untested."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from cpu_testing import check, single
+from opforge.graph import Model
+
+B, T, IN, H = 3, 7, 5, 6
+GATES = {"RNNSequence": 1, "GRUSequence": 3, "LSTMSequence": 4}
+DEFAULT_ACTS = {"RNNSequence": ["tanh"], "GRUSequence": ["sigmoid", "tanh"], "LSTMSequence": ["sigmoid", "tanh", "tanh"]}
+
+
+def inputs(op: str, dirs: int, lengths: list[int], seed: int, lbr: bool = False, dtype: Any = np.float32,
+           batch: int = B, seq: int = T, hidden: int = H) -> list[np.ndarray]:
+    """X, initial state(s), lengths, W, R, B with seeded random values (weights small enough that
+    the gates do not saturate, so a wrong gate order or bias shows)."""
+    rng = np.random.default_rng(seed)
+    g = GATES[op]
+
+    def u(*shape: int, s: float = 1.0) -> np.ndarray:
+        return rng.uniform(-s, s, size=shape).astype(dtype)
+
+    ins = [u(batch, seq, IN), u(batch, dirs, hidden, s=0.5)]
+    if op == "LSTMSequence":
+        ins.append(u(batch, dirs, hidden, s=0.5))
+    ins += [np.array(lengths, np.int32), u(dirs, g * hidden, IN, s=0.6), u(dirs, g * hidden, hidden, s=0.6),
+            u(dirs, (4 if lbr else g) * hidden, s=0.6)]
+    return ins
+
+
+def weight_indices(op: str) -> list[int]:
+    s = 2 if op == "LSTMSequence" else 1
+    return [2 + s, 3 + s, 4 + s]
+
+
+def run(core: Any, op: str, ins: list[np.ndarray], const_idx: list[int], rtol: float = 1e-4, atol: float = 1e-5,
+        **attrs: Any) -> str:
+    """Checks the node against the reference; returns the implementation the CPU device ran."""
+    model, feeds = single(op, ins, {i: ins[i] for i in const_idx}, **attrs)
+    check(core, model, feeds, rtol=rtol, atol=atol)
+    return impl_of(core, model, op)
+
+
+def impl_of(core: Any, model: Model, op: str) -> str:
+    (prog,) = core.compile_model(model, "CPU")._executable.programs().values()
+    (impl,) = [s["impl"] for s in prog.program.steps() if s["type"] == op]
+    return str(impl)
+
+
+def lengths_const(op: str) -> int:
+    return 2 if op == "LSTMSequence" else 1
+
+
+CELLS = [("RNNSequence", False), ("GRUSequence", False), ("GRUSequence", True), ("LSTMSequence", False)]
+
+
+@pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
+@pytest.mark.parametrize(("op", "lbr"), CELLS)
+def test_onednn_primitive_path(core: Any, op: str, lbr: bool, direction: str) -> None:
+    dirs = 2 if direction == "bidirectional" else 1
+    ins = inputs(op, dirs, [T] * B, seed=len(op) + 10 * lbr + len(direction), lbr=lbr)
+    attrs: dict[str, Any] = {"hidden_size": H, "direction": direction}
+    if op == "GRUSequence":
+        attrs["linear_before_reset"] = lbr
+    impl = run(core, op, ins, [1 + lengths_const(op), *weight_indices(op)], **attrs)
+    assert impl.startswith("onednn_rnn"), impl
+
+
+@pytest.mark.parametrize("act", ["relu", "sigmoid"])
+def test_vanilla_rnn_other_activations_on_onednn(core: Any, act: str) -> None:
+    ins = inputs("RNNSequence", 2, [T] * B, seed=3)
+    impl = run(core, "RNNSequence", ins, [2, 3, 4, 5], hidden_size=H, direction="bidirectional", activations=[act])
+    assert impl.startswith("onednn_rnn"), impl
+
+
+@pytest.mark.parametrize(("op", "lbr"), CELLS)
+def test_lengths_at_run_time(core: Any, op: str, lbr: bool) -> None:
+    # lengths fed per request: full ones run the primitive, shorter ones (and an empty sequence)
+    # the GEMM path the kernel carries; both must match the reference in every output
+    attrs: dict[str, Any] = {"hidden_size": H, "direction": "bidirectional"}
+    if op == "GRUSequence":
+        attrs["linear_before_reset"] = lbr
+    for lengths in ([T, T, T], [T, 0, 3], [1, T, T]):
+        ins = inputs(op, 2, lengths, seed=sum(lengths), lbr=lbr)
+        impl = run(core, op, ins, weight_indices(op), **attrs)
+        assert impl.startswith("onednn_rnn"), impl
+
+
+@pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
+@pytest.mark.parametrize(("op", "lbr"), CELLS)
+def test_gemm_path_short_constant_lengths(core: Any, op: str, lbr: bool, direction: str) -> None:
+    dirs = 2 if direction == "bidirectional" else 1
+    ins = inputs(op, dirs, [T, 2, 0], seed=7, lbr=lbr)
+    attrs: dict[str, Any] = {"hidden_size": H, "direction": direction}
+    if op == "GRUSequence":
+        attrs["linear_before_reset"] = lbr
+    impl = run(core, op, ins, [1 + lengths_const(op), *weight_indices(op)], **attrs)
+    assert impl.startswith("rnn_gemm"), impl
+
+
+@pytest.mark.parametrize(("op", "lbr"), CELLS)
+def test_gemm_path_clip_and_activations(core: Any, op: str, lbr: bool) -> None:
+    acts = {"RNNSequence": ["relu"], "GRUSequence": ["sigmoid", "relu"],
+            "LSTMSequence": ["tanh", "sigmoid", "relu"]}[op]
+    ins = inputs(op, 2, [T] * B, seed=11, lbr=lbr)
+    ins[0] = ins[0] * 3  # larger pre-activations, so that the clip bites
+    attrs: dict[str, Any] = {"hidden_size": H, "direction": "bidirectional", "clip": 0.9, "activations": acts}
+    if op == "GRUSequence":
+        attrs["linear_before_reset"] = lbr
+    impl = run(core, op, ins, [1 + lengths_const(op), *weight_indices(op)], **attrs)
+    assert impl.startswith("rnn_gemm"), impl
+
+
+@pytest.mark.parametrize(("op", "lbr"), CELLS)
+def test_gemm_path_weights_at_run_time(core: Any, op: str, lbr: bool) -> None:
+    ins = inputs(op, 2, [T, 4, T], seed=13, lbr=lbr)
+    attrs: dict[str, Any] = {"hidden_size": H, "direction": "bidirectional"}
+    if op == "GRUSequence":
+        attrs["linear_before_reset"] = lbr
+    impl = run(core, op, ins, [], **attrs)
+    assert impl.startswith("rnn_gemm"), impl
+
+
+@pytest.mark.parametrize(("op", "lbr"), CELLS)
+def test_f64(core: Any, op: str, lbr: bool) -> None:
+    ins = inputs(op, 2, [T, 3, T], seed=17, lbr=lbr, dtype=np.float64)
+    attrs: dict[str, Any] = {"hidden_size": H, "direction": "bidirectional"}
+    if op == "GRUSequence":
+        attrs["linear_before_reset"] = lbr
+    impl = run(core, op, ins, weight_indices(op), rtol=1e-10, atol=1e-12, **attrs)
+    assert impl == "rnn_gemm:f64", impl
+
+
+@pytest.mark.parametrize("op", ["GRUSequence", "LSTMSequence"])
+def test_longer_sequence_wider_state(core: Any, op: str) -> None:
+    # enough steps and width for f32 rounding to accumulate; both paths stay close to the f64 reference
+    ins = inputs(op, 2, [40, 40], seed=19, batch=2, seq=40, hidden=48)
+    consts = [1 + lengths_const(op), *weight_indices(op)]
+    impl = run(core, op, ins, consts, rtol=1e-4, atol=1e-4, hidden_size=48, direction="bidirectional")
+    assert impl.startswith("onednn_rnn"), impl
+    ins[1 + lengths_const(op)] = np.array([40, 33], np.int32)
+    impl = run(core, op, ins, consts, rtol=1e-4, atol=1e-4, hidden_size=48, direction="bidirectional")
+    assert impl.startswith("rnn_gemm"), impl

@@ -117,6 +117,10 @@ std::unique_ptr<Kernel> make_reduce_logical_and(NodeDesc& n);
 std::string check_reduce_logical_and(const NodeDesc& n);
 std::unique_ptr<Kernel> make_reduce_logical_or(NodeDesc& n);
 std::string check_reduce_logical_or(const NodeDesc& n);
+std::unique_ptr<Kernel> make_quantized_convolution(NodeDesc& n);
+std::string check_quantized_convolution(const NodeDesc& n);
+std::unique_ptr<Kernel> make_quantized_mat_mul(NodeDesc& n);
+std::string check_quantized_mat_mul(const NodeDesc& n);
 std::unique_ptr<Kernel> make_reduce_max(NodeDesc& n);
 std::string check_reduce_max(const NodeDesc& n);
 std::unique_ptr<Kernel> make_reduce_mean(NodeDesc& n);
@@ -387,6 +391,9 @@ const std::vector<KernelEntry>& kernel_table() {
       {"NormalizeL2", make_normalize_l2, check_normalize_l2, false},
       {"GRN", make_grn, check_grn, false},
       {"TfIdfVectorizer", make_tf_idf_vectorizer, check_tf_idf_vectorizer, false},
+      // the CPU's own int8 ops (opforge_cpu/ops), made by its int8 graph pass
+      {"QuantizedConvolution", make_quantized_convolution, check_quantized_convolution, true},
+      {"QuantizedMatMul", make_quantized_mat_mul, check_quantized_mat_mul, false},
   };
   return table;
 }

@@ -21,6 +21,8 @@ from opforge.op import STRUCTURAL
 from opforge.opset.constant import ConstantAttrs
 from opforge.shape import PartialShape
 
+from opforge_cpu.ops import emit_cpu_op
+
 #: element-wise ops that oneDNN applies as a post-op of the op before them: name -> encoding
 _POST_OPS: dict[str, Callable[[Node], str | None]] = {
     "Relu": lambda n: "relu",
@@ -205,6 +207,8 @@ class Emitter:
         plugin_kernel = find_plugin_kernel(self.kernels, node)
         if plugin_kernel is not None:
             self.emit_plugin(node, plugin_kernel)
+            return
+        if emit_cpu_op(self, node):  # the CPU's own ops (opforge_cpu.ops: int8 kernels)
             return
         if not node.op.is_standard:
             raise UnsupportedOpError(

@@ -17,6 +17,7 @@ from opforge.transformations.constant_folding import ConstantFolding
 from opforge.transformations.dead_code import DeadCodeElimination
 
 from opforge_cpu.emit import contiguous, single_user
+from opforge_cpu.passes.int8 import fuse_int8
 
 # ---------------------------------------------------------------------------------- rewrites
 
@@ -48,6 +49,7 @@ def specialize(model: Model, shapes: Mapping[int, tuple[int, ...]] | None,
     _fold_batch_norm(m)
     _rewrite_gelu(m)
     _rewrite_layer_norm(m)
+    fuse_int8(m)  # quantized Conv/MatMul regions -> int8 kernels (passes/int8.py)
     _fold(m)
     return m
 

@@ -1,0 +1,147 @@
+// See quantized_common.hpp.
+#include "kernels/quantized_common.hpp"
+
+#include <cmath>
+
+namespace opforge_cpu {
+
+namespace {
+dnnl::memory const_memory(dnnl::memory::data_type t, int64_t n, const void* data, size_t elem) {
+  dnnl::memory m(dnnl::memory::desc({n}, t, dnnl::memory::format_tag::a), cpu_engine());
+  std::memcpy(m.get_data_handle(), data, static_cast<size_t>(n) * elem);
+  return m;
+}
+
+struct QuantBound : Bound {
+  std::unordered_map<int, dnnl::memory> args, reorder_args;
+};
+
+bool is_int8(DType t) { return t == DType::u8 || t == DType::i8; }
+}  // namespace
+
+std::string check_quantized(const NodeDesc& n) {
+  if (n.inputs.size() < 3 || n.inputs.size() > 4) return "needs data, weights, weight scales and an optional bias";
+  if (!is_int8(n.in(0).dtype)) return std::string("data is ") + dtype_name(n.in(0).dtype) + ", expected u8 or i8";
+  if (n.in(1).dtype != DType::i8) return std::string("weights are ") + dtype_name(n.in(1).dtype) + ", expected i8";
+  for (size_t i = 1; i < n.inputs.size(); ++i)
+    if (!n.is_const(static_cast<int>(i))) return "input " + std::to_string(i) + " must be a constant";
+  for (size_t i = 2; i < n.inputs.size(); ++i)
+    if (n.in(static_cast<int>(i)).dtype != DType::f32) return "input " + std::to_string(i) + " must be f32";
+  if (!n.outputs.empty()) {
+    DType o = n.outputs[0].dtype;
+    if (!is_int8(o) && o != DType::f32) return std::string("output is ") + dtype_name(o) + ", expected u8, i8 or f32";
+  }
+  return "";
+}
+
+QuantParams quant_params(const NodeDesc& n, int64_t channels) {
+  std::string why = check_quantized(n);
+  if (!why.empty()) throw CompileFailure(why);
+  QuantParams q;
+  q.src_scale = static_cast<float>(n.attrs.f("src_scale"));
+  q.src_zero_point = static_cast<int32_t>(n.attrs.i("src_zero_point", 0));
+  q.out = n.outputs[0].dtype;
+  if (q.out != DType::f32) {
+    q.dst_scale = static_cast<float>(n.attrs.f("dst_scale"));
+    q.dst_zero_point = static_cast<int32_t>(n.attrs.i("dst_zero_point", 0));
+  }
+  if (!(q.src_scale > 0.f) || !std::isfinite(q.src_scale) || !(q.dst_scale > 0.f) || !std::isfinite(q.dst_scale))
+    throw CompileFailure("activation scales must be positive and finite");
+  auto count = [](const TensorInfo& t) {
+    int64_t c = 1;
+    for (auto d : t.shape) c *= d;
+    return c;
+  };
+  if (count(n.in(2)) != channels)
+    throw CompileFailure("weight scales have " + std::to_string(count(n.in(2))) + " values, expected one per output channel (" +
+                         std::to_string(channels) + ")");
+  const float* s = static_cast<const float*>(n.inputs[2].const_data);
+  q.wei_scales.assign(s, s + channels);
+  if (n.inputs.size() > 3) {
+    if (count(n.in(3)) != channels)
+      throw CompileFailure("bias has " + std::to_string(count(n.in(3))) + " values, expected " + std::to_string(channels));
+    const float* b = static_cast<const float*>(n.inputs[3].const_data);
+    q.bias.assign(b, b + channels);
+    q.has_bias = true;
+  }
+  q.post_ops = n.attrs.is_none("post_ops") || !n.attrs.has("post_ops") ? std::vector<std::string>{} : n.attrs.strings("post_ops");
+  return q;
+}
+
+dnnl::primitive_attr quant_attr(const QuantParams& q, int wei_mask) {
+  dnnl::primitive_attr attr = default_attr();
+  attr.set_scales_mask(DNNL_ARG_SRC, 0);
+  attr.set_scales_mask(DNNL_ARG_WEIGHTS, wei_mask);
+  if (q.src_zero_point != 0) attr.set_zero_points_mask(DNNL_ARG_SRC, 0);
+  if (q.out != DType::f32) {
+    attr.set_scales_mask(DNNL_ARG_DST, 0);
+    if (q.dst_zero_point != 0) attr.set_zero_points_mask(DNNL_ARG_DST, 0);
+  }
+  dnnl::post_ops ops;
+  if (append_post_ops(ops, q.post_ops) >= 0) throw CompileFailure("a quantized op takes no fused sum");
+  attr.set_post_ops(ops);
+  return attr;
+}
+
+void QuantizedKernel::finish(const dnnl::primitive& p, const dnnl::primitive_desc_base& pd,
+                             const dnnl::memory::desc& user_src, const void* wei_data,
+                             const dnnl::memory::desc& wei_plain, const dnnl::memory::desc& bias_md,
+                             const QuantParams& q) {
+  prim_ = p;
+  scratch_md_ = pd.scratchpad_desc();
+  prim_scratch_ = (scratch_md_.get_size() + 63) / 64 * 64;
+  src_md_ = pd.query_md(dnnl::query::src_md);
+  dst_md_ = pd.query_md(dnnl::query::dst_md);
+  src_user_md_ = user_src;
+  if (src_md_ != user_src) {
+    has_src_reorder_ = true;
+    src_reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), user_src, cpu_engine(), src_md_));
+    src_bytes_ = (src_md_.get_size() + 63) / 64 * 64;
+  }
+  const char* info = pd.impl_info_str();
+  impl_ = info ? info : "onednn";
+  using dt = dnnl::memory::data_type;
+  consts_.emplace_back(DNNL_ARG_WEIGHTS, pack_constant(wei_data, wei_plain, pd.weights_desc()));
+  if (q.has_bias) {
+    dnnl::memory b(bias_md, cpu_engine());
+    std::memcpy(b.get_data_handle(), q.bias.data(), q.bias.size() * sizeof(float));
+    consts_.emplace_back(DNNL_ARG_BIAS, b);
+  }
+  consts_.emplace_back(DNNL_ARG_ATTR_SCALES | DNNL_ARG_SRC, const_memory(dt::f32, 1, &q.src_scale, 4));
+  consts_.emplace_back(DNNL_ARG_ATTR_SCALES | DNNL_ARG_WEIGHTS,
+                       const_memory(dt::f32, static_cast<int64_t>(q.wei_scales.size()), q.wei_scales.data(), 4));
+  if (q.src_zero_point != 0)
+    consts_.emplace_back(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, const_memory(dt::s32, 1, &q.src_zero_point, 4));
+  if (q.out != DType::f32) {
+    // oneDNN divides by the destination scale: dst = y / s_dst + z_dst
+    consts_.emplace_back(DNNL_ARG_ATTR_SCALES | DNNL_ARG_DST, const_memory(dt::f32, 1, &q.dst_scale, 4));
+    if (q.dst_zero_point != 0)
+      consts_.emplace_back(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, const_memory(dt::s32, 1, &q.dst_zero_point, 4));
+  }
+}
+
+std::unique_ptr<Bound> QuantizedKernel::bind(const TensorView* in, size_t, const TensorView* out, size_t, void* scratch) {
+  auto b = std::make_unique<QuantBound>();
+  auto& eng = cpu_engine();
+  char* s = static_cast<char*>(scratch);
+  if (has_src_reorder_) {
+    dnnl::memory user(src_user_md_, eng, in[0].data);
+    dnnl::memory inner(src_md_, eng, s + prim_scratch_);
+    b->reorder_args = {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, inner}};
+    b->args.emplace(DNNL_ARG_SRC, inner);
+  } else {
+    b->args.emplace(DNNL_ARG_SRC, dnnl::memory(src_md_, eng, in[0].data));
+  }
+  b->args.emplace(DNNL_ARG_DST, dnnl::memory(dst_md_, eng, out[0].data));
+  for (const auto& c : consts_) b->args.emplace(c.first, c.second);
+  if (prim_scratch_) b->args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(scratch_md_, eng, s));
+  return b;
+}
+
+void QuantizedKernel::run(RunContext& ctx, const TensorView*, TensorView*, Bound* bound) {
+  auto* b = static_cast<QuantBound*>(bound);
+  if (has_src_reorder_) src_reorder_.execute(*ctx.stream, b->reorder_args);
+  prim_.execute(*ctx.stream, b->args);
+}
+
+}  // namespace opforge_cpu

@@ -1,0 +1,68 @@
+// What QuantizedConvolution and QuantizedMatMul share (see opforge_cpu/ops/_quantized.py): the
+// scales and zero points as oneDNN 3.x attributes, and a kernel that runs one int8 primitive
+// (weights, weight scales and bias packed once at build time; a plain source reordered into the
+// layout the primitive wants, in scratch, when they differ).
+//
+// oneDNN computes dst = saturate(round(post_ops(s_src * s_wei[c] * sum((src - z_src) * wei) + bias)
+// / s_dst) + z_dst): DequantizeLinear -> op -> bias -> Relu/Clip -> QuantizeLinear of the QDQ
+// graph, with the sum exact in s32 and rounding half to even (the CPU's default mode).
+#pragma once
+
+#include <cstring>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/dnnl_util.hpp"
+
+namespace opforge_cpu {
+
+struct QuantParams {
+  float src_scale = 1.f;
+  int32_t src_zero_point = 0;
+  float dst_scale = 1.f;
+  int32_t dst_zero_point = 0;
+  DType out = DType::f32;
+  bool has_bias = false;
+  std::vector<float> wei_scales;
+  std::vector<float> bias;
+  std::vector<std::string> post_ops;
+};
+
+// Reads the attributes and the constant inputs 2 (weight scales) and 3 (bias) of `n`, checking
+// them against `channels` output channels; CompileFailure names what is wrong.
+QuantParams quant_params(const NodeDesc& n, int64_t channels);
+// "" when `n` is a quantized op the kernels can run (u8/i8 data, constant i8 weights, f32
+// constant scales/bias, u8/i8/f32 output), else why not.
+std::string check_quantized(const NodeDesc& n);
+// Scales (weights per `wei_mask`), zero points and post-ops on a primitive attribute.
+dnnl::primitive_attr quant_attr(const QuantParams& q, int wei_mask);
+
+class QuantizedKernel : public Kernel {
+ public:
+  void run(RunContext& ctx, const TensorView* in, TensorView* out, Bound* bound) override;
+  std::unique_ptr<Bound> bind(const TensorView* in, size_t n_in, const TensorView* out, size_t n_out,
+                              void* scratch) override;
+  size_t scratch_bytes() const override { return prim_scratch_ + src_bytes_ + 64; }
+  std::string impl_name() const override { return impl_; }
+  // weights, their scales and the bias are copied into the kernel: never read at run time
+  bool packs_input(int i) const override { return i >= 1; }
+
+  // Called once the primitive descriptor exists: packs the weights (plain `wei_plain` at
+  // `wei_data`) into the layout it chose and keeps the scales, zero points and the bias
+  // (described by `bias_md` when there is one).
+  void finish(const dnnl::primitive& p, const dnnl::primitive_desc_base& pd, const dnnl::memory::desc& user_src,
+              const void* wei_data, const dnnl::memory::desc& wei_plain, const dnnl::memory::desc& bias_md,
+              const QuantParams& q);
+
+ private:
+  dnnl::primitive prim_;
+  dnnl::reorder src_reorder_;
+  bool has_src_reorder_ = false;
+  dnnl::memory::desc src_md_, src_user_md_, dst_md_, scratch_md_;
+  std::vector<std::pair<int, dnnl::memory>> consts_;  // weights, bias, scales, zero points
+  size_t prim_scratch_ = 0, src_bytes_ = 0;
+  std::string impl_;
+};
+
+}  // namespace opforge_cpu

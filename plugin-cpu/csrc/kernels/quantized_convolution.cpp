@@ -1,0 +1,75 @@
+// QuantizedConvolution (opforge_cpu/ops/quantized_convolution.py): one oneDNN int8 convolution,
+// u8/s8 source with a zero point, s8 weights with per-output-channel scales (packed once), f32
+// bias, fused relu/clip, and a u8/s8 (requantized) or f32 destination. oneDNN picks the kernel
+// for the host: AMX, AVX-512 VNNI, AVX2 VNNI or plain AVX2 u8s8.
+#include "core/nn.hpp"
+#include "kernels/quantized_common.hpp"
+
+namespace opforge_cpu {
+
+namespace {
+dnnl::memory::desc any_of(DType t, const Shape& s) {
+  return dnnl::memory::desc(to_dims(s), dnnl_type(t), dnnl::memory::format_tag::any);
+}
+}  // namespace
+
+std::string check_quantized_convolution(const NodeDesc& n) {
+  std::string why = check_quantized(n);
+  if (!why.empty()) return why;
+  const size_t r = n.in(0).shape.size();
+  if (r < 3 || r > 5) return "convolution of rank " + std::to_string(r) + " is not supported (1D to 3D)";
+  if (n.in(1).shape.size() != r && n.in(1).shape.size() != r + 1) return "weights must have the data's rank (or one more: grouped)";
+  return "";
+}
+
+std::unique_ptr<Kernel> make_quantized_convolution(NodeDesc& n) {
+  std::string why = check_quantized_convolution(n);
+  if (!why.empty()) throw CompileFailure(why);
+  const Shape& xs = n.in(0).shape;
+  const Shape& ws = n.in(1).shape;
+  const Shape& ys = n.outputs[0].shape;
+  const bool grouped = ws.size() == xs.size() + 1;
+  const int sp = static_cast<int>(xs.size()) - 2;
+  std::vector<int64_t> kernel(ws.end() - sp, ws.end());
+  auto strides = n.attrs.ints("strides", std::vector<int64_t>(sp, 1));
+  auto dil = n.attrs.ints("dilations", std::vector<int64_t>(sp, 1));
+  std::vector<int64_t> pb, pe;
+  window_pads(n, xs, ys, kernel, strides, dil, pb, pe);
+  dnnl::memory::dims ddil;
+  for (auto d : dil) ddil.push_back(d - 1);
+  const int64_t channels = ys[1];
+  QuantParams q = quant_params(n, channels);
+  // per output channel: dimension 0 of [C_out, C_in, k...], dimensions 0 and 1 of [G, C_out/G, ...]
+  const int wei_mask = grouped ? 3 : 1;
+  dnnl::primitive_attr attr = quant_attr(q, wei_mask);
+
+  auto wdims = to_dims(ws);
+  auto w_plain = plain_md(DType::i8, ws);
+  auto w_any = dnnl::memory::desc(wdims, dnnl::memory::data_type::s8, dnnl::memory::format_tag::any);
+  auto bias_md = dnnl::memory::desc({channels}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::a);
+  auto user_src = md_of(n.in(0));
+  auto mk = [&](const dnnl::memory::desc& s) {
+    auto d = any_of(q.out, ys);
+    return q.has_bias ? dnnl::convolution_forward::primitive_desc(
+                            cpu_engine(), dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, s,
+                            w_any, bias_md, d, to_dims(strides), ddil, to_dims(pb), to_dims(pe), attr)
+                      : dnnl::convolution_forward::primitive_desc(
+                            cpu_engine(), dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, s,
+                            w_any, d, to_dims(strides), ddil, to_dims(pb), to_dims(pe), attr);
+  };
+  dnnl::convolution_forward::primitive_desc pd;
+  try {
+    // the source layout the fastest implementation wants (nhwc for int8); a tensor in another
+    // layout is reordered into scratch by the kernel
+    pd = mk(any_of(n.in(0).dtype, xs));
+  } catch (const dnnl::error&) {
+    pd = mk(user_src);
+  }
+  auto k = std::make_unique<QuantizedKernel>();
+  k->finish(dnnl::convolution_forward(pd), pd, user_src, n.inputs[1].const_data, w_plain, bias_md, q);
+  n.outputs[0].md = pd.dst_desc();
+  n.outputs[0].blocked = pd.dst_desc() != plain_md(q.out, ys);
+  return k;
+}
+
+}  // namespace opforge_cpu

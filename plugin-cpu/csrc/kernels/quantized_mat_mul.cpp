@@ -1,0 +1,43 @@
+// QuantizedMatMul (opforge_cpu/ops/quantized_mat_mul.py): one oneDNN int8 matmul of a plain
+// u8/s8 source [..., M, K] (zero point) and constant s8 weights [K, N] with per-column scales
+// (packed once), f32 bias, fused relu/clip, u8/s8 (requantized) or f32 destination [..., M, N].
+#include "core/nn.hpp"
+#include "kernels/quantized_common.hpp"
+
+namespace opforge_cpu {
+
+std::string check_quantized_mat_mul(const NodeDesc& n) {
+  std::string why = check_quantized(n);
+  if (!why.empty()) return why;
+  if (n.in(0).shape.size() < 2 || n.in(0).shape.size() > 12) return "data must have rank 2 to 12";
+  if (n.in(1).shape.size() != 2) return "weights must be a [K, N] matrix";
+  if (n.in(0).shape.back() != n.in(1).shape[0]) return "inner dimensions differ";
+  return "";
+}
+
+std::unique_ptr<Kernel> make_quantized_mat_mul(NodeDesc& n) {
+  std::string why = check_quantized_mat_mul(n);
+  if (!why.empty()) throw CompileFailure(why);
+  const Shape& xs = n.in(0).shape;
+  const Shape& ys = n.outputs[0].shape;
+  const int rank = static_cast<int>(xs.size());
+  const int64_t K = n.in(1).shape[0], N = n.in(1).shape[1];
+  QuantParams q = quant_params(n, N);
+  dnnl::primitive_attr attr = quant_attr(q, 1 << (rank - 1));  // per column of the weights
+  Shape wdims(rank, 1), bdims(rank, 1);
+  wdims[rank - 2] = K;
+  wdims[rank - 1] = N;
+  bdims[rank - 1] = N;
+  auto src = plain_md(n.in(0).dtype, xs);
+  auto w_plain = plain_md(DType::i8, wdims);
+  auto w_any = dnnl::memory::desc(to_dims(wdims), dnnl::memory::data_type::s8, dnnl::memory::format_tag::any);
+  auto dst = plain_md(q.out, ys);
+  auto bias_md = plain_md(DType::f32, bdims);
+  auto pd = q.has_bias ? dnnl::matmul::primitive_desc(cpu_engine(), src, w_any, bias_md, dst, attr)
+                       : dnnl::matmul::primitive_desc(cpu_engine(), src, w_any, dst, attr);
+  auto k = std::make_unique<QuantizedKernel>();
+  k->finish(dnnl::matmul(pd), pd, src, n.inputs[1].const_data, w_plain, bias_md, q);
+  return k;
+}
+
+}  // namespace opforge_cpu

@@ -1,0 +1,110 @@
+"""What the quantized (int8) ops share: their scale/zero-point attributes and a NumPy reference of
+the arithmetic their oneDNN kernels do.
+
+The real-valued computation is ``y = op(s_x * (x - z_x), s_w[c] * w) + bias``, then the fused
+element-wise post-ops, then either ``y`` itself (f32 output) or
+``saturate(round_half_to_even(y / s_y) + z_y)`` in u8/i8: exactly DequantizeLinear ->
+op -> [Add bias] -> [Relu/Clip] -> QuantizeLinear of the QDQ graph it replaces.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+from opforge.element_type import Type
+from opforge.op import CostClass, InferContext, Op, OpAttrs, TensorSpec
+
+#: the element types a quantized op may produce
+OutputType = Literal["u8", "i8", "f32"]
+
+
+class QuantizationAttrs(OpAttrs):
+    """Per-tensor activation scales and zero points; per-output-channel weight scales are input 2."""
+
+    src_scale: float
+    src_zero_point: int = 0
+    #: ignored for an f32 output
+    dst_scale: float = 1.0
+    dst_zero_point: int = 0
+    output_type: OutputType = "f32"
+    #: element-wise tail, in the emitter's encoding ("relu", "clip:lo:hi")
+    post_ops: list[str] = []
+
+
+class QuantizedOp(Op):
+    """Inputs: 0 data (u8 or i8), 1 weights (i8 constant), 2 weight scales (f32 [C_out]),
+    3 optional bias (f32 [C_out], in real units, added after the scales)."""
+
+    version = "opforge_cpu"
+    cost_class = CostClass.COMPUTE
+    min_inputs = 3
+    max_inputs = 4
+    #: run by the CPU device's C++ kernel of this type name (see ``opforge_cpu.ops``)
+    cpu_internal: ClassVar[bool] = True
+
+    @classmethod
+    def inner_op(cls, data_rank: int | None, weights_rank: int | None) -> type[Op]:
+        """The standard op computing the real-valued product (shape inference, reference)."""
+        raise NotImplementedError
+
+    @classmethod
+    def inner_attrs(cls, attrs: Any) -> OpAttrs:
+        raise NotImplementedError
+
+    @classmethod
+    def infer(cls, ctx: InferContext) -> list[TensorSpec]:
+        a: QuantizationAttrs = ctx.attrs  # type: ignore[assignment]
+        if ctx.input_type(0) not in (Type.u8, Type.i8):
+            raise ctx.error(f"input 0 (data) is {ctx.input_type(0)}, expected u8 or i8")
+        if ctx.input_type(1) is not Type.i8:
+            raise ctx.error(f"input 1 (weights) is {ctx.input_type(1)}, expected i8")
+        for i in range(2, ctx.num_inputs):
+            if ctx.input_type(i) is not Type.f32:
+                raise ctx.error(f"input {i} ({'weight scales' if i == 2 else 'bias'}) is {ctx.input_type(i)}, expected f32")
+        specs = [TensorSpec(Type.f32, ctx.input_shape(0)), TensorSpec(Type.f32, ctx.input_shape(1))]
+        op = cls.inner_op(ctx.input_shape(0).rank, ctx.input_shape(1).rank)
+        shape = op.infer(InferContext(ctx.node_name, op, cls.inner_attrs(a), specs, [None, None]))[0].shape
+        return [TensorSpec(Type.parse(a.output_type), shape)]
+
+    @classmethod
+    def evaluate(cls, attrs: Any, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        a: QuantizationAttrs = attrs
+        x = (inputs[0].astype(np.float64) - a.src_zero_point) * a.src_scale
+        w = cls.scale_weights(inputs[1].astype(np.float64), np.asarray(inputs[2], np.float64))
+        op = cls.inner_op(inputs[0].ndim, inputs[1].ndim)
+        y = np.asarray(op.evaluate(cls.inner_attrs(a), [x, w])[0], np.float64)
+        if len(inputs) > 3:
+            y = y + cls.channel_shaped(np.asarray(inputs[3], np.float64), y.ndim)
+        y = apply_post_ops(y, a.post_ops)
+        return [requantize(y, a)]
+
+    @classmethod
+    def scale_weights(cls, w: np.ndarray, scales: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    @classmethod
+    def channel_shaped(cls, v: np.ndarray, rank: int) -> np.ndarray:
+        """A per-output-channel vector shaped to broadcast against the output."""
+        raise NotImplementedError
+
+
+def apply_post_ops(y: np.ndarray, post_ops: list[str]) -> np.ndarray:
+    for p in post_ops:
+        name, *args = p.split(":")
+        if name == "relu":
+            y = np.maximum(y, 0.0)
+        elif name == "clip":
+            y = np.clip(y, float(args[0]), float(args[1]))
+        else:
+            raise ValueError(f"quantized op: post-op '{p}' has no reference")
+    return y
+
+
+def requantize(y: np.ndarray, a: QuantizationAttrs) -> np.ndarray:
+    if a.output_type == "f32":
+        return y.astype(np.float32)
+    t = np.dtype(np.uint8 if a.output_type == "u8" else np.int8)
+    info = np.iinfo(t)
+    q = np.rint(y / a.dst_scale) + a.dst_zero_point
+    return np.clip(q, info.min, info.max).astype(t)

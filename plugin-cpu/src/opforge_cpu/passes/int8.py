@@ -1,0 +1,352 @@
+"""int8 execution of quantized models: the CPU graph pass that turns the f32 decomposition of a
+quantized convolution or MatMul back into one int8 node.
+
+The ONNX frontend decomposes QuantizeLinear/DequantizeLinear (QDQ models, as ONNX Runtime's
+static quantizer writes them) and QLinearConv/QLinearMatMul into element-wise chains, so that
+every device can run them in f32. Here the CPU recognises, around each Convolution,
+GroupConvolution and MatMul with constant weights::
+
+    QDQ:     (Convert(q_x) - z_x) * s_x  ->  op(., W)  [+ bias] [Relu/Clamp]  [-> quantize -> q_y]
+    QLinear: Convert(q_x, i32) - z_x    ->  op(., W_i32) [+ bias_i32] -> requantize(M) -> q_y
+
+and replaces the whole region by one QuantizedConvolution/QuantizedMatMul (``opforge_cpu.ops``)
+reading the u8/i8 tensor ``q_x`` and writing ``q_y`` (or the f32 value when no quantize
+follows), which the C++ kernels run as one oneDNN int8 primitive.
+
+Weights: the frontend folds DequantizeLinear of constant weights into f32 constants while
+converting, so the int8 weights are recovered from them (``int8_weights``): a weight tensor is
+used in int8 only when every output channel is *exactly* (to f32 rounding) an int8 vector times
+one scale, i.e. when the int8 form loses nothing. Anything else stays f32 and runs as before.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import ClassVar
+
+import numpy as np
+from opforge.element_type import Type
+from opforge.graph import Model, Node, Output
+from opforge.opset.constant import Constant
+from opforge.transformations import pattern as p
+
+from opforge_cpu.ops.quantized_convolution import QuantizedConvolution
+from opforge_cpu.ops.quantized_mat_mul import QuantizedMatMul
+
+#: max |q| of the symmetric int8 ranges quantizers use for weights: [-127, 127] (ONNX Runtime,
+#: OpenVINO's NNCF), [-128, 127], and the 7-bit "reduce_range" ones
+_WEIGHT_RANGES = (127.0, 128.0, 63.0, 64.0)
+#: how far (relative to the channel's largest |w|) a weight may be from q * scale: f32 rounding of
+#: the dequantized product and of the recovered scale stay below 2^-22; a weight that is not
+#: int8 * scale misses by ~1/4 step (~2e-3 of the largest |w|)
+_WEIGHT_TOLERANCE = 1e-6
+
+_INT8 = {Type.u8: (0, 255), Type.i8: (-128, 127)}
+
+
+@dataclasses.dataclass
+class QuantizedInput:
+    """A u8/i8 tensor read through a per-tensor (de)quantization: real = scale * (q - zero_point)."""
+
+    q: Output
+    scale: float
+    zero_point: int
+
+
+@dataclasses.dataclass
+class Requantize:
+    """Where a quantized op's result goes: real y -> saturate(round(y / scale) + zero_point)."""
+
+    out: Output
+    scale: float
+    zero_point: int
+    type: Type
+    nodes: list[Node]
+
+
+def _std(n: Node, *types: str) -> bool:
+    return n.op.is_standard and n.type_name in types
+
+
+def _scalar(out: Output) -> float | None:
+    v = out.node.constant_value()
+    if v is None or v.size != 1:
+        return None
+    f = float(np.asarray(v).reshape(-1)[0])
+    return f if math.isfinite(f) else None
+
+
+def _integral(v: float | None, t: Type) -> int | None:
+    if v is None or v != round(v):
+        return None
+    lo, hi = _INT8[t]
+    return int(v) if lo <= v <= hi else None
+
+
+def _single_user(uses: dict[Output, list[tuple[Node, int]]], out: Output) -> Node | None:
+    u = uses.get(out, [])
+    return u[0][0] if len(u) == 1 else None
+
+
+def dequantized(out: Output) -> QuantizedInput | None:
+    """``out`` as DequantizeLinear of a u8/i8 tensor: ``(Convert(q) - z) * s`` in f32, per tensor."""
+    n = out.node
+    if out.element_type is not Type.f32 or not _std(n, "Multiply"):
+        return None
+    for a, b in ((0, 1), (1, 0)):
+        s = _scalar(n.inputs[b])
+        if s is None or s <= 0:
+            continue
+        inner = n.inputs[a].node
+        z: float | None = 0.0
+        if _std(inner, "Subtract"):
+            z = _scalar(inner.inputs[1])
+            inner = inner.inputs[0].node
+        if not _std(inner, "Convert") or inner.inputs[0].element_type not in _INT8:
+            continue
+        zp = _integral(z, inner.inputs[0].element_type)
+        if zp is not None:
+            return QuantizedInput(inner.inputs[0], s, zp)
+    return None
+
+
+def centred(out: Output) -> QuantizedInput | None:
+    """``out`` as the zero-point-centred i32 operand of QLinearConv/QLinearMatMul:
+    ``Convert(q, i32) - z`` (scale 1: the scales are in the requantization)."""
+    n = out.node
+    if out.element_type is not Type.i32:
+        return None
+    z: float | None = 0.0
+    if _std(n, "Subtract"):
+        z = _scalar(n.inputs[1])
+        n = n.inputs[0].node
+    if not _std(n, "Convert") or n.inputs[0].element_type not in _INT8:
+        return None
+    zp = _integral(z, n.inputs[0].element_type)
+    return None if zp is None else QuantizedInput(n.inputs[0], 1.0, zp)
+
+
+def quantize_after(uses: dict[Output, list[tuple[Node, int]]], y: Output) -> Requantize | None:
+    """The QuantizeLinear decomposition reading f32 ``y`` alone:
+    Convert(Clamp(Round_even(y / s) [+ z], lo, hi)) with [lo, hi] the u8/i8 range."""
+    d = _single_user(uses, y)
+    if d is None or not _std(d, "Divide") or d.inputs[0] != y:
+        return None
+    s = _scalar(d.inputs[1])
+    r = _single_user(uses, d.output(0))
+    if s is None or s <= 0 or r is None or not _std(r, "Round") or r.attrs.mode != "half_to_even":  # type: ignore[attr-defined]
+        return None
+    nodes = [d, r]
+    cur = r.output(0)
+    z: float | None = 0.0
+    n = _single_user(uses, cur)
+    if n is not None and _std(n, "Add"):
+        z = _scalar(n.inputs[1] if n.inputs[0] == cur else n.inputs[0])
+        nodes.append(n)
+        cur = n.output(0)
+        n = _single_user(uses, cur)
+    if n is None or not _std(n, "Clamp"):
+        return None
+    c = _single_user(uses, n.output(0))
+    if c is None or not _std(c, "Convert") or c.output(0).element_type not in _INT8:
+        return None
+    t = c.output(0).element_type
+    lo, hi = _INT8[t]
+    zp = _integral(z, t)
+    if zp is None or (n.attrs.min, n.attrs.max) != (float(lo), float(hi)):  # type: ignore[attr-defined]
+        return None
+    return Requantize(c.output(0), s, zp, t, [*nodes, n, c])
+
+
+def requantize_after(uses: dict[Output, list[tuple[Node, int]]], acc: Output, channels: int, conv: bool
+                     ) -> tuple[np.ndarray, Requantize] | None:
+    """The QLinear requantization of i32 ``acc`` (``opforge_onnx.ops._integer.requantize``):
+    Convert(Min(Max(Round_even(f64(acc) * M) [+ z], lo), hi)). Returns M per channel."""
+    cv = _single_user(uses, acc)
+    if cv is None or not _std(cv, "Convert") or cv.output(0).element_type is not Type.f64:
+        return None
+    mul = _single_user(uses, cv.output(0))
+    if mul is None or not _std(mul, "Multiply"):
+        return None
+    mv = (mul.inputs[1] if mul.inputs[0] == cv.output(0) else mul.inputs[0]).node.constant_value()
+    rank = len(acc.shape)
+    m = _channel_vector(mv, rank, channels, conv=conv)
+    rnd = _single_user(uses, mul.output(0))
+    if m is None or np.any(m <= 0) or rnd is None or not _std(rnd, "Round") or rnd.attrs.mode != "half_to_even":  # type: ignore[attr-defined]
+        return None
+    nodes = [cv, mul, rnd]
+    cur = rnd.output(0)
+    z: float | None = 0.0
+    n = _single_user(uses, cur)
+    if n is not None and _std(n, "Add"):
+        z = _scalar(n.inputs[1] if n.inputs[0] == cur else n.inputs[0])
+        nodes.append(n)
+        cur = n.output(0)
+        n = _single_user(uses, cur)
+    bounds = []
+    for name in ("Maximum", "Minimum"):
+        if n is None or not _std(n, name):
+            return None
+        bounds.append(_scalar(n.inputs[1] if n.inputs[0] == cur else n.inputs[0]))
+        nodes.append(n)
+        cur = n.output(0)
+        n = _single_user(uses, cur)
+    if n is None or not _std(n, "Convert") or n.output(0).element_type not in _INT8:
+        return None
+    t = n.output(0).element_type
+    zp = _integral(z, t)
+    if zp is None or tuple(bounds) != tuple(float(b) for b in _INT8[t]):
+        return None
+    return m, Requantize(n.output(0), 1.0, zp, t, [*nodes, n])
+
+
+def _channel_vector(v: np.ndarray | None, rank: int, channels: int, conv: bool) -> np.ndarray | None:
+    """A constant that varies at most along the output channel (axis 1 of a convolution's
+    output, the last axis of a MatMul's), as a [channels] f64 vector."""
+    if v is None or v.ndim > rank:
+        return None
+    a = np.asarray(v, np.float64)
+    s = (1,) * (rank - a.ndim) + a.shape
+    axis = 1 if conv else rank - 1
+    if any(d != 1 for i, d in enumerate(s) if i != axis) or s[axis] not in (1, channels):
+        return None
+    return np.broadcast_to(a.reshape(-1), (channels,)).copy()
+
+
+def int8_weights(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """``rows`` ([C_out, R] f32, one output channel per row) as int8 values times one scale per
+    row, when that is exact (see the module docstring); else None. Per-channel and per-tensor
+    scales both come out: a row's scale is its own largest |w| or the tensor's, over the range."""
+    if rows.size == 0 or rows.dtype != np.float32:
+        return None
+    w = rows.astype(np.float64)
+    row_max = np.abs(w).max(axis=1)
+    all_max = float(row_max.max())
+    if all_max == 0.0:
+        return None
+    scale = np.zeros(len(w))
+    q = np.zeros_like(w)
+    todo = np.ones(len(w), bool)
+    for peak in (row_max, np.full(len(w), all_max)):
+        for k in _WEIGHT_RANGES:
+            s = np.where(peak > 0, peak / k, 1.0)
+            qq = np.rint(w / s[:, None])
+            fits = (qq.max(axis=1) <= 127) & (qq.min(axis=1) >= -128)
+            exact = np.abs(qq * s[:, None] - w).max(axis=1) <= _WEIGHT_TOLERANCE * np.maximum(row_max, 1e-30)
+            take = todo & fits & exact
+            scale[take] = s[take]
+            q[take] = qq[take]
+            todo &= ~take
+    if todo.any():
+        return None
+    return q.astype(np.int8), scale.astype(np.float32)
+
+
+class Int8Fusion(p.MatcherPass):
+    """Convolution/GroupConvolution/MatMul of a dequantized (or zero-point-centred) u8/i8 input
+    and constant weights, with its tail -> one QuantizedConvolution/QuantizedMatMul."""
+
+    name: ClassVar[str] = "cpu_int8_fusion"
+
+    def pattern(self) -> p.PatternNode:
+        return p.op(["Convolution", "GroupConvolution", "MatMul"], p.capture("x"), p.capture("w", p.constant()),
+                    predicate=lambda out: out.node.op.is_standard and out.partial_shape.is_static)
+
+    def callback(self, match: p.Match, model: Model) -> bool:
+        node = match.root.node
+        x = match["x"]
+        if not x.partial_shape.is_static:
+            return False
+        integer = x.element_type is Type.i32
+        src = centred(x) if integer else dequantized(x)
+        if src is None:
+            return False
+        is_mm = node.type_name == "MatMul"
+        w = match.value("w")
+        if is_mm:
+            if node.attrs.transpose_a or w.ndim != 2 or len(x.shape) < 2:  # type: ignore[attr-defined]
+                return False
+            w = w if node.attrs.transpose_b else w.T  # type: ignore[attr-defined]
+            rows = w  # [N, K]: one row per output column
+        else:
+            rows = w.reshape(-1, int(np.prod(w.shape[2:] if node.type_name == "GroupConvolution" else w.shape[1:])))
+        channels = rows.shape[0]
+        uses = model.consumers()
+        if integer:
+            got = self._integer_weights(rows)
+        else:
+            got = int8_weights(rows)
+        if got is None:
+            return False
+        q_rows, w_scale = got
+        q_w = np.ascontiguousarray(q_rows.T) if is_mm else q_rows.reshape(w.shape)
+        fused = [node]
+        cur = node.output(0)
+        bias: np.ndarray | None = None
+        post: list[str] = []
+        out: Requantize | None = None
+        if integer:
+            user = _single_user(uses, cur)
+            if user is not None and _std(user, "Add"):
+                other = user.inputs[1] if user.inputs[0] == cur else user.inputs[0]
+                bias = _channel_vector(other.node.constant_value(), len(cur.shape), channels, conv=not is_mm)
+                if bias is None or other.element_type is not Type.i32:
+                    return False
+                fused.append(user)
+                cur = user.output(0)
+            req = requantize_after(uses, cur, channels, conv=not is_mm)
+            if req is None:
+                return False  # an i32 result read as such: the exact integer kernels run it
+            m, out = req
+            w_scale = (w_scale * m).astype(np.float32)  # real units = acc * M
+            if bias is not None:
+                bias = bias * m
+        else:
+            while True:
+                user = _single_user(uses, cur)
+                if user is None or user.output(0).element_type is not Type.f32 or tuple(user.output(0).shape) != tuple(cur.shape):
+                    break
+                if _std(user, "Add") and bias is None and not post:
+                    other = user.inputs[1] if user.inputs[0] == cur else user.inputs[0]
+                    bias = _channel_vector(other.node.constant_value(), len(cur.shape), channels, conv=not is_mm)
+                    if bias is None:
+                        break
+                elif _std(user, "Relu"):
+                    post.append("relu")
+                elif _std(user, "Clamp"):
+                    post.append(f"clip:{user.attrs.min!r}:{user.attrs.max!r}")  # type: ignore[attr-defined]
+                else:
+                    break
+                fused.append(user)
+                cur = user.output(0)
+            out = quantize_after(uses, cur)
+        attrs: dict[str, object] = {
+            "src_scale": src.scale, "src_zero_point": src.zero_point, "post_ops": post,
+            "output_type": "f32" if out is None else out.type.ir,
+        }
+        if out is not None:
+            attrs |= {"dst_scale": out.scale, "dst_zero_point": out.zero_point}
+        if not is_mm:
+            attrs |= {k: getattr(node.attrs, k) for k in ("strides", "pads_begin", "pads_end", "dilations", "auto_pad")}
+        consts = [q_w, w_scale] + ([] if bias is None else [bias.astype(np.float32)])
+        ins = [src.q] + [Node.create(Constant, [], {"value": np.ascontiguousarray(c)}, name=f"{node.name}/int8/{k}").output(0)
+                         for k, c in zip(("weights", "weight_scales", "bias"), consts)]
+        op = QuantizedMatMul if is_mm else QuantizedConvolution
+        new = Node.create(op, ins, attrs, name=node.name if out is None else out.out.node.name)
+        all_nodes = fused + ([] if out is None else out.nodes)
+        new.rt_info["fused_names"] = [n.name for n in all_nodes]
+        model.replace_output(cur if out is None else out.out, new.output(0))
+        return True
+
+    @staticmethod
+    def _integer_weights(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """Centred QLinear weights: i32 values that fit int8 (scale 1; M carries the scales)."""
+        if rows.dtype != np.int32 or rows.size == 0 or rows.min() < -128 or rows.max() > 127:
+            return None
+        return rows.astype(np.int8), np.ones(rows.shape[0], np.float32)
+
+
+def fuse_int8(model: Model) -> bool:
+    """Apply the int8 fusion to a static-shape model; whether anything changed."""
+    return Int8Fusion().apply(model)

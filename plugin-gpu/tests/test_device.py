@@ -124,6 +124,32 @@ def test_dynamic_batch_builds_a_plan_per_shape(core: opforge.Core) -> None:
     assert compiled.get_property("GPU_PLANS") == 2
 
 
+def test_plans_and_request_memory_are_bounded_and_folded_constants_stay_right(core: opforge.Core) -> None:
+    """More shapes than the plan cache keeps (PLAN_CACHE_SIZE): old plans are dropped, with the
+    request memory they used. Each plan folds a constant its shape decides (Range(0, width)):
+    the device copy of a dropped plan's constant must never serve a later plan whose constant
+    happens to reuse the freed array's id."""
+    from opforge.planning import PLAN_CACHE_SIZE
+
+    x = opforge.op("Parameter", element_type="f32", shape=[2, -1], name="x")
+    width = opforge.op("Gather", opforge.op("ShapeOf", x, output_type="i64"),
+                       opforge.op("Constant", value=np.array(1, np.int64)),
+                       opforge.op("Constant", value=np.array(0, np.int64)))
+    ramp = opforge.op("Range", opforge.op("Constant", value=np.array(0.0, np.float32)),
+                      opforge.op("Convert", width, destination_type="f32"),
+                      opforge.op("Constant", value=np.array(1.0, np.float32)), output_type="f32")
+    compiled = core.compile_model(Model([opforge.op("Add", x, ramp)], [x]), "GPU")
+    req = compiled.create_infer_request()
+    widths = list(range(1, PLAN_CACHE_SIZE + 6)) * 2
+    for w in widths:
+        a = rand([2, w], seed=w)
+        np.testing.assert_allclose(req.infer([a])[0], a + np.arange(w, dtype=np.float32), rtol=1e-6)
+    exe = compiled._executable  # type: ignore[attr-defined]
+    assert compiled.get_property("GPU_PLANS") == PLAN_CACHE_SIZE
+    assert exe.plans.built == len(widths) and exe.plans.evicted == len(widths) - PLAN_CACHE_SIZE
+    assert len(req._state.memory) == PLAN_CACHE_SIZE  # type: ignore[attr-defined]
+
+
 def test_threads_each_get_their_own_request(core: opforge.Core) -> None:
     from concurrent.futures import ThreadPoolExecutor
 

@@ -55,3 +55,30 @@ def test_identity_inside_a_graph(core: opforge.Core) -> None:
     supported(core, m)
     check(core, m, [rand([2, 3, 4])])
     check(core, m, [rand([2, 3, 4], seed=1)], config={"INFERENCE_PRECISION_HINT": "f16"}, rtol=1e-2, atol=1e-2)
+
+
+def test_epilogue_pass_records_what_built_in_kernels_absorb() -> None:
+    """EpilogueFusion (a planning pass) changes no node: it records each anchor's epilogue in its
+    rt_info, stopping at a node a custom kernel runs (it cannot be absorbed) and skipping an
+    anchor a custom kernel runs (it cannot apply one). A clone carries stale records: a run
+    replaces them."""
+    from opforge_gpu.epilogue import EPILOGUE, EpilogueFusion, epilogue_of
+
+    x = param([1, 4, 6, 6])
+    c = _conv(x, rand([6, 4, 3, 3], seed=9))
+    y = opforge.op("Relu", opforge.op("Add", c, const(rand([1, 6, 1, 1], seed=2))))
+    m = Model([y], [x])
+    ops = {n.type_name: n for n in m.get_ordered_ops()}
+
+    def members() -> list[str] | None:
+        ep = epilogue_of(ops["Convolution"])
+        return None if ep is None else [n.type_name for n in ep.members]
+
+    assert EpilogueFusion(lambda n: True).apply(m) is False
+    assert members() == ["Add", "Relu"]
+    ep = epilogue_of(ops["Convolution"])
+    assert ep is not None and ep.bias is not None and ep.act == 1
+    EpilogueFusion(lambda n: n.type_name != "Relu").apply(m)
+    assert members() == ["Add"]
+    EpilogueFusion(lambda n: n.type_name != "Convolution").apply(m)
+    assert members() is None and EPILOGUE not in ops["Convolution"].rt_info

@@ -190,3 +190,45 @@ def test_fourier_axes_and_sizes_fed_at_run_time(core: opforge.Core) -> None:
         got = compiled([data, np.asarray(axes, np.int64), np.asarray(size, np.int64)])[0]
         want = np.fft.fft(data[..., 0] + 1j * data[..., 1], n=size[0], axis=axes[0])
         np.testing.assert_allclose(got, np.stack([want.real, want.imag], -1), rtol=1e-4, atol=1e-4)
+
+
+# --- values only the data decides: core's staging ---------------------------------------------
+def test_shape_computed_from_data_runs_in_stages(core: opforge.Core) -> None:
+    """A Reshape to a shape read out of a tensor (ReduceMax of data): no plan can know it, so
+    the model runs in stages (a prefix computing the shape, a suffix planned per its value); the
+    GPU claims every node, and each value of the computed shape gets its own suffix plan."""
+    from opforge.planning import StagedExecutable
+
+    x, s = param([12], name="x"), param([2, 2100], name="s")  # too large to read as a value input
+    target = opforge.op("Convert", opforge.op("ReduceMax", s, const([1], np.int64), keep_dims=False),
+                        destination_type="i64")
+    m = Model([opforge.op("Relu", opforge.op("Reshape", x, target, special_zero=False))], [x, s])
+    supported(core, m)
+    compiled = core.compile_model(m, "GPU")
+    data = rand([12])
+    for rows, cols in ((3, 4), (2, 6), (3, 4)):
+        shape = np.zeros([2, 2100], np.float32)
+        shape[0, 5], shape[1, 2000] = rows, cols
+        np.testing.assert_array_equal(compiled([data, shape])[0], np.maximum(data, 0).reshape(rows, cols))
+    (staged,) = compiled._executable.plans.values()  # type: ignore[attr-defined]
+    assert isinstance(staged, StagedExecutable) and staged.in_suffix and staged.point.type_name == "Reshape"
+    assert len(staged.suffix.plans) == 2  # type: ignore[attr-defined]
+
+
+def test_unique_then_consumers_count_once_per_run(core: opforge.Core) -> None:
+    """Unique's stage is the node alone: a count pass, then a fill pass planned per count; the
+    nodes before it run once (the prefix), not once per pass."""
+    x = param([10], "i32")
+    u = opforge.op("Unique", opforge.op("Abs", x), sorted=True, index_element_type="i64",
+                   count_element_type="i64")
+    m = Model([opforge.op("Multiply", u.output(0), const(2, np.int32)), u.output(3)], [x])
+    compiled = core.compile_model(m, "GPU", {"ENABLE_PROFILING": True})
+    req = compiled.create_infer_request()
+    for seed in range(3):
+        xv = rand([10], np.int32, seed=seed, low=-4, high=4)
+        got = req.infer([xv])
+        want = evaluate_model(m, [xv])
+        for i, w in enumerate(want):
+            np.testing.assert_array_equal(got[i], w)
+        rows = [r["node_type"] for r in req.get_profiling_info()]
+        assert rows.count("Abs") == 1 and rows.count("Multiply") == 1 and "Unique" in rows

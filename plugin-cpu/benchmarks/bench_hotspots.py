@@ -1,0 +1,180 @@
+"""The three CPU hot spots of issue 15 on small onnx.helper models, opforge CPU vs OpenVINO f32.
+
+- ``silu_stack``: an EfficientNet-like stage, SiLU written as ``x * Sigmoid(x)`` after each 1x1 and
+  depthwise convolution, with squeeze-and-excitation (whose ``x * Sigmoid(se)`` is *not* SiLU);
+- ``power_gelu_rmsnorm``: RMSNorm (``Pow(x, 2)``, ReduceMean, ``Pow(., 0.5)`` reciprocal) and a
+  tanh-GELU (``Pow(x, 3)``) around a MatMul, as GPT-2/T5/LLaMA exporters write them;
+- ``unet_upsample``: a UNet decoder, bilinear ``Resize`` x2 (half_pixel, align_corners,
+  asymmetric) + Concat + 3x3 convolution, and the Resize on its own (``resize_only``).
+
+Prints median latencies (ms; engines timed in alternating rounds, so load that comes and goes
+falls on both alike), the ratio opforge / OpenVINO, the max abs difference of their outputs, and
+with ``--profile`` the top node types of each engine.
+
+    python plugin-cpu/benchmarks/bench_hotspots.py [--threads 1] [--runs 40] [--profile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_cpu import (  # the shared timing helpers of the main CPU benchmark
+    host_header,
+    interleaved_medians,
+    prepare_openvino,
+    prepare_opforge,
+    profile_openvino,
+    profile_opforge,
+    top_node_types,
+)
+
+
+class Builder:
+    """Collects nodes and seeded initializers of one onnx.helper graph."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = np.random.default_rng(seed)
+        self.nodes: list[Any] = []
+        self.inits: list[Any] = []
+        self.count = 0
+
+    def name(self, prefix: str) -> str:
+        self.count += 1
+        return f"{prefix}{self.count}"
+
+    def const(self, value: np.ndarray, prefix: str = "c") -> str:
+        from onnx import numpy_helper
+
+        n = self.name(prefix)
+        self.inits.append(numpy_helper.from_array(np.asarray(value), n))
+        return n
+
+    def node(self, op: str, inputs: list[str], **attrs: Any) -> str:
+        from onnx import helper
+
+        out = self.name(op.lower())
+        self.nodes.append(helper.make_node(op, inputs, [out], **attrs))
+        return out
+
+    def conv(self, x: str, cin: int, cout: int, k: int, group: int = 1) -> str:
+        w = (self.rng.standard_normal((cout, cin // group, k, k)) * (2.0 / (cin // group * k * k)) ** 0.5)
+        b = self.rng.standard_normal(cout) * 0.1
+        return self.node("Conv", [x, self.const(w.astype(np.float32), "w"), self.const(b.astype(np.float32), "b")],
+                         pads=[k // 2] * 4, group=group)
+
+    def silu(self, x: str) -> str:
+        return self.node("Mul", [x, self.node("Sigmoid", [x])])
+
+    def save(self, path: Path, inputs: dict[str, tuple[int, ...]], out: str, name: str) -> dict[str, np.ndarray]:
+        import onnx
+        from onnx import TensorProto, helper
+
+        graph = helper.make_graph(
+            self.nodes, name,
+            [helper.make_tensor_value_info(k, TensorProto.FLOAT, list(s)) for k, s in inputs.items()],
+            [helper.make_tensor_value_info(out, TensorProto.FLOAT, None)], self.inits)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        onnx.save(model, str(path))
+        feed_rng = np.random.default_rng(1)
+        return {k: feed_rng.standard_normal(s).astype(np.float32) for k, s in inputs.items()}
+
+
+def make_silu_stack(path: Path) -> dict[str, np.ndarray]:
+    b = Builder(0)
+    cur, c = "x", 32
+    for _ in range(4):
+        e = b.silu(b.conv(cur, c, c * 4, 1))
+        d = b.silu(b.conv(e, c * 4, c * 4, 3, group=c * 4))
+        se = b.node("GlobalAveragePool", [d])
+        se = b.silu(b.conv(se, c * 4, c // 2, 1))
+        se = b.node("Sigmoid", [b.conv(se, c // 2, c * 4, 1)])
+        d = b.node("Mul", [d, se])
+        cur = b.node("Add", [cur, b.conv(d, c * 4, c, 1)])
+    return b.save(path, {"x": (1, c, 56, 56)}, cur, "silu_stack")
+
+
+def make_power_block(path: Path) -> dict[str, np.ndarray]:
+    b = Builder(0)
+    hidden, seq = 512, 128
+    cur = "x"
+    two, three, half = (b.const(np.array(v, np.float32)) for v in (2.0, 3.0, 0.5))
+    for _ in range(2):
+        ms = b.node("ReduceMean", [b.node("Pow", [cur, two])], axes=[-1], keepdims=1)
+        rs = b.node("Reciprocal", [b.node("Pow", [b.node("Add", [ms, b.const(np.array(1e-6, np.float32))]), half])])
+        normed = b.node("Mul", [b.node("Mul", [cur, rs]), b.const(np.ones(hidden, np.float32))])
+        w = (b.rng.standard_normal((hidden, hidden)) / hidden**0.5).astype(np.float32)
+        h = b.node("MatMul", [normed, b.const(w, "w")])
+        inner = b.node("Add", [h, b.node("Mul", [b.node("Pow", [h, three]), b.const(np.array(0.044715, np.float32))])])
+        t = b.node("Tanh", [b.node("Mul", [inner, b.const(np.array((2 / np.pi) ** 0.5, np.float32))])])
+        g = b.node("Mul", [b.node("Mul", [h, b.const(np.array(0.5, np.float32))]),
+                           b.node("Add", [t, b.const(np.array(1.0, np.float32))])])
+        cur = b.node("Add", [cur, g])
+    return b.save(path, {"x": (1, seq, hidden)}, cur, "power_gelu_rmsnorm")
+
+
+def _resize(b: Builder, x: str, mode: str) -> str:
+    scales = b.const(np.array([1, 1, 2, 2], np.float32), "scales")
+    return b.node("Resize", [x, "", scales], mode="linear", coordinate_transformation_mode=mode)
+
+
+def make_unet_upsample(path: Path) -> dict[str, np.ndarray]:
+    b = Builder(0)
+    cur, c = "x", 64
+    skips = {"s1": (1, 32, 64, 64), "s2": (1, 16, 128, 128)}
+    for (skip, shape), mode in zip(skips.items(), ("half_pixel", "align_corners")):
+        up = _resize(b, cur, mode)
+        cat = b.node("Concat", [up, skip], axis=1)
+        cur = b.node("Relu", [b.conv(cat, c + shape[1], shape[1], 3)])
+        c = shape[1]
+    return b.save(path, {"x": (1, 64, 32, 32), **skips}, cur, "unet_upsample")
+
+
+def make_resize_only(path: Path) -> dict[str, np.ndarray]:
+    b = Builder(0)
+    out = _resize(b, _resize(b, "x", "half_pixel"), "asymmetric")
+    return b.save(path, {"x": (1, 32, 64, 64)}, out, "resize_only")
+
+
+MODELS = {
+    "silu_stack": make_silu_stack,
+    "power_gelu_rmsnorm": make_power_block,
+    "unet_upsample": make_unet_upsample,
+    "resize_only": make_resize_only,
+}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--threads", type=int, nargs="+", default=[1])
+    ap.add_argument("--runs", type=int, default=40)
+    ap.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
+    ap.add_argument("--profile", action="store_true", help="top node types of each engine")
+    args = ap.parse_args()
+    print(host_header())
+    print(f"{'model':<20} {'thr':>3} {'opforge ms':>11} {'OpenVINO ms':>12} {'ratio':>6} {'max |diff|':>11}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in args.models:
+            path = Path(tmp) / f"{name}.onnx"
+            feeds = MODELS[name](path)
+            for threads in args.threads:
+                of, of_out, _ = prepare_opforge(path, feeds, threads)
+                ov, ov_out, _ = prepare_openvino(path, feeds, threads)
+                t = interleaved_medians({"opforge": of, "openvino": ov}, args.runs)
+                diff = float(np.max(np.abs(of_out - ov_out)))
+                print(f"{name:<20} {threads:>3} {t['opforge']:>11.3f} {t['openvino']:>12.3f} "
+                      f"{t['opforge'] / t['openvino']:>6.2f} {diff:>11.2e}")
+                if args.profile:
+                    print("   opforge :", top_node_types(profile_opforge(path, feeds, threads), 6))
+                    print("   OpenVINO:", top_node_types(profile_openvino(path, feeds, threads), 6))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -145,6 +145,7 @@ class GpuExecutable(PlannedExecutable[GpuPlan]):
         plan = Plan(self.dev)
         lw = Lowering(plan, self.dev, self.config, self.half, self._const_cache, self.cache_dir)
         lw.used = {(src.node.id, src.index) for n in ops for src in n.inputs}
+        lw.counted, lw.count = counted, count
         for p in m.parameters:
             t = plan.new_tensor(p.output(0).shape, lw.storage(p.output_specs[0].type, "of a model input "), "param",
                                 what=f"model input '{p.output(0).any_name}'")
@@ -153,8 +154,6 @@ class GpuExecutable(PlannedExecutable[GpuPlan]):
         for node in ops:
             if node.type_name in STRUCTURAL:
                 continue
-            if node is counted:
-                lw.count = count
             anchor = at_last.get(node.id)
             if anchor is not None:
                 self._lower(anchor, lw, impls[anchor.id], epilogues[anchor.id])

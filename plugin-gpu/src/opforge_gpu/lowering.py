@@ -95,8 +95,10 @@ class Lowering:
         self.node: Node | None = None
         #: output ports something reads: kernels may skip computing the others
         self.used: set[tuple[int, int]] = set()
-        #: a data-dependent node (library/dynamic.py): the size its outputs were planned for
-        #: (None: the count pass, which sets ``probe`` to the one-element i32 tensor of the count)
+        #: the data-dependent node of a one-node stage (library/dynamic.py), and the size its
+        #: outputs are planned for (None: the count pass, which sets ``probe`` to the
+        #: one-element i32 tensor of the count)
+        self.counted: Node | None = None
         self.count: int | None = None
         self.probe: Tensor | None = None
 

@@ -4,6 +4,8 @@ Core's staging (:mod:`opforge.planning.staging`) gives such a node a stage of it
 that one node. The GPU runs it in two passes (``GpuExecutable``): the *count* pass (``lw.count``
 None: the node's only output is its size, ``lw.probe``) and the *fill* pass planned for that
 size (``lw.count``), where the node's outputs have static shapes (:func:`observed_shapes`).
+Where shape inference already knows the size (Unique of one element), the node is planned like
+any other, for that size (:func:`_planned_count`).
 """
 
 from __future__ import annotations
@@ -42,6 +44,15 @@ def observed_shapes(node: Node, count: int) -> list[PartialShape]:
     return [PartialShape([count if d is None else d for d in s.shape.dims]) for s in node.output_specs]
 
 
+def _planned_count(node: Node, lw: Lowering, output: int, axis: int) -> int | None:
+    """The size ``node``'s outputs are planned for: in its own stage the observed count (None:
+    the count pass); elsewhere its outputs are static (core stages the node otherwise), and the
+    size is dimension ``axis`` of output ``output``."""
+    if node is lw.counted:
+        return lw.count
+    return int(node.output_specs[output].shape.to_tuple()[axis])
+
+
 def _count_tensor(lw: Lowering) -> Any:
     i32 = storage_for(Type.i32)
     assert i32 is not None
@@ -64,15 +75,16 @@ def lower_nonzero(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
     shape = list(x.shape) or [1]
     defines: dict[str, Any] = {"NONZERO": 1, "WG": WG, "Y_T": "int"}
     defines.update(x.storage.macros("X"))
-    if lw.count is None:
+    count = _planned_count(node, lw, 0, 1)
+    if count is None:
         cnt = _count_tensor(lw)
         lw.launch(FILE, "nonzero_count", defines, [x, cnt, lw.params([x.size, len(shape), *shape])], [WG], [WG],
                   node=node)
         return
     y = lw.new_output(node)
     defines["Y_T"] = y.storage.ctype
-    prm = lw.params([x.size, len(shape), *shape, lw.count])
-    if lw.count:
+    prm = lw.params([x.size, len(shape), *shape, count])
+    if count:
         lw.launch(FILE, "nonzero_fill", defines, [x, y, prm], [WG], [WG], node=node)
 
 
@@ -100,7 +112,8 @@ def lower_unique(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
     prm = lw.params([outer, n, inner])
     lw.launch(FILE, "unique_first", defines, [x, first, prm], [n], [64], node=node)
     lw.launch(FILE, "unique_rank", defines, [x, first, rank, cnt, prm], [n], [64], node=node)
-    if lw.count is None:
+    count = _planned_count(node, lw, 1, 0)
+    if count is None:
         c = _count_tensor(lw)
         lw.launch(FILE, "unique_count", defines, [first, c, prm], [WG], [WG], node=node)
         return
@@ -108,7 +121,7 @@ def lower_unique(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
     defines.update(outs[0].storage.macros("Y"))
     defines["I_T"] = outs[1].storage.ctype
     defines["C_T"] = outs[3].storage.ctype
-    lw.launch(FILE, "unique_fill", defines, [x, first, rank, cnt, *outs, lw.params([outer, n, inner, lw.count])],
+    lw.launch(FILE, "unique_fill", defines, [x, first, rank, cnt, *outs, lw.params([outer, n, inner, count])],
               [n], [64], node=node)
 
 
@@ -150,7 +163,8 @@ def lower_nms(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
     prm = lw.params([nb, nc, n])
     lw.launch(FILE, "nms_select", defines, [boxes, scores, *args, work, alive, sel_box, sel_score, nsel, prm],
               [nb * nc], [1], node=node)
-    if lw.count is None:
+    count = _planned_count(node, lw, 0, 0)
+    if count is None:
         c = _count_tensor(lw)
         lw.launch(FILE, "nms_count", defines, [nsel, c, prm], [WG], [WG], node=node)
         return
@@ -159,5 +173,5 @@ def lower_nms(node: Node, lw: Lowering, ep: Epilogue | None = None) -> None:
     del defines["STORE_Y(p, i, v)"]
     defines.update(out_scores.storage.macros("Y"))
     lw.launch(FILE, "nms_fill", defines, [sel_box, sel_score, nsel, idx, out_scores, valid,
-                                          lw.params([nb, nc, n, lw.count])], [max(nb * nc * n, 1)], [64], node=node)
+                                          lw.params([nb, nc, n, count])], [max(nb * nc * n, 1)], [64], node=node)
 

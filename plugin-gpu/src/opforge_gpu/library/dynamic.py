@@ -93,8 +93,6 @@ def _unique_supports(node: Node) -> str | None:
     t = node.inputs[0].element_type
     if not supported_type(t):
         return f"Unique of {t} has no GPU kernel"
-    if len(node.inputs) > 1 and node.inputs[1].node.constant_value() is None:
-        return "the axis of Unique must be a constant on GPU"
     return None
 
 

@@ -244,6 +244,7 @@ def static_shape(node: Node, i: int = 0) -> tuple[int, ...]:
     if not shape.is_static:
         raise UnsupportedOpError(
             f"node '{node.name}' ({node.type_name}): output {i} has dynamic shape {shape} even with "
-            "static inputs (data-dependent shapes are not supported on GPU)"
+            "static inputs, and the op does not declare its output shape data-dependent "
+            "(Op.data_dependent_shape), so the GPU cannot plan it"
         )
     return shape.to_tuple()

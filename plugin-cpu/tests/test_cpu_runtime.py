@@ -191,21 +191,21 @@ def test_steady_state_allocates_nothing(core: Any) -> None:
 
 
 def test_program_cache_is_lru_and_bounded(core: Any) -> None:
-    import opforge_cpu.device as device
+    from opforge.planning import PLAN_CACHE_SIZE
 
     p = param("x", [None, 4])
     model = Model([opforge.op("Relu", p).output(0)], [p])
     compiled = core.compile_model(model, "CPU")
     ex = compiled._executable
-    assert ex.cache_size == device.PROGRAM_CACHE_SIZE
-    ex.cache_size = 3
+    assert ex.plans.capacity == PLAN_CACHE_SIZE
+    ex.plans.capacity = 3
     request = compiled.create_infer_request()
     for n in (1, 2, 3, 1, 4, 5):  # 1 is used again before 4 arrives, so 2 and 3 are the ones dropped
         x = rand((n, 4), seed=n)
         (y,) = request.infer([x]).to_tuple()
         np.testing.assert_array_equal(y, np.maximum(x, 0))
     assert [k[0][0] for k in ex.programs()] == [1, 4, 5]
-    assert [k[0][0] for k in request._state.states] == [1, 4, 5]  # per-request states: same bound
+    assert [k[0][0] for k in request._state.keys()] == [1, 4, 5]  # per-request states: same bound
     # A dropped shape comes back: planned again, same results.
     x = rand((2, 4), seed=9)
     np.testing.assert_array_equal(compiled([x]).to_tuple()[0], np.maximum(x, 0))
@@ -266,4 +266,4 @@ def test_packed_weights_are_released_and_dynamic_replan_still_works(core: Any) -
     programs = compiled._executable.programs()
     assert len(programs) == 3
     assert all(p.program.released() for p in programs.values())
-    assert not compiled._executable._model.rt_info.get(RELEASED_KEY)
+    assert not compiled._executable.model.rt_info.get(RELEASED_KEY)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -12,26 +11,24 @@ from typing import Any
 import numpy as np
 from opforge.element_type import Type
 from opforge.errors import KernelError, PropertyError, UnsupportedOpError
-from opforge.graph import Model
+from opforge.graph import WEIGHTS_RELEASED, Model
+from opforge.opset.constant import ConstantAttrs
+from opforge.planning import PlannedExecutable, PlanStates, StagedExecutable, lone_data_dependent_node
 from opforge.runtime.allocation import check_allocation, host_available_bytes
 from opforge.runtime.device import Availability, CompileContext, Device, Executable
 from opforge.runtime.profiling import ProfilingInfo
 from opforge.runtime.properties import COMMON_PROPERTIES
+from opforge.transformations.base import Transformation
+from opforge.transformations.fold_batch_norm import FoldBatchNormIntoConvolution
+from opforge.transformations.fuse_gelu_erf import FuseGeluErf
+from opforge.transformations.fuse_layer_norm import FuseLayerNormToMVN
 
 from opforge_cpu._loader import load_core
+from opforge_cpu.data_dependent import DataDependentProgram
 from opforge_cpu.emit import Emitter, contiguous
-from opforge_cpu.precision import lower_precision
-from opforge_cpu.prepare import specialize, value_inputs
-from opforge_cpu.staging import StagedProgram, dynamic_node
+from opforge_cpu.passes.int8 import Int8Fusion
+from opforge_cpu.precision import LowerPrecision
 from opforge_cpu.support import supported_nodes
-
-
-def _failing_node(message: str) -> set[str]:
-    """The node named in a compile error ("node 'name' (...)")."""
-    import re
-
-    m = re.search(r"node '([^']+)'", message)
-    return {m.group(1)} if m else set()
 
 
 def cpu_count() -> int:
@@ -85,11 +82,7 @@ class CpuDevice(Device):
             if reg is not None:
                 plugins[key] = str(reg.plugin)
         reasons = supported_nodes(self._core, model, kernels)
-        failing = {n for n, why in reasons.items() if why}
         missing = sorted({f"'{n}' ({why})" for n, why in reasons.items() if why})
-        if missing and value_inputs(model, failing):
-            # Operands such as axes or a shape are model inputs: plan per input value.
-            return CpuExecutable(self._core, model, kernels, plugins, ctx.config, value_inputs(model, failing))
         if missing:
             raise UnsupportedOpError(
                 f"device CPU cannot run model '{model.name}': no kernel for node(s) {', '.join(missing[:20])}"
@@ -120,30 +113,15 @@ def inference_precision(core: Any, requested: Any) -> str:
     return "bf16"
 
 
-class _Compiled:
-    """One program for one set of input shapes."""
+class CpuPlan:
+    """One plan: the C++ program for one specialized model (one input shape, one value of the
+    value inputs), and that model."""
 
-    def __init__(self, program: Any, model: Model, emitter: Emitter | None) -> None:
+    def __init__(self, program: Any, model: Model, emitter: Emitter | None = None) -> None:
         self.program = program
         self.model = model
         self.python_nodes = list(emitter.python_nodes) if emitter else []
         self.abi_nodes = list(emitter.abi_nodes) if emitter else []
-
-
-#: programs (one per input shape, or per value of a value input) an executable keeps; the least
-#: recently used one is dropped past this, so a model fed ever new shapes or values (a Reshape
-#: to a fed shape, a Range of fed bounds) does not grow without limit
-PROGRAM_CACHE_SIZE = 16
-
-
-class CpuState:
-    """Per-request memory: one C++ state (arena, bound kernels) per input shape seen, at most
-    ``PROGRAM_CACHE_SIZE`` of them (least recently used dropped)."""
-
-    def __init__(self) -> None:
-        #: key -> (the program it belongs to, its C++ state); the program is kept with its state
-        self.states: OrderedDict[Any, tuple[Any, Any]] = OrderedDict()
-        self.last: Any = None
 
 
 def check_output_sizes(model: Model) -> None:
@@ -165,14 +143,19 @@ def check_output_sizes(model: Model) -> None:
                              "RLIMIT_AS)")
 
 
-class CpuExecutable(Executable):
+class CpuExecutable(PlannedExecutable[CpuPlan]):
+    """A model compiled for the CPU: the front half (``opforge.planning``) plans it per input
+    shape and value-input value; each plan is one C++ program (``build_plan``), run without the
+    GIL. A request keeps one C++ state (arena, bound kernels) per plan it ran."""
+
+    device_name = "CPU"
+
     def __init__(self, core: Any, model: Model, kernels: dict[tuple[str, str | None], Any],
-                 plugins: dict[tuple[str, str | None], str], config: dict[str, Any],
-                 values: list[int] | None = None) -> None:
+                 plugins: dict[tuple[str, str | None], str], config: dict[str, Any]) -> None:
+        super().__init__(model)
         self._core = core
         self._kernels = kernels
         self._plugins = plugins
-        self._model = model
         cores = cpu_count()
         hint = str(config.get("PERFORMANCE_HINT", "LATENCY")).upper()
         streams = int(config.get("NUM_STREAMS", 1) or 1)
@@ -186,103 +169,88 @@ class CpuExecutable(Executable):
         # At most NUM_STREAMS inferences run at once; more requests wait instead of
         # oversubscribing the cores.
         self._streams_sem = threading.BoundedSemaphore(self.streams)
-        self._lock = threading.Lock()
-        self._programs: OrderedDict[Any, _Compiled] = OrderedDict()  # LRU, PROGRAM_CACHE_SIZE at most
-        self.cache_size = PROGRAM_CACHE_SIZE
-        #: inputs whose values (not only shapes) select the program (see lowering.value_inputs)
-        self._values: list[int] = list(values or [])
-        self._static = all(p.output(0).partial_shape.is_static for p in model.parameters)
-        if self._static and not self._values:
-            key = tuple(tuple(p.output(0).shape) for p in model.parameters)
-            try:
-                self._programs[key] = self._build(specialize(model, None))
-            except UnsupportedOpError as err:
-                # A shape that only an input's value decides (Reshape to a fed shape...).
-                failing = {getattr(err, "node_name", "")} | _failing_node(str(err))
-                self._values = value_inputs(model, failing)
-                if not self._values:
-                    raise
+        if self.static_at_compile():
+            self.plan_now()  # errors (a kernel refusing a node) come at compile time
+            self._release_unplanned_constants()
 
-    # --- compilation -----------------------------------------------------------------------
-    def _sub_executable(self, model: Model) -> CpuExecutable:
-        """A stage of a staged model (see ``staging``), with this executable's settings."""
+    # --- the device's half ---------------------------------------------------------------------
+    def planning_passes(self) -> list[Transformation]:
+        """Run on every specialized model (in their ``sort_key`` order): BatchNorm folding and the
+        GELU/LayerNorm fusions (core's), the int8 regions (passes/int8.py), then f32 compute for
+        f16/bf16/f64 nodes without a kernel of their type."""
+        return [FoldBatchNormIntoConvolution(), FuseGeluErf(), FuseLayerNormToMVN(), Int8Fusion(),
+                LowerPrecision(self._core, self._kernels)]
+
+    def build_plan(self, model: Model) -> CpuPlan:
+        check_output_sizes(model)
+        try:
+            lone = lone_data_dependent_node(model)
+            if lone is not None:
+                return CpuPlan(DataDependentProgram(self._core, lone, self.threads, self.profiling), model)
+            emitter = Emitter(self._core, model, self._kernels, self._plugins, bf16=self.precision == "bf16")
+            return CpuPlan(emitter.build(self.threads, self.profiling), model, emitter)
+        except self._core.NodeCompileFailure as err:
+            raise UnsupportedOpError(f"device CPU: {err}") from None
+
+    def compile_stage(self, model: Model) -> CpuExecutable:
         config = {"INFERENCE_NUM_THREADS": self.threads, "NUM_STREAMS": self.streams,
                   "ENABLE_PROFILING": self.profiling, "INFERENCE_PRECISION_HINT": self.precision}
         return CpuExecutable(self._core, model, self._kernels, self._plugins, config)
 
-    def _build(self, model: Model) -> _Compiled:
-        check_output_sizes(model)
-        lower_precision(self._core, model, self._kernels)
-        dyn = dynamic_node(model)
-        if dyn is not None:
-            # An op decides its output shape at run time: run the model in stages around it.
-            staged = StagedProgram(self._sub_executable, self._core, model, dyn, self.threads)
-            return _Compiled(staged, model, None)
-        emitter = Emitter(self._core, model, self._kernels, self._plugins, bf16=self.precision == "bf16")
-        try:
-            program = emitter.build(self.threads, self.profiling)
-        except self._core.NodeCompileFailure as err:
-            raise UnsupportedOpError(f"device CPU: {err}") from None
-        return _Compiled(program, model, emitter)
-
-    def _program(self, key: Any, shapes: tuple[tuple[int, ...], ...], inputs: Sequence[np.ndarray]) -> _Compiled:
-        compiled = self._programs.get(key)
-        if compiled is not None:
-            if len(self._programs) > 1:
-                with self._lock:
-                    if key in self._programs:
-                        self._programs.move_to_end(key)
-            return compiled
-        with self._lock:
-            compiled = self._programs.get(key)
-            if compiled is None:
-                # A new input shape (or value of a value input): specialize the graph and plan
-                # again (cached by that key; the least recently used program goes past the limit).
-                values = {i: np.asarray(inputs[i]).reshape(shapes[i]) for i in self._values}
-                compiled = self._build(specialize(self._model, dict(enumerate(shapes)), values))
-                self._programs[key] = compiled
-                while len(self._programs) > self.cache_size:
-                    self._programs.popitem(last=False)
-        return compiled
+    def _release_unplanned_constants(self) -> None:
+        """A static model is planned once, so the weights its plan packed (and released) or
+        folded into others (BatchNorm into a convolution) are never read from the model again:
+        they leave the executable's model too (a zero-byte stand-in, marked released), so the
+        process holds each weight once, packed. Small constants (shapes, axes) stay."""
+        plans = [p for p in self.plans.values() if isinstance(p, CpuPlan)]
+        if not plans:
+            return
+        kept = {n.attrs.value.ctypes.data for n in plans[0].model.get_ordered_ops()  # type: ignore[attr-defined]
+                if n.type_name == "Constant" and not n.rt_info.get(WEIGHTS_RELEASED)}
+        released = False
+        for n in self.model.get_ordered_ops():
+            if n.type_name != "Constant" or n.rt_info.get(WEIGHTS_RELEASED):
+                continue
+            v: np.ndarray = n.attrs.value  # type: ignore[attr-defined]
+            if v.nbytes < 4096 or v.ctypes.data in kept:
+                continue
+            n.attrs = ConstantAttrs(value=np.broadcast_to(np.zeros((), v.dtype), v.shape))
+            n.rt_info[WEIGHTS_RELEASED] = "the CPU device"
+            released = True
+        if released:
+            self.model.rt_info[WEIGHTS_RELEASED] = "the CPU device"
 
     # --- Executable ------------------------------------------------------------------------
-    def create_state(self) -> CpuState:
-        return CpuState()
+    def create_state(self) -> PlanStates[Any, Any]:
+        return PlanStates(self.plans.capacity)
 
     def infer(self, inputs: Sequence[np.ndarray], state: Any) -> list[np.ndarray]:
-        st: CpuState = state if isinstance(state, CpuState) else CpuState()
-        shapes = tuple(tuple(int(d) for d in a.shape) for a in inputs)
-        key: Any = shapes
-        if self._values:
-            key = (shapes, tuple(np.asarray(inputs[i]).tobytes() for i in self._values))
-        compiled = self._program(key, shapes, inputs)
-        entry = st.states.get(key)
-        if entry is None or entry[0] is not compiled:
-            entry = st.states[key] = (compiled, compiled.program.create_state())
-            while len(st.states) > self.cache_size:
-                st.states.popitem(last=False)
-        elif len(st.states) > 1:
-            st.states.move_to_end(key)
-        native = entry[1]
+        st: PlanStates[Any, Any] = state if isinstance(state, PlanStates) else self.create_state()
+        key, plan = self.plan_for(inputs)
+        if isinstance(plan, StagedExecutable):
+            # its stages are executables of this device: each waits for a stream itself
+            return plan.infer(inputs, st.get(key, plan, StagedExecutable.create_state))
+        native = st.get(key, plan, lambda p: p.program.create_state())
         arrays = [contiguous(a) for a in inputs]
         with self._streams_sem:
             try:
-                outs = compiled.program.run(native, arrays)
+                outs = plan.program.run(native, arrays)
             except self._core.NodeFailure as err:
                 raise KernelError(str(err)) from None
-        st.last = key
         return list(outs)
 
     def performance_counters(self, state: Any) -> list[ProfilingInfo]:
-        st: CpuState = state
-        if not self.profiling or st.last is None or st.last not in st.states:
+        entry = state.last_entry() if isinstance(state, PlanStates) else None
+        if not self.profiling or entry is None:
             return []
-        compiled, native = st.states[st.last]
+        plan, native = entry
+        if isinstance(plan, StagedExecutable):
+            return list(plan.performance_counters(native))
         # The C++ program reports the core's five columns plus ``fused_names`` (kept as an extra);
         # each node fused into a step gets its own OPTIMIZED_OUT row, as OpenVINO reports them.
-        types = {n.name: n.type_name for n in compiled.model.get_ordered_ops()}
+        types = {n.name: n.type_name for n in plan.model.get_ordered_ops()}
         rows: list[ProfilingInfo] = []
-        for row in compiled.program.profile(native):
+        for row in plan.program.profile(native):
             step = ProfilingInfo.from_mapping(row, "CPU")
             rows.append(step)
             for name in step.extra.get("fused_names") or []:
@@ -300,8 +268,9 @@ class CpuExecutable(Executable):
         }
 
     # --- introspection (tests, benchmarks) -------------------------------------------------
-    def programs(self) -> dict[tuple[tuple[int, ...], ...], _Compiled]:
-        return dict(self._programs)
+    def programs(self) -> dict[Any, CpuPlan]:
+        """The C++ plans by key (input shapes, or shapes and value-input values)."""
+        return {k: p for k, p in self.plans.items() if isinstance(p, CpuPlan)}
 
     def python_kernel_calls(self) -> int:
-        return sum(int(c.program.python_calls) for c in self._programs.values())
+        return sum(int(p.program.python_calls) for p in self.programs().values())

@@ -1,26 +1,29 @@
-"""f16/bf16/f64 nodes the CPU has no kernel for in their type compute in f32 between Converts."""
+"""f16/bf16/f64 nodes the CPU has no kernel for in their type compute in f32 between Converts
+(a planning pass: it runs on every specialized model, before a stage is split off, so a lone
+data-dependent node already has the types its kernel takes)."""
 
 from __future__ import annotations
 
 import types
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from opforge.graph import Model, Node, Output
 from opforge.op import STRUCTURAL
 from opforge.opset.constant import Constant
 from opforge.opset.convert import Convert
+from opforge.transformations.base import Transformation
 
 from opforge_cpu.emit import attrs_dict, find_plugin_kernel
 from opforge_cpu.support import LOW_PRECISION, has_low_precision, node_reason, plugin_kernel_needs_f32
 
 
-def lower_precision(core: types.ModuleType, model: Model, kernels: Mapping[tuple[str, str | None], Any]) -> None:
+def lower_precision(core: types.ModuleType, model: Model, kernels: Mapping[tuple[str, str | None], Any]) -> bool:
     """Nodes of f16/bf16 (or f64) that have no kernel for that type compute in f32: their
     inputs are converted to f32 and their outputs back to the model's type, so every value the
     model exposes keeps its element type (f16 storage, f32 compute, rounded after each op as
-    the reference rounds)."""
+    the reference rounds). Returns whether it changed the model."""
     builtin = set(core.kernel_types())
     low_names = {t.ir for t in LOW_PRECISION}
     as_f32: dict[Output, Output] = {}  # one f32 copy of each value, however many nodes read it
@@ -65,3 +68,19 @@ def lower_precision(core: types.ModuleType, model: Model, kernels: Mapping[tuple
         changed = True
     if changed:
         model.validate()
+    return changed
+
+
+class LowerPrecision(Transformation):
+    """:func:`lower_precision` as the CPU's last planning pass (after the fusions, which match
+    the model's own types)."""
+
+    name: ClassVar[str] = "cpu_lower_precision"
+    stage: ClassVar[str] = "back"
+
+    def __init__(self, core: types.ModuleType, kernels: Mapping[tuple[str, str | None], Any]) -> None:
+        self.core = core
+        self.kernels = kernels
+
+    def apply(self, model: Model) -> bool:
+        return lower_precision(self.core, model, self.kernels)

@@ -97,9 +97,17 @@ def has_low_precision(n: Node) -> bool:
         o.element_type in LOW_PRECISION for o in n.outputs())
 
 
+def planned_values(n: Node) -> bool:
+    """Whether a value port of ``n`` (``Op.value_inputs``) is not a constant yet: the model is
+    the one compiled, not a specialized one, and the port's value comes with each plan."""
+    return any(i < len(n.inputs) and n.inputs[i].node.constant_value() is None for i in n.op.value_inputs)
+
+
 def supported_nodes(core: types.ModuleType, model: Model, kernels: Mapping[tuple[str, str | None], Any]
                     ) -> dict[str, str]:
-    """``{node name: reason}`` for every node without a kernel (empty reason means supported)."""
+    """``{node name: reason}`` for every node (an empty reason: supported). On a model not yet
+    specialized, a node whose shapes or value-port values come with each plan is judged by its
+    element types and attributes; its plan checks the rest."""
     builtin = set(core.kernel_types())
     out: dict[str, str] = {}
     for n in model.get_ordered_ops():
@@ -127,9 +135,11 @@ def supported_nodes(core: types.ModuleType, model: Model, kernels: Mapping[tuple
         if t not in builtin and not lowered:
             out[n.name] = f"no kernel for {t}"
             continue
-        if lowered:
-            params_const = all(i.node.constant_value() is not None for i in n.inputs[1:3 if t == "Pad" else None])
-            out[n.name] = "" if params_const else f"{t} needs constant parameters on the CPU device"
+        if lowered or planned_values(n):
+            # Its parameters are constants once planned (opforge.planning: every value port is
+            # then a constant, or the model is staged around it), so its kernel checks them
+            # when each plan is built, and a refusal names the node then.
+            out[n.name] = ""
             continue
         why = node_reason(core, n)
         if why and has_low_precision(n) and not node_reason(core, n, f32_types=True):

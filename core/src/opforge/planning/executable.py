@@ -46,6 +46,10 @@ class PlanStates(Generic[P, S]):
     def last_entry(self) -> tuple[P, S] | None:
         return self._states.get(self.last) if self.last is not None else None
 
+    def keys(self) -> list[Hashable]:
+        """The keys of the plans this request holds a state for, least recently used first."""
+        return list(self._states)
+
     def __len__(self) -> int:
         return len(self._states)
 

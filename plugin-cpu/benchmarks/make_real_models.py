@@ -16,6 +16,7 @@ Two routes:
 Layout (the one of ``shared/bench/make_models.py``, so ``bench_cpu.py --models-dir`` reads both)::
 
     onnx/<m>.onnx     ref/<m>.npz (inputs "in.<name>", source output "out")     manifest.json
+    int8/<m>.onnx     with --int8: QDQ copies of the float-input models (ONNX Runtime's quantizer)
 
 paddle2onnx is not a project dependency: it is imported when it is importable, otherwise run with
 ``--paddle2onnx-python`` (or $PADDLE2ONNX_PYTHON), a Python that has it, e.g. a venv under /tmp::
@@ -27,7 +28,7 @@ paddle2onnx is not a project dependency: it is imported when it is importable, o
 Without it the paddle models are skipped (said on stderr) and the onnx.helper ones are still made.
 
     python plugin-cpu/benchmarks/make_real_models.py --out /tmp/real-models [--only vit_tiny unet_small]
-        [--list] [--paddle2onnx-python /tmp/p2o-venv/bin/python]
+        [--list] [--int8] [--paddle2onnx-python /tmp/p2o-venv/bin/python]
 """
 
 from __future__ import annotations
@@ -589,12 +590,70 @@ def generate(out: Path, names: list[str], opts: Options, log: Callable[[str], No
     return manifest
 
 
+def quantize(out: Path, names: list[str], log: Callable[[str], None]) -> dict[str, Any]:
+    """QDQ int8 copies ``int8/<m>.onnx`` of the models in ``out`` whose inputs are all float
+    (ONNX Runtime's static quantizer: per-channel s8 weights, u8 activations, MinMax over 8
+    seeded N(0,1) calibration inputs; the layout of shared/bench/make_int8.py). Recorded in the
+    manifest's ``int8`` entry of each model with ORT int8 vs the f32 reference; a model the
+    quantizer rejects is logged and left out."""
+    import onnxruntime as ort
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    class Calibration(CalibrationDataReader):  # type: ignore[misc]  # untyped base class
+        def __init__(self, inputs: dict[str, np.ndarray]) -> None:
+            rng = np.random.default_rng(SEED + 3)
+            self.batches = iter([{k: rng.standard_normal(v.shape).astype(v.dtype) for k, v in inputs.items()}
+                                 for _ in range(8)])
+
+        def get_next(self) -> dict[str, np.ndarray] | None:
+            return next(self.batches, None)
+
+    manifest_path = out / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    (out / "int8").mkdir(exist_ok=True)
+    ort.set_default_logger_severity(3)  # the quantizer's per-tensor warnings
+    for name in names:
+        entry = manifest["models"].get(name)
+        if entry is None:
+            continue
+        data = np.load(out / entry["ref"])
+        inputs = {k.removeprefix("in."): data[k] for k in data.files if k.startswith("in.")}
+        if not all(v.dtype == np.float32 for v in inputs.values()):
+            continue  # token-id models: nothing to calibrate an int8 input on
+        t0 = time.perf_counter()
+        dst = out / "int8" / f"{name}.onnx"
+        with tempfile.TemporaryDirectory(prefix=f"opforge-q-{name}-") as tmp:
+            pre = Path(tmp) / "pre.onnx"
+            try:
+                # static shapes: ONNX shape inference suffices (symbolic would need sympy)
+                quant_pre_process(str(out / entry["onnx"]), str(pre), skip_symbolic_shape=True)
+                quantize_static(str(pre), str(dst), Calibration(inputs), quant_format=QuantFormat.QDQ,
+                                per_channel=True, activation_type=QuantType.QUInt8,
+                                weight_type=QuantType.QInt8)
+            except Exception as err:  # noqa: BLE001 - one model the quantizer rejects must not stop the others
+                log(f"{name}: int8 NOT MADE: {type(err).__name__}: {str(err)[:300]}")
+                continue
+        y = _onnxruntime(dst, inputs)
+        diff = float(np.max(np.abs(y.astype(np.float64) - data["out"])))
+        entry["int8"] = {"onnx": str(dst.relative_to(out)), "onnx_sha256": _sha256(dst),
+                         "route": "onnxruntime.quantization quantize_static QDQ, per-channel s8 weights, "
+                                  "u8 activations, MinMax over 8 seeded N(0,1) inputs",
+                         "ort_int8_vs_f32_ref_max_abs_diff": diff}
+        log(f"{name}: int8 QDQ, ORT int8 vs f32 reference {diff:.2e} (max|ref| {entry['ref_max_abs']:.3g}) "
+            f"({time.perf_counter() - t0:.1f}s)")
+    manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    return dict(manifest)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=Path("/tmp/real-models"))
     ap.add_argument("--only", nargs="+", choices=sorted(MODELS), metavar="MODEL", help="models to make")
     ap.add_argument("--list", action="store_true", help="print the models and exit")
     ap.add_argument("--opset", type=int, default=OPSET)
+    ap.add_argument("--int8", action="store_true", help="also write QDQ int8 copies (int8/<m>.onnx) of the "
+                    "models with float inputs, made with ONNX Runtime's static quantizer")
     ap.add_argument("--paddle2onnx-python", default=os.environ.get("PADDLE2ONNX_PYTHON"),
                     help="a Python with paddle2onnx, used when this one cannot import it")
     args = ap.parse_args()
@@ -610,7 +669,10 @@ def main() -> int:
         print(f"[{time.perf_counter() - t0:6.1f}s] {msg}", file=sys.stderr, flush=True)
 
     opts = Options(args.opset, args.paddle2onnx_python)
-    manifest = generate(args.out.resolve(), args.only or list(MODELS), opts, log)
+    names = args.only or list(MODELS)
+    manifest = generate(args.out.resolve(), names, opts, log)
+    if args.int8:
+        quantize(args.out.resolve(), names, log)
     log(f"{len(manifest['models'])} models in {args.out}; not built: {sorted(manifest['failed']) or 'none'}")
     return 1 if manifest["failed"] else 0
 

@@ -37,6 +37,20 @@ py::dtype np_dtype(DType t) {
   return py::reinterpret_borrow<py::dtype>(*cache[i]);
 }
 
+Attrs to_attrs(const py::dict& d);
+
+// Fused nodes travel as a list of (op type, attributes dict) pairs ("post_ops" of a fused
+// Convolution/MatMul); C++ builds each one's post-op from its kernel registration.
+bool is_fused_ops(const py::sequence& seq) {
+  if (seq.size() == 0) return false;
+  for (auto x : seq) {
+    if (!py::isinstance<py::tuple>(x) && !py::isinstance<py::list>(x)) return false;
+    auto pair = py::reinterpret_borrow<py::sequence>(x);
+    if (pair.size() != 2 || !py::isinstance<py::str>(pair[0]) || !py::isinstance<py::dict>(pair[1])) return false;
+  }
+  return true;
+}
+
 AttrValue to_attr(py::handle v) {
   if (v.is_none()) return std::monostate{};
   if (py::isinstance<py::bool_>(v)) return v.cast<bool>();
@@ -45,6 +59,15 @@ AttrValue to_attr(py::handle v) {
   if (py::isinstance<py::str>(v)) return v.cast<std::string>();
   if (py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v)) {
     auto seq = py::reinterpret_borrow<py::sequence>(v);
+    if (is_fused_ops(seq)) {
+      std::vector<FusedOp> out;
+      for (auto x : seq) {
+        auto pair = py::reinterpret_borrow<py::sequence>(x);
+        out.push_back({pair[0].cast<std::string>(),
+                       std::make_shared<const Attrs>(to_attrs(py::reinterpret_borrow<py::dict>(pair[1])))});
+      }
+      return out;
+    }
     bool any_float = false, all_str = seq.size() > 0;
     for (auto x : seq) {
       any_float = any_float || py::isinstance<py::float_>(x);
@@ -441,6 +464,13 @@ std::string check_node(const std::string& type, const std::string& version, py::
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "opforge CPU executor (C++, oneDNN)";
+  // A kernel registered twice (two files claiming one op) is a build mistake: refuse to load
+  // rather than run whichever registrar happened to come first.
+  if (!kernel_registry_errors().empty()) {
+    std::string why = "opforge_cpu._core: broken kernel registry:";
+    for (const auto& e : kernel_registry_errors()) why += " " + e + ";";
+    throw py::import_error(why);
+  }
   static py::exception<NodeFailure> node_failure(m, "NodeFailure", PyExc_RuntimeError);
   static py::exception<NodeCompileFailure> compile_failure(m, "NodeCompileFailure", PyExc_RuntimeError);
   py::register_exception_translator([](std::exception_ptr p) {
@@ -476,7 +506,15 @@ PYBIND11_MODULE(_core, m) {
   m.def("check_node", &check_node);
   m.def("kernel_types", []() {
     std::vector<std::string> out;
-    for (const auto& e : kernel_table()) out.push_back(e.type);
+    for (const auto& kv : kernel_registry()) out.push_back(kv.first);
+    return out;
+  });
+  // Ops whose kernel registered a post-op: the fusion pass folds them into the Convolution or
+  // MatMul before them and passes (type, attributes) pairs in its "post_ops" attribute.
+  m.def("post_op_types", []() {
+    std::vector<std::string> out;
+    for (const auto& kv : kernel_registry())
+      if (kv.second.post_op) out.push_back(kv.first);
     return out;
   });
   m.def("abi_version", []() { return OPFORGE_CPU_KERNEL_ABI_VERSION; });

@@ -88,4 +88,15 @@ std::vector<std::string> Attrs::strings(const std::string& key) const {
   throw CompileFailure("attribute '" + key + "' is not a list of strings");
 }
 
+std::vector<FusedOp> Attrs::fused_ops(const std::string& key) const {
+  if (is_none(key)) return {};
+  const auto& v = get(key);
+  if (auto p = std::get_if<std::vector<FusedOp>>(&v)) return *p;
+  // An empty Python list arrives as an empty list of integers.
+  if (auto p = std::get_if<std::vector<int64_t>>(&v)) {
+    if (p->empty()) return {};
+  }
+  throw CompileFailure("attribute '" + key + "' is not a list of (op type, attributes) pairs");
+}
+
 }  // namespace opforge_cpu

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <variant>
 #include <vector>
@@ -11,8 +12,18 @@
 
 namespace opforge_cpu {
 
+class Attrs;
+
+// A node folded into another one (an activation run as a oneDNN post-op of the convolution
+// before it): its op type and its own attributes, which its kernel registration reads.
+struct FusedOp {
+  std::string type;
+  std::shared_ptr<const Attrs> attrs;
+};
+
 using AttrValue = std::variant<std::monostate, bool, int64_t, double, std::string,
-                               std::vector<int64_t>, std::vector<double>, std::vector<std::string>>;
+                               std::vector<int64_t>, std::vector<double>, std::vector<std::string>,
+                               std::vector<FusedOp>>;
 
 class Attrs {
  public:
@@ -31,6 +42,8 @@ class Attrs {
   std::vector<int64_t> ints(const std::string& key, const std::vector<int64_t>& dflt) const;
   std::vector<double> floats(const std::string& key) const;
   std::vector<std::string> strings(const std::string& key) const;
+  // A list of fused nodes; empty when the key is absent or None.
+  std::vector<FusedOp> fused_ops(const std::string& key) const;
 
   const std::map<std::string, AttrValue>& all() const { return values_; }
 

@@ -1,7 +1,5 @@
 #include "core/dnnl_util.hpp"
 
-#include <sstream>
-
 namespace opforge_cpu {
 
 dnnl::engine& cpu_engine() {
@@ -52,58 +50,18 @@ dnnl::primitive_attr default_attr() {
   return a;
 }
 
-static std::vector<std::string> split(const std::string& s, char c) {
-  std::vector<std::string> out;
-  std::string cur;
-  std::istringstream is(s);
-  while (std::getline(is, cur, c)) out.push_back(cur);
-  return out;
+void append_post_ops(dnnl::post_ops& ops, const Attrs& attrs) {
+  if (attrs.i("sum_input", -1) >= 0) ops.append_sum(1.f);
+  append_fused_ops(ops, attrs.fused_ops("post_ops"));
 }
 
-bool eltwise_alg(const std::string& name, dnnl::algorithm& alg, float& alpha, float& beta) {
-  using a = dnnl::algorithm;
-  auto parts = split(name, ':');
-  const std::string& k = parts.empty() ? name : parts[0];
-  auto num = [&](size_t i, float d) { return parts.size() > i ? std::stof(parts[i]) : d; };
-  alpha = 0.f;
-  beta = 0.f;
-  if (k == "relu") { alg = a::eltwise_relu; alpha = num(1, 0.f); }
-  else if (k == "clip") { alg = a::eltwise_clip_v2; alpha = num(1, 0.f); beta = num(2, 0.f); }
-  else if (k == "gelu_erf") alg = a::eltwise_gelu_erf;
-  else if (k == "gelu_tanh") alg = a::eltwise_gelu_tanh;
-  else if (k == "sigmoid") alg = a::eltwise_logistic;
-  else if (k == "tanh") alg = a::eltwise_tanh;
-  else if (k == "swish") { alg = a::eltwise_swish; alpha = num(1, 1.f); }
-  else if (k == "hswish") alg = a::eltwise_hardswish, alpha = 1.f / 6.f, beta = 0.5f;
-  else if (k == "hsigmoid") alg = a::eltwise_hardsigmoid, alpha = 1.f / 6.f, beta = 0.5f;
-  else if (k == "elu") { alg = a::eltwise_elu; alpha = num(1, 1.f); }
-  else if (k == "abs") alg = a::eltwise_abs;
-  else if (k == "exp") alg = a::eltwise_exp;
-  else if (k == "log") alg = a::eltwise_log;
-  else if (k == "sqrt") alg = a::eltwise_sqrt;
-  else if (k == "mish") alg = a::eltwise_mish;
-  else if (k == "softplus") { alg = a::eltwise_soft_relu; alpha = 1.f; }
-  else if (k == "linear") { alg = a::eltwise_linear; alpha = num(1, 1.f); beta = num(2, 0.f); }
-  else if (k == "square") alg = a::eltwise_square;
-  else return false;
-  return true;
-}
-
-int append_post_ops(dnnl::post_ops& ops, const std::vector<std::string>& encoded) {
-  int sum_at = -1;
-  for (size_t i = 0; i < encoded.size(); ++i) {
-    const auto& e = encoded[i];
-    if (e == "sum") {
-      ops.append_sum(1.f);
-      sum_at = static_cast<int>(i);
-      continue;
-    }
-    dnnl::algorithm alg;
-    float alpha, beta;
-    if (!eltwise_alg(e, alg, alpha, beta)) throw CompileFailure("unknown fused post-op '" + e + "'");
-    ops.append_eltwise(alg, alpha, beta);
+void append_fused_ops(dnnl::post_ops& ops, const std::vector<FusedOp>& fused) {
+  for (const FusedOp& f : fused) {
+    const KernelEntry* e = find_kernel(f.type);
+    if (!e || !e->post_op || !f.attrs) throw CompileFailure("fused " + f.type + " is not an op oneDNN can run as a post-op");
+    const Eltwise el = e->post_op(*f.attrs);
+    ops.append_eltwise(el.alg, el.alpha, el.beta);
   }
-  return sum_at;
 }
 
 namespace {

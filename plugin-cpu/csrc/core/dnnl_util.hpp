@@ -22,13 +22,13 @@ dnnl::memory::desc plain_md(DType t, const Shape& s);
 dnnl::memory::desc md_of(const TensorInfo& t);
 dnnl::memory::dims to_dims(const Shape& s);
 
-// Post-ops encoded by the Python fusion pass as strings: "sum", "relu", "clip:lo:hi",
-// "gelu_erf", "gelu_tanh", "sigmoid", "tanh", "swish:beta", "hswish", "elu:alpha", "abs",
-// "exp", "linear:alpha:beta", "sqrt", "mish", "hsigmoid", "softplus".
-// Returns the index of the "sum" entry (-1 when none).
-int append_post_ops(dnnl::post_ops& ops, const std::vector<std::string>& encoded);
-// One eltwise algorithm by the same names (for stand-alone unary kernels).
-bool eltwise_alg(const std::string& name, dnnl::algorithm& alg, float& alpha, float& beta);
+// The post-ops of a fused Convolution/MatMul node: oneDNN's sum over the residual input first
+// when "sum_input" >= 0 (the fusion pass only takes a residual Add before any activation), then
+// each fused activation of "post_ops" ((op type, attributes) pairs), built by the post-op its
+// kernel registered. Throws CompileFailure for an op that registered none.
+void append_post_ops(dnnl::post_ops& ops, const Attrs& attrs);
+// Only the fused activations (a quantized kernel's tail, which takes no sum).
+void append_fused_ops(dnnl::post_ops& ops, const std::vector<FusedOp>& fused);
 
 // A kernel that runs one oneDNN primitive; subclasses build prim_ and declare its arguments.
 class DnnlKernel : public Kernel {

@@ -54,22 +54,19 @@ namespace {
 // oneDNN's JIT relu, clip, exp and hardsigmoid turn NaN into a number (relu(NaN) = 0,
 // clip(NaN) = lower bound, exp(NaN) = +inf); ONNX propagates NaN. These run out of place and
 // copy every NaN of the input to the output afterwards.
-bool eltwise_loses_nan(const std::string& name) {
-  const std::string k = name.substr(0, name.find(':'));
-  return k == "relu" || k == "clip" || k == "exp" || k == "hsigmoid";
+bool eltwise_loses_nan(dnnl::algorithm alg) {
+  using a = dnnl::algorithm;
+  return alg == a::eltwise_relu || alg == a::eltwise_clip_v2 || alg == a::eltwise_exp || alg == a::eltwise_hardsigmoid;
 }
 
 class DnnlEltwise : public DnnlKernel {
  public:
-  DnnlEltwise(const NodeDesc& n, const std::string& name) : restore_nan_(eltwise_loses_nan(name)) {
-    dnnl::algorithm alg;
-    float alpha, beta;
-    if (!eltwise_alg(name, alg, alpha, beta)) throw CompileFailure("no oneDNN eltwise for " + name);
+  DnnlEltwise(const NodeDesc& n, const Eltwise& op) : restore_nan_(eltwise_loses_nan(op.alg)) {
     // Element-wise: any layout works, so keep the input's (blocked or plain).
     auto md = md_of(n.in(0));
     floats_ = static_cast<int64_t>(md.get_size() / sizeof(float));
-    dnnl::eltwise_forward::primitive_desc pd(cpu_engine(), dnnl::prop_kind::forward_inference, alg, md, md,
-                                             alpha, beta, default_attr());
+    dnnl::eltwise_forward::primitive_desc pd(cpu_engine(), dnnl::prop_kind::forward_inference, op.alg, md, md,
+                                             op.alpha, op.beta, default_attr());
     set_primitive(dnnl::eltwise_forward(pd), pd);
     arg_input(DNNL_ARG_SRC, 0, md);
     arg_output(DNNL_ARG_DST, 0, md);
@@ -93,8 +90,8 @@ class DnnlEltwise : public DnnlKernel {
 };
 }  // namespace
 
-std::unique_ptr<Kernel> make_dnnl_eltwise(const NodeDesc& n, const std::string& alg) {
-  return std::make_unique<DnnlEltwise>(n, alg);
+std::unique_ptr<Kernel> make_dnnl_eltwise(const NodeDesc& n, const Eltwise& op) {
+  return std::make_unique<DnnlEltwise>(n, op);
 }
 
 }  // namespace opforge_cpu

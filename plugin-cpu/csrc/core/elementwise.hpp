@@ -141,7 +141,8 @@ class ElementwiseKernel : public Kernel {
   int inplace_ = -1;
 };
 
-// A unary f32 op run by a oneDNN eltwise primitive (vectorised, threaded).
-std::unique_ptr<Kernel> make_dnnl_eltwise(const NodeDesc& n, const std::string& alg);
+// A unary f32 op run by a oneDNN eltwise primitive (vectorised, threaded): the same eltwise the
+// op's kernel registered as its post-op.
+std::unique_ptr<Kernel> make_dnnl_eltwise(const NodeDesc& n, const Eltwise& op);
 
 }  // namespace opforge_cpu

@@ -16,4 +16,16 @@ std::vector<double> NodeDesc::const_floats(int i) const {
 
 void NodeDesc::fail(const std::string& why) const { throw CompileFailure(why); }
 
+std::string check_any(const NodeDesc&) { return ""; }
+
+std::string check_float(const NodeDesc& n) {
+  return n.in(0).dtype == DType::f32 ? "" : std::string("element type ") + dtype_name(n.in(0).dtype) + " is not supported (f32 only)";
+}
+
+std::string check_numeric(const NodeDesc& n) {
+  DType t = n.in(0).dtype;
+  if (t == DType::boolean || t == DType::f16 || t == DType::bf16) return std::string("element type ") + dtype_name(t) + " is not supported";
+  return "";
+}
+
 }  // namespace opforge_cpu

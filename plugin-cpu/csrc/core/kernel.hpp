@@ -4,6 +4,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -90,16 +91,65 @@ using KernelFactory = std::unique_ptr<Kernel> (*)(NodeDesc& node);
 // Returns "" when the node is supported, else why not (element type, attribute value).
 using KernelCheck = std::string (*)(const NodeDesc& node);
 
+// One oneDNN eltwise operation: what an activation is when it runs as a post-op of the
+// convolution/MatMul before it, or stand-alone as an eltwise primitive.
+struct Eltwise {
+  dnnl::algorithm alg = dnnl::algorithm::undef;
+  float alpha = 0.f;
+  float beta = 0.f;
+};
+// Builds an op's eltwise from its node's attributes (Clamp reads min/max, Elu alpha).
+using PostOpBuilder = Eltwise (*)(const Attrs& attrs);
+
 struct KernelEntry {
-  const char* type;
-  KernelFactory make;
-  KernelCheck check;         // nullptr: every node of the type is supported
-  bool layout_flexible;      // accepts blocked (oneDNN-chosen) layouts on its data inputs
+  std::string type;
+  KernelFactory make = nullptr;
+  KernelCheck check = nullptr;      // nullptr: every node of the type is supported
+  bool layout_flexible = false;     // accepts blocked (oneDNN-chosen) layouts on its data inputs
+  PostOpBuilder post_op = nullptr;  // non-null: the op fuses into a preceding Convolution/MatMul
 };
 
-// The one table of built-in kernels (kernels/registry.cpp).
-const std::vector<KernelEntry>& kernel_table();
+// How a kernel file describes itself: OPFORGE_KERNEL(Relu, make_relu, check_relu)
+// followed by the options that apply, e.g. .layout_flexible().post_op(relu_eltwise).
+class KernelSpec {
+ public:
+  KernelSpec(const char* type, KernelFactory make, KernelCheck check) {
+    entry_.type = type;
+    entry_.make = make;
+    entry_.check = check;
+  }
+  KernelSpec& layout_flexible() {
+    entry_.layout_flexible = true;
+    return *this;
+  }
+  KernelSpec& post_op(PostOpBuilder build) {
+    entry_.post_op = build;
+    return *this;
+  }
+  const KernelEntry& entry() const { return entry_; }
+
+ private:
+  KernelEntry entry_;
+};
+
+// A static object per kernel file whose constructor adds the kernel to the registry while the
+// module is loaded. The registry is a function-local static (kernel_registry()), so it exists
+// before the first registrar runs whatever order the linker put the object files in.
+struct KernelRegistrar {
+  KernelRegistrar(const KernelSpec& spec);  // implicit: OPFORGE_KERNEL initialises it with `=`
+};
+
+// Registers the kernel of op TYPE (an identifier: the opset type name) with its factory and its
+// support check (nullptr: every node of the type); chain .layout_flexible() / .post_op(f).
+#define OPFORGE_KERNEL(TYPE, MAKE, CHECK)                                         \
+  static const ::opforge_cpu::KernelRegistrar opforge_kernel_registrar_##TYPE = \
+      ::opforge_cpu::KernelSpec(#TYPE, MAKE, CHECK)
+
+// Every registered kernel, by type name.
+const std::map<std::string, KernelEntry>& kernel_registry();
 const KernelEntry* find_kernel(const std::string& type);
+// Registration mistakes (a type registered twice): the module refuses to import when not empty.
+const std::vector<std::string>& kernel_registry_errors();
 
 // Common checks.
 std::string check_float(const NodeDesc& n);     // input 0 is f32

@@ -209,7 +209,6 @@ std::unique_ptr<Kernel> make_dnnl_conv(NodeDesc& n, bool grouped) {
   auto k = std::make_unique<WindowKernel>();
   bool has_bias = n.attrs.b("has_bias", false);
   int sum_input = static_cast<int>(n.attrs.i("sum_input", -1));
-  auto post = n.attrs.is_none("post_ops") ? std::vector<std::string>{} : n.attrs.strings("post_ops");
 
   auto user_src = md_of(n.in(0));
   // oneDNN picks the source layout its fastest implementation wants; when that differs from
@@ -227,7 +226,7 @@ std::unique_ptr<Kernel> make_dnnl_conv(NodeDesc& n, bool grouped) {
 
   dnnl::primitive_attr attr = default_attr();
   dnnl::post_ops ops;
-  append_post_ops(ops, post);
+  append_post_ops(ops, n.attrs);
   attr.set_post_ops(ops);
   auto mk = [&](const dnnl::memory::desc& s, const dnnl::memory::desc& w, const dnnl::memory::desc& d) {
     return has_bias
@@ -330,7 +329,7 @@ std::unique_ptr<Kernel> make_dnnl_deconv(NodeDesc& n, bool grouped) {
   auto dst_md = any_md(DType::f32, ys);
   dnnl::primitive_attr attr = default_attr();
   dnnl::post_ops ops;
-  append_post_ops(ops, n.attrs.is_none("post_ops") ? std::vector<std::string>{} : n.attrs.strings("post_ops"));
+  append_post_ops(ops, n.attrs);
   attr.set_post_ops(ops);
   bool has_bias = n.attrs.b("has_bias", false);
   dnnl::memory::desc bias_md;
@@ -480,7 +479,7 @@ std::unique_ptr<Kernel> make_dnnl_matmul(NodeDesc& n) {
   }
   dnnl::primitive_attr attr = default_attr();
   dnnl::post_ops ops;
-  append_post_ops(ops, n.attrs.is_none("post_ops") ? std::vector<std::string>{} : n.attrs.strings("post_ops"));
+  append_post_ops(ops, n.attrs);
   attr.set_post_ops(ops);
   bool w_const = n.is_const(1);
   auto mk = [&](const dnnl::memory::desc& a, const dnnl::memory::desc& b) {

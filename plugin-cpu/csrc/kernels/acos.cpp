@@ -12,4 +12,6 @@ std::unique_ptr<Kernel> make_acos(NodeDesc& n) {
 
 std::string check_acos(const NodeDesc& n) { return check_unary(n, Types::Float); }
 
+OPFORGE_KERNEL(Acos, make_acos, check_acos);
+
 }  // namespace opforge_cpu

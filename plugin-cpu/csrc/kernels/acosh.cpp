@@ -12,4 +12,6 @@ std::unique_ptr<Kernel> make_acosh(NodeDesc& n) {
 
 std::string check_acosh(const NodeDesc& n) { return check_unary(n, Types::Float); }
 
+OPFORGE_KERNEL(Acosh, make_acosh, check_acosh);
+
 }  // namespace opforge_cpu

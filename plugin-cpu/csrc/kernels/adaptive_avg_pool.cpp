@@ -70,4 +70,6 @@ std::string check_adaptive_avg_pool(const NodeDesc& n) {
   return check_unary(n, Types::Float);
 }
 
+OPFORGE_KERNEL(AdaptiveAvgPool, make_adaptive_avg_pool, check_adaptive_avg_pool);
+
 }  // namespace opforge_cpu

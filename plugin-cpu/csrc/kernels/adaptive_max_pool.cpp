@@ -94,4 +94,6 @@ std::string check_adaptive_max_pool(const NodeDesc& n) {
   return check_unary(n, Types::Numeric);
 }
 
+OPFORGE_KERNEL(AdaptiveMaxPool, make_adaptive_max_pool, check_adaptive_max_pool);
+
 }  // namespace opforge_cpu

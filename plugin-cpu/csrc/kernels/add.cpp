@@ -7,4 +7,6 @@ std::unique_ptr<Kernel> make_add(NodeDesc& n) { return make_binary<Types::Numeri
 
 std::string check_add(const NodeDesc& n) { return check_binary(n); }
 
+OPFORGE_KERNEL(Add, make_add, check_add);
+
 }  // namespace opforge_cpu

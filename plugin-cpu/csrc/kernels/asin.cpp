@@ -12,4 +12,6 @@ std::unique_ptr<Kernel> make_asin(NodeDesc& n) {
 
 std::string check_asin(const NodeDesc& n) { return check_unary(n, Types::Float); }
 
+OPFORGE_KERNEL(Asin, make_asin, check_asin);
+
 }  // namespace opforge_cpu

@@ -12,4 +12,6 @@ std::unique_ptr<Kernel> make_asinh(NodeDesc& n) {
 
 std::string check_asinh(const NodeDesc& n) { return check_unary(n, Types::Float); }
 
+OPFORGE_KERNEL(Asinh, make_asinh, check_asinh);
+
 }  // namespace opforge_cpu

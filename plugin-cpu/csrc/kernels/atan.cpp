@@ -12,4 +12,6 @@ std::unique_ptr<Kernel> make_atan(NodeDesc& n) {
 
 std::string check_atan(const NodeDesc& n) { return check_unary(n, Types::Float); }
 
+OPFORGE_KERNEL(Atan, make_atan, check_atan);
+
 }  // namespace opforge_cpu

@@ -12,4 +12,6 @@ std::unique_ptr<Kernel> make_atanh(NodeDesc& n) {
 
 std::string check_atanh(const NodeDesc& n) { return check_unary(n, Types::Float); }
 
+OPFORGE_KERNEL(Atanh, make_atanh, check_atanh);
+
 }  // namespace opforge_cpu

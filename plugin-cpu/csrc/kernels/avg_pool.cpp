@@ -5,4 +5,6 @@ namespace opforge_cpu {
 
 std::unique_ptr<Kernel> make_avg_pool(NodeDesc& n) { return make_dnnl_pool(n, false); }
 
+OPFORGE_KERNEL(AvgPool, make_avg_pool, check_float).layout_flexible();
+
 }  // namespace opforge_cpu

@@ -47,4 +47,6 @@ std::unique_ptr<Kernel> make_batch_norm_inference(NodeDesc& n) {
 
 std::string check_batch_norm_inference(const NodeDesc& n) { return check_unary(n, Types::Float); }
 
+OPFORGE_KERNEL(BatchNormInference, make_batch_norm_inference, check_batch_norm_inference);
+
 }  // namespace opforge_cpu

@@ -34,4 +34,6 @@ std::string check_bit_cast(const NodeDesc& n) {
   return "";
 }
 
+OPFORGE_KERNEL(BitCast, make_bit_cast, check_bit_cast);
+
 }  // namespace opforge_cpu

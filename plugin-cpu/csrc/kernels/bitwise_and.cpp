@@ -9,4 +9,6 @@ std::unique_ptr<Kernel> make_bitwise_and(NodeDesc& n) {
 
 std::string check_bitwise_and(const NodeDesc& n) { return check_integral(n); }
 
+OPFORGE_KERNEL(BitwiseAnd, make_bitwise_and, check_bitwise_and);
+
 }  // namespace opforge_cpu

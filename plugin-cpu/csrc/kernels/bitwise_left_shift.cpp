@@ -15,4 +15,6 @@ std::unique_ptr<Kernel> make_bitwise_left_shift(NodeDesc& n) {
 
 std::string check_bitwise_left_shift(const NodeDesc& n) { return check_integral(n, false); }
 
+OPFORGE_KERNEL(BitwiseLeftShift, make_bitwise_left_shift, check_bitwise_left_shift);
+
 }  // namespace opforge_cpu

@@ -19,4 +19,6 @@ std::unique_ptr<Kernel> make_bitwise_not(NodeDesc& n) {
 
 std::string check_bitwise_not(const NodeDesc& n) { return check_integral(n); }
 
+OPFORGE_KERNEL(BitwiseNot, make_bitwise_not, check_bitwise_not);
+
 }  // namespace opforge_cpu

@@ -9,4 +9,6 @@ std::unique_ptr<Kernel> make_bitwise_or(NodeDesc& n) {
 
 std::string check_bitwise_or(const NodeDesc& n) { return check_integral(n); }
 
+OPFORGE_KERNEL(BitwiseOr, make_bitwise_or, check_bitwise_or);
+
 }  // namespace opforge_cpu

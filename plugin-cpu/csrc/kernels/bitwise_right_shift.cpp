@@ -19,4 +19,6 @@ std::unique_ptr<Kernel> make_bitwise_right_shift(NodeDesc& n) {
 
 std::string check_bitwise_right_shift(const NodeDesc& n) { return check_integral(n, false); }
 
+OPFORGE_KERNEL(BitwiseRightShift, make_bitwise_right_shift, check_bitwise_right_shift);
+
 }  // namespace opforge_cpu

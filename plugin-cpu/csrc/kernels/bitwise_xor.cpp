@@ -9,4 +9,6 @@ std::unique_ptr<Kernel> make_bitwise_xor(NodeDesc& n) {
 
 std::string check_bitwise_xor(const NodeDesc& n) { return check_integral(n); }
 
+OPFORGE_KERNEL(BitwiseXor, make_bitwise_xor, check_bitwise_xor);
+
 }  // namespace opforge_cpu

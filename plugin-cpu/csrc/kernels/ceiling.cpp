@@ -12,4 +12,6 @@ std::unique_ptr<Kernel> make_ceiling(NodeDesc& n) {
 
 std::string check_ceiling(const NodeDesc& n) { return check_unary(n, Types::Numeric); }
 
+OPFORGE_KERNEL(Ceiling, make_ceiling, check_ceiling);
+
 }  // namespace opforge_cpu

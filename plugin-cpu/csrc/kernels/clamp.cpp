@@ -3,11 +3,14 @@
 
 namespace opforge_cpu {
 
+Eltwise clamp_eltwise(const Attrs& a) {
+  return {dnnl::algorithm::eltwise_clip_v2, static_cast<float>(a.f("min")), static_cast<float>(a.f("max"))};
+}
+
 std::unique_ptr<Kernel> make_clamp(NodeDesc& n) {
   double lo = n.attrs.f("min"), hi = n.attrs.f("max");
   if (n.in(0).dtype == DType::f32) {
-    return make_unary<Types::Float>(n, [](auto x) { return x; },
-                      ("clip:" + num_str(lo) + ":" + num_str(hi)).c_str());
+    return make_unary<Types::Float>(n, [](auto x) { return x; }, clamp_eltwise);
   }
   if (!is_float(n.in(0).dtype)) {
     lo = std::ceil(lo);
@@ -21,5 +24,7 @@ std::unique_ptr<Kernel> make_clamp(NodeDesc& n) {
 }
 
 std::string check_clamp(const NodeDesc& n) { return check_unary(n, Types::Numeric); }
+
+OPFORGE_KERNEL(Clamp, make_clamp, check_clamp).layout_flexible().post_op(clamp_eltwise);
 
 }  // namespace opforge_cpu

@@ -86,4 +86,6 @@ std::string check_col2im(const NodeDesc& n) {
   return check_numeric(n);
 }
 
+OPFORGE_KERNEL(Col2Im, make_col2im, check_col2im);
+
 }  // namespace opforge_cpu

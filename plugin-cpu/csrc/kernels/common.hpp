@@ -29,11 +29,13 @@ template <class T, class F> class UnaryKernel : public ElementwiseKernel {
 
 enum class Types { Float, Numeric, Signed };
 
-// A unary kernel over the given type class; f32 goes to oneDNN's eltwise when `dnnl_alg` names one.
-template <Types types, class F> std::unique_ptr<Kernel> make_unary(NodeDesc& n, F f, const char* dnnl_alg = nullptr) {
+// A unary kernel over the given type class; f32 goes to oneDNN's eltwise when the op has one
+// (`eltwise`: the builder its kernel registers as its post-op, so both paths compute the same).
+template <Types types, class F>
+std::unique_ptr<Kernel> make_unary(NodeDesc& n, F f, PostOpBuilder eltwise = nullptr) {
   DType t = n.in(0).dtype;
-  if (dnnl_alg && t == DType::f32) {
-    auto k = make_dnnl_eltwise(n, dnnl_alg);
+  if (eltwise && t == DType::f32) {
+    auto k = make_dnnl_eltwise(n, eltwise(n.attrs));
     if (n.in(0).blocked) {
       n.outputs[0].blocked = true;
       n.outputs[0].md = n.in(0).md;
@@ -171,13 +173,6 @@ template <class F> std::unique_ptr<Kernel> make_float_predicate(NodeDesc& n, F f
     k = std::make_unique<PredicateKernel<T, F>>(f);
   });
   return k;
-}
-
-// Exact text of a number for the post-op encoding (std::to_string keeps only 6 decimals).
-inline std::string num_str(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.17g", v);
-  return buf;
 }
 
 // Integer-safe helpers for the arithmetic ops.

@@ -43,4 +43,6 @@ class ConcatKernel : public Kernel {
 
 std::unique_ptr<Kernel> make_concat(NodeDesc& n) { return std::make_unique<ConcatKernel>(n); }
 
+OPFORGE_KERNEL(Concat, make_concat, nullptr);
+
 }  // namespace opforge_cpu

@@ -103,4 +103,7 @@ std::unique_ptr<Kernel> make_convert_like(NodeDesc& n) {
   return std::make_unique<ConvertKernel>(n.in(0).dtype, n.outputs[0].dtype);
 }
 
+OPFORGE_KERNEL(Convert, make_convert, nullptr);
+OPFORGE_KERNEL(ConvertLike, make_convert_like, nullptr);
+
 }  // namespace opforge_cpu

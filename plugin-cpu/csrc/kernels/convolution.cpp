@@ -7,4 +7,6 @@ namespace opforge_cpu {
 std::unique_ptr<Kernel> make_convolution(NodeDesc& n) { return make_conv_any(n, false); }
 std::string check_convolution(const NodeDesc& n) { return check_conv_any(n); }
 
+OPFORGE_KERNEL(Convolution, make_convolution, check_convolution).layout_flexible();
+
 }  // namespace opforge_cpu

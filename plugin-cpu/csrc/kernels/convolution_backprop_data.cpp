@@ -5,4 +5,6 @@ namespace opforge_cpu {
 
 std::unique_ptr<Kernel> make_convolution_backprop_data(NodeDesc& n) { return make_dnnl_deconv(n, false); }
 
+OPFORGE_KERNEL(ConvolutionBackpropData, make_convolution_backprop_data, check_conv).layout_flexible();
+
 }  // namespace opforge_cpu

@@ -12,4 +12,6 @@ std::unique_ptr<Kernel> make_cos(NodeDesc& n) {
 
 std::string check_cos(const NodeDesc& n) { return check_unary(n, Types::Float); }
 
+OPFORGE_KERNEL(Cos, make_cos, check_cos);
+
 }  // namespace opforge_cpu

@@ -12,4 +12,6 @@ std::unique_ptr<Kernel> make_cosh(NodeDesc& n) {
 
 std::string check_cosh(const NodeDesc& n) { return check_unary(n, Types::Float); }
 
+OPFORGE_KERNEL(Cosh, make_cosh, check_cosh);
+
 }  // namespace opforge_cpu

@@ -59,4 +59,6 @@ std::string check_cum_sum(const NodeDesc& n) {
   return check_numeric(n);
 }
 
+OPFORGE_KERNEL(CumSum, make_cum_sum, check_cum_sum);
+
 }  // namespace opforge_cpu

@@ -121,4 +121,6 @@ std::string check_deformable_convolution(const NodeDesc& n) {
   return check_unary(n, Types::Float);
 }
 
+OPFORGE_KERNEL(DeformableConvolution, make_deformable_convolution, check_deformable_convolution);
+
 }  // namespace opforge_cpu

@@ -28,4 +28,6 @@ std::unique_ptr<Kernel> make_divide(NodeDesc& n) {
 
 std::string check_divide(const NodeDesc& n) { return check_binary(n); }
 
+OPFORGE_KERNEL(Divide, make_divide, check_divide);
+
 }  // namespace opforge_cpu

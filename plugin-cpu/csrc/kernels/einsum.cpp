@@ -136,4 +136,6 @@ std::unique_ptr<Kernel> make_einsum(NodeDesc& n) {
 }
 std::string check_einsum(const NodeDesc& n) { return check_numeric(n); }
 
+OPFORGE_KERNEL(Einsum, make_einsum, check_einsum);
+
 }  // namespace opforge_cpu

@@ -7,4 +7,6 @@ std::unique_ptr<Kernel> make_equal(NodeDesc& n) { return make_compare(n, [](auto
 
 std::string check_equal(const NodeDesc& n) { return check_compare(n); }
 
+OPFORGE_KERNEL(Equal, make_equal, check_equal);
+
 }  // namespace opforge_cpu

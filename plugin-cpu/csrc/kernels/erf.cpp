@@ -12,4 +12,6 @@ std::unique_ptr<Kernel> make_erf(NodeDesc& n) {
 
 std::string check_erf(const NodeDesc& n) { return check_unary(n, Types::Float); }
 
+OPFORGE_KERNEL(Erf, make_erf, check_erf);
+
 }  // namespace opforge_cpu

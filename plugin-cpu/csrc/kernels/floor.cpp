@@ -12,4 +12,6 @@ std::unique_ptr<Kernel> make_floor(NodeDesc& n) {
 
 std::string check_floor(const NodeDesc& n) { return check_unary(n, Types::Numeric); }
 
+OPFORGE_KERNEL(Floor, make_floor, check_floor);
+
 }  // namespace opforge_cpu

@@ -7,4 +7,6 @@ std::unique_ptr<Kernel> make_floor_mod(NodeDesc& n) { return make_binary<Types::
 
 std::string check_floor_mod(const NodeDesc& n) { return check_binary(n); }
 
+OPFORGE_KERNEL(FloorMod, make_floor_mod, check_floor_mod);
+
 }  // namespace opforge_cpu

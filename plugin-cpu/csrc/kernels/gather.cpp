@@ -77,4 +77,6 @@ std::string check_gather(const NodeDesc& n) {
   return "";
 }
 
+OPFORGE_KERNEL(Gather, make_gather, check_gather);
+
 }  // namespace opforge_cpu

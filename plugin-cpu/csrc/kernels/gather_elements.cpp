@@ -45,4 +45,6 @@ class GatherElementsKernel : public Kernel {
 std::unique_ptr<Kernel> make_gather_elements(NodeDesc& n) { return std::make_unique<GatherElementsKernel>(n); }
 std::string check_gather_elements(const NodeDesc& n) { return check_index_input(n, 1); }
 
+OPFORGE_KERNEL(GatherElements, make_gather_elements, check_gather_elements);
+
 }  // namespace opforge_cpu

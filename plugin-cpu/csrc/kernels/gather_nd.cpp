@@ -50,4 +50,6 @@ class GatherNDKernel : public Kernel {
 std::unique_ptr<Kernel> make_gather_nd(NodeDesc& n) { return std::make_unique<GatherNDKernel>(n); }
 std::string check_gather_nd(const NodeDesc& n) { return check_index_input(n, 1); }
 
+OPFORGE_KERNEL(GatherND, make_gather_nd, check_gather_nd);
+
 }  // namespace opforge_cpu

@@ -7,4 +7,6 @@ std::unique_ptr<Kernel> make_greater(NodeDesc& n) { return make_compare(n, [](au
 
 std::string check_greater(const NodeDesc& n) { return check_compare(n); }
 
+OPFORGE_KERNEL(Greater, make_greater, check_greater);
+
 }  // namespace opforge_cpu

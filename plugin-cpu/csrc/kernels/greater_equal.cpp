@@ -7,4 +7,6 @@ std::unique_ptr<Kernel> make_greater_equal(NodeDesc& n) { return make_compare(n,
 
 std::string check_greater_equal(const NodeDesc& n) { return check_compare(n); }
 
+OPFORGE_KERNEL(GreaterEqual, make_greater_equal, check_greater_equal);
+
 }  // namespace opforge_cpu

@@ -154,4 +154,6 @@ std::string check_grid_sample(const NodeDesc& n) {
   return check_unary(n, Types::Float);
 }
 
+OPFORGE_KERNEL(GridSample, make_grid_sample, check_grid_sample);
+
 }  // namespace opforge_cpu

@@ -52,4 +52,6 @@ std::string check_grn(const NodeDesc& n) {
   return check_unary(n, Types::Float);
 }
 
+OPFORGE_KERNEL(GRN, make_grn, check_grn);
+
 }  // namespace opforge_cpu

@@ -7,4 +7,6 @@ namespace opforge_cpu {
 std::unique_ptr<Kernel> make_group_convolution(NodeDesc& n) { return make_conv_any(n, true); }
 std::string check_group_convolution(const NodeDesc& n) { return check_conv_any(n); }
 
+OPFORGE_KERNEL(GroupConvolution, make_group_convolution, check_group_convolution).layout_flexible();
+
 }  // namespace opforge_cpu

@@ -18,4 +18,6 @@ std::unique_ptr<Kernel> make_copy_kernel() { return std::make_unique<CopyKernel>
 
 std::unique_ptr<Kernel> make_identity(NodeDesc& n) { return make_copy_kernel(); }
 
+OPFORGE_KERNEL(Identity, make_identity, nullptr);
+
 }  // namespace opforge_cpu

@@ -38,4 +38,6 @@ std::unique_ptr<Kernel> make_index_map(NodeDesc& n) {
   return std::make_unique<IndexMapKernel<int64_t>>(n);
 }
 
+OPFORGE_KERNEL(IndexMap, make_index_map, nullptr);
+
 }  // namespace opforge_cpu

@@ -216,4 +216,6 @@ std::string check_interpolate(const NodeDesc& n) {
   return check_numeric(n);
 }
 
+OPFORGE_KERNEL(Interpolate, make_interpolate, check_interpolate);
+
 }  // namespace opforge_cpu

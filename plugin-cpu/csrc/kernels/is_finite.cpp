@@ -9,4 +9,6 @@ std::unique_ptr<Kernel> make_is_finite(NodeDesc& n) {
 
 std::string check_is_finite(const NodeDesc& n) { return check_unary(n, Types::Float); }
 
+OPFORGE_KERNEL(IsFinite, make_is_finite, check_is_finite);
+
 }  // namespace opforge_cpu

@@ -10,4 +10,6 @@ std::unique_ptr<Kernel> make_is_inf(NodeDesc& n) {
 
 std::string check_is_inf(const NodeDesc& n) { return check_unary(n, Types::Float); }
 
+OPFORGE_KERNEL(IsInf, make_is_inf, check_is_inf);
+
 }  // namespace opforge_cpu

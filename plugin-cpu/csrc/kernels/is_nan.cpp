@@ -9,4 +9,6 @@ std::unique_ptr<Kernel> make_is_nan(NodeDesc& n) {
 
 std::string check_is_nan(const NodeDesc& n) { return check_unary(n, Types::Float); }
 
+OPFORGE_KERNEL(IsNaN, make_is_nan, check_is_nan);
+
 }  // namespace opforge_cpu

@@ -7,4 +7,6 @@ std::unique_ptr<Kernel> make_less(NodeDesc& n) { return make_compare(n, [](auto 
 
 std::string check_less(const NodeDesc& n) { return check_compare(n); }
 
+OPFORGE_KERNEL(Less, make_less, check_less);
+
 }  // namespace opforge_cpu

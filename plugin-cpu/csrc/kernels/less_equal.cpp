@@ -7,4 +7,6 @@ std::unique_ptr<Kernel> make_less_equal(NodeDesc& n) { return make_compare(n, []
 
 std::string check_less_equal(const NodeDesc& n) { return check_compare(n); }
 
+OPFORGE_KERNEL(LessEqual, make_less_equal, check_less_equal);
+
 }  // namespace opforge_cpu

@@ -12,4 +12,6 @@ std::unique_ptr<Kernel> make_log(NodeDesc& n) {
 
 std::string check_log(const NodeDesc& n) { return check_unary(n, Types::Float); }
 
+OPFORGE_KERNEL(Log, make_log, check_log);
+
 }  // namespace opforge_cpu

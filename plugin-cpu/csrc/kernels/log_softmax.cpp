@@ -7,4 +7,6 @@ std::unique_ptr<Kernel> make_log_softmax(NodeDesc& n) { return std::make_unique<
 
 std::string check_log_softmax(const NodeDesc& n) { return n.in(0).dtype == DType::f32 ? "" : "LogSoftmax runs in f32 only"; }
 
+OPFORGE_KERNEL(LogSoftmax, make_log_softmax, check_log_softmax);
+
 }  // namespace opforge_cpu

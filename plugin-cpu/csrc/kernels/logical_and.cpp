@@ -11,4 +11,6 @@ std::unique_ptr<Kernel> make_logical_and(NodeDesc& n) { return std::make_unique<
 
 std::string check_logical_and(const NodeDesc& n) { return check_boolean(n); }
 
+OPFORGE_KERNEL(LogicalAnd, make_logical_and, check_logical_and);
+
 }  // namespace opforge_cpu

@@ -10,4 +10,6 @@ std::unique_ptr<Kernel> make_logical_not(NodeDesc& n) {
 
 std::string check_logical_not(const NodeDesc& n) { return check_boolean(n); }
 
+OPFORGE_KERNEL(LogicalNot, make_logical_not, check_logical_not);
+
 }  // namespace opforge_cpu

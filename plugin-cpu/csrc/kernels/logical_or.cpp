@@ -11,4 +11,6 @@ std::unique_ptr<Kernel> make_logical_or(NodeDesc& n) { return std::make_unique<B
 
 std::string check_logical_or(const NodeDesc& n) { return check_boolean(n); }
 
+OPFORGE_KERNEL(LogicalOr, make_logical_or, check_logical_or);
+
 }  // namespace opforge_cpu

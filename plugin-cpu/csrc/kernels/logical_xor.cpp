@@ -11,4 +11,6 @@ std::unique_ptr<Kernel> make_logical_xor(NodeDesc& n) { return std::make_unique<
 
 std::string check_logical_xor(const NodeDesc& n) { return check_boolean(n); }
 
+OPFORGE_KERNEL(LogicalXor, make_logical_xor, check_logical_xor);
+
 }  // namespace opforge_cpu

@@ -66,4 +66,6 @@ std::string check_lrn(const NodeDesc& n) {
   return check_unary(n, Types::Float);
 }
 
+OPFORGE_KERNEL(LRN, make_lrn, check_lrn);
+
 }  // namespace opforge_cpu

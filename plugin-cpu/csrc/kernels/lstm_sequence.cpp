@@ -6,4 +6,6 @@ namespace opforge_cpu {
 std::unique_ptr<Kernel> make_lstm_sequence(NodeDesc& n) { return make_sequence<Cell::lstm>(n); }
 std::string check_lstm_sequence(const NodeDesc& n) { return check_sequence(n); }
 
+OPFORGE_KERNEL(LSTMSequence, make_lstm_sequence, check_lstm_sequence);
+
 }  // namespace opforge_cpu

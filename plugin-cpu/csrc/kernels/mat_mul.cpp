@@ -93,12 +93,12 @@ class EmptySumMatMulKernel : public Kernel {
 
 std::unique_ptr<Kernel> make_mat_mul(NodeDesc& n) {
   if (n.inputs.size() >= 2 && inner_length(n) == 0) {
-    if (n.attrs.b("has_bias", false) || (n.attrs.has("post_ops") && !n.attrs.is_none("post_ops") && !n.attrs.strings("post_ops").empty()))
+    if (n.attrs.b("has_bias", false) || !n.attrs.fused_ops("post_ops").empty())
       throw CompileFailure("MatMul with an empty inner dimension (K = 0) takes no fused bias or post-ops");
     return std::make_unique<EmptySumMatMulKernel>();
   }
   if (integer_pair(n, DType::i32) || integer_pair(n, DType::i64)) {
-    if (n.attrs.b("has_bias", false) || (n.attrs.has("post_ops") && !n.attrs.is_none("post_ops") && !n.attrs.strings("post_ops").empty()))
+    if (n.attrs.b("has_bias", false) || !n.attrs.fused_ops("post_ops").empty())
       throw CompileFailure("integer MatMul takes no fused bias or post-ops");
     if (n.in(0).dtype == DType::i32) return std::make_unique<IntMatMulKernel<int32_t>>(n);
     return std::make_unique<IntMatMulKernel<int64_t>>(n);
@@ -111,5 +111,7 @@ std::string check_mat_mul(const NodeDesc& n) {
   const std::string why = check_matmul(n);
   return why.empty() ? why : why + " (or i32/i64)";
 }
+
+OPFORGE_KERNEL(MatMul, make_mat_mul, check_mat_mul);
 
 }  // namespace opforge_cpu

@@ -104,4 +104,6 @@ std::string check_max_pool(const NodeDesc& n) {
   return std::string("element type ") + dtype_name(t) + " is not supported (f32, u8, i8, i32, i64)";
 }
 
+OPFORGE_KERNEL(MaxPool, make_max_pool, check_max_pool).layout_flexible();
+
 }  // namespace opforge_cpu

@@ -7,4 +7,6 @@ std::unique_ptr<Kernel> make_maximum(NodeDesc& n) { return make_binary<Types::Nu
 
 std::string check_maximum(const NodeDesc& n) { return check_binary(n); }
 
+OPFORGE_KERNEL(Maximum, make_maximum, check_maximum);
+
 }  // namespace opforge_cpu

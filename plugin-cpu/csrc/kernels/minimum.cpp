@@ -7,4 +7,6 @@ std::unique_ptr<Kernel> make_minimum(NodeDesc& n) { return make_binary<Types::Nu
 
 std::string check_minimum(const NodeDesc& n) { return check_binary(n); }
 
+OPFORGE_KERNEL(Minimum, make_minimum, check_minimum);
+
 }  // namespace opforge_cpu

@@ -16,4 +16,6 @@ std::unique_ptr<Kernel> make_mod(NodeDesc& n) {
 
 std::string check_mod(const NodeDesc& n) { return check_binary(n); }
 
+OPFORGE_KERNEL(Mod, make_mod, check_mod);
+
 }  // namespace opforge_cpu

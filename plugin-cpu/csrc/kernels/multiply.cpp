@@ -7,4 +7,6 @@ std::unique_ptr<Kernel> make_multiply(NodeDesc& n) { return make_binary<Types::N
 
 std::string check_multiply(const NodeDesc& n) { return check_binary(n); }
 
+OPFORGE_KERNEL(Multiply, make_multiply, check_multiply);
+
 }  // namespace opforge_cpu

@@ -228,4 +228,6 @@ std::string check_mvn(const NodeDesc& n) {
   return "";
 }
 
+OPFORGE_KERNEL(MVN, make_mvn, check_mvn);
+
 }  // namespace opforge_cpu

@@ -12,4 +12,6 @@ std::unique_ptr<Kernel> make_negative(NodeDesc& n) {
 
 std::string check_negative(const NodeDesc& n) { return check_unary(n, Types::Numeric); }
 
+OPFORGE_KERNEL(Negative, make_negative, check_negative);
+
 }  // namespace opforge_cpu

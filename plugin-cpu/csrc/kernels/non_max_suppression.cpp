@@ -120,4 +120,6 @@ std::string check_non_max_suppression(const NodeDesc& n) {
   return why.empty() ? check_unary(n, Types::Float) : why;
 }
 
+OPFORGE_KERNEL(NonMaxSuppression, make_non_max_suppression, check_non_max_suppression);
+
 }  // namespace opforge_cpu

@@ -56,4 +56,6 @@ class NonZeroKernel : public Kernel {
 std::unique_ptr<Kernel> make_non_zero(NodeDesc& n) { return std::make_unique<NonZeroKernel>(n); }
 std::string check_non_zero(const NodeDesc& n) { return check_int_output(n.outputs.at(0).dtype); }
 
+OPFORGE_KERNEL(NonZero, make_non_zero, check_non_zero);
+
 }  // namespace opforge_cpu

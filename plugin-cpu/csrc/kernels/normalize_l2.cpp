@@ -123,4 +123,6 @@ std::string check_normalize_l2(const NodeDesc& n) {
   return check_unary(n, Types::Float);
 }
 
+OPFORGE_KERNEL(NormalizeL2, make_normalize_l2, check_normalize_l2);
+
 }  // namespace opforge_cpu

@@ -7,4 +7,6 @@ std::unique_ptr<Kernel> make_not_equal(NodeDesc& n) { return make_compare(n, [](
 
 std::string check_not_equal(const NodeDesc& n) { return check_compare(n); }
 
+OPFORGE_KERNEL(NotEqual, make_not_equal, check_not_equal);
+
 }  // namespace opforge_cpu

@@ -44,4 +44,6 @@ std::string check_one_hot(const NodeDesc& n) {
   return "";
 }
 
+OPFORGE_KERNEL(OneHot, make_one_hot, check_one_hot);
+
 }  // namespace opforge_cpu

@@ -36,4 +36,6 @@ std::unique_ptr<Kernel> make_p_relu(NodeDesc& n) {
 
 std::string check_p_relu(const NodeDesc& n) { return check_unary(n, Types::Float); }
 
+OPFORGE_KERNEL(PRelu, make_p_relu, check_p_relu);
+
 }  // namespace opforge_cpu

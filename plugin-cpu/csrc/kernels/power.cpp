@@ -26,4 +26,6 @@ std::unique_ptr<Kernel> make_power(NodeDesc& n) {
 
 std::string check_power(const NodeDesc& n) { return check_binary(n); }
 
+OPFORGE_KERNEL(Power, make_power, check_power);
+
 }  // namespace opforge_cpu

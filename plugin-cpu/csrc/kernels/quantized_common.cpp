@@ -64,7 +64,7 @@ QuantParams quant_params(const NodeDesc& n, int64_t channels) {
     q.bias.assign(b, b + channels);
     q.has_bias = true;
   }
-  q.post_ops = n.attrs.is_none("post_ops") || !n.attrs.has("post_ops") ? std::vector<std::string>{} : n.attrs.strings("post_ops");
+  q.post_ops = n.attrs.fused_ops("post_ops");
   return q;
 }
 
@@ -78,7 +78,7 @@ dnnl::primitive_attr quant_attr(const QuantParams& q, int wei_mask) {
     if (q.dst_zero_point != 0) attr.set_zero_points_mask(DNNL_ARG_DST, 0);
   }
   dnnl::post_ops ops;
-  if (append_post_ops(ops, q.post_ops) >= 0) throw CompileFailure("a quantized op takes no fused sum");
+  append_fused_ops(ops, q.post_ops);
   attr.set_post_ops(ops);
   return attr;
 }

@@ -26,7 +26,7 @@ struct QuantParams {
   bool has_bias = false;
   std::vector<float> wei_scales;
   std::vector<float> bias;
-  std::vector<std::string> post_ops;
+  std::vector<FusedOp> post_ops;  // fused Relu/Clamp, built by their kernels' post-ops
 };
 
 // Reads the attributes and the constant inputs 2 (weight scales) and 3 (bias) of `n`, checking

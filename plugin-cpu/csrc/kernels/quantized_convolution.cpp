@@ -72,4 +72,6 @@ std::unique_ptr<Kernel> make_quantized_convolution(NodeDesc& n) {
   return k;
 }
 
+OPFORGE_KERNEL(QuantizedConvolution, make_quantized_convolution, check_quantized_convolution).layout_flexible();
+
 }  // namespace opforge_cpu

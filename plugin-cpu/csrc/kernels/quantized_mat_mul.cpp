@@ -40,4 +40,6 @@ std::unique_ptr<Kernel> make_quantized_mat_mul(NodeDesc& n) {
   return k;
 }
 
+OPFORGE_KERNEL(QuantizedMatMul, make_quantized_mat_mul, check_quantized_mat_mul);
+
 }  // namespace opforge_cpu

@@ -7,4 +7,6 @@ std::unique_ptr<Kernel> make_reduce_logical_and(NodeDesc& n) { return make_reduc
 
 std::string check_reduce_logical_and(const NodeDesc& n) { return check_reduce(n); }
 
+OPFORGE_KERNEL(ReduceLogicalAnd, make_reduce_logical_and, check_reduce_logical_and);
+
 }  // namespace opforge_cpu

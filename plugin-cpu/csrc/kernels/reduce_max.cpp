@@ -7,4 +7,6 @@ std::unique_ptr<Kernel> make_reduce_max(NodeDesc& n) { return make_reduce(n, Red
 
 std::string check_reduce_max(const NodeDesc& n) { return check_reduce(n); }
 
+OPFORGE_KERNEL(ReduceMax, make_reduce_max, check_reduce_max);
+
 }  // namespace opforge_cpu

@@ -6,4 +6,6 @@ namespace opforge_cpu {
 std::unique_ptr<Kernel> make_rnn_sequence(NodeDesc& n) { return make_sequence<Cell::rnn>(n); }
 std::string check_rnn_sequence(const NodeDesc& n) { return check_sequence(n); }
 
+OPFORGE_KERNEL(RNNSequence, make_rnn_sequence, check_rnn_sequence);
+
 }  // namespace opforge_cpu

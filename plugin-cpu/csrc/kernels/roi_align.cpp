@@ -103,4 +103,6 @@ std::string check_roi_align(const NodeDesc& n) {
   return check_unary(n, Types::Float);
 }
 
+OPFORGE_KERNEL(ROIAlign, make_roi_align, check_roi_align);
+
 }  // namespace opforge_cpu

@@ -21,4 +21,6 @@ std::unique_ptr<Kernel> make_round(NodeDesc& n) {
 
 std::string check_round(const NodeDesc& n) { return check_unary(n, Types::Numeric); }
 
+OPFORGE_KERNEL(Round, make_round, check_round);
+
 }  // namespace opforge_cpu

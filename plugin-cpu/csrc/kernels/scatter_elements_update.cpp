@@ -99,4 +99,6 @@ std::string check_scatter_elements_update(const NodeDesc& n) {
   return "";
 }
 
+OPFORGE_KERNEL(ScatterElementsUpdate, make_scatter_elements_update, check_scatter_elements_update);
+
 }  // namespace opforge_cpu

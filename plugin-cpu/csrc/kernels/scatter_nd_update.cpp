@@ -64,4 +64,6 @@ std::string check_scatter_nd_update(const NodeDesc& n) {
   return "";
 }
 
+OPFORGE_KERNEL(ScatterNDUpdate, make_scatter_nd_update, check_scatter_nd_update);
+
 }  // namespace opforge_cpu

@@ -44,4 +44,6 @@ std::string check_scatter_update(const NodeDesc& n) {
   return check_index_input(n, 1);
 }
 
+OPFORGE_KERNEL(ScatterUpdate, make_scatter_update, check_scatter_update);
+
 }  // namespace opforge_cpu

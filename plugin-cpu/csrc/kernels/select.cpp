@@ -56,4 +56,6 @@ std::string check_select(const NodeDesc& n) {
   return n.in(0).dtype == DType::boolean ? "" : "Select needs a boolean condition";
 }
 
+OPFORGE_KERNEL(Select, make_select, check_select);
+
 }  // namespace opforge_cpu

@@ -18,4 +18,6 @@ std::string check_selu(const NodeDesc& n) {
   return check_unary(n, Types::Float);
 }
 
+OPFORGE_KERNEL(Selu, make_selu, check_selu);
+
 }  // namespace opforge_cpu

@@ -22,4 +22,6 @@ class ShapeOfKernel : public Kernel {
 
 std::unique_ptr<Kernel> make_shape_of(NodeDesc& n) { return std::make_unique<ShapeOfKernel>(n); }
 
+OPFORGE_KERNEL(ShapeOf, make_shape_of, nullptr);
+
 }  // namespace opforge_cpu

@@ -13,4 +13,6 @@ std::unique_ptr<Kernel> make_sign(NodeDesc& n) {
 
 std::string check_sign(const NodeDesc& n) { return check_unary(n, Types::Numeric); }
 
+OPFORGE_KERNEL(Sign, make_sign, check_sign);
+
 }  // namespace opforge_cpu

@@ -12,4 +12,6 @@ std::unique_ptr<Kernel> make_sin(NodeDesc& n) {
 
 std::string check_sin(const NodeDesc& n) { return check_unary(n, Types::Float); }
 
+OPFORGE_KERNEL(Sin, make_sin, check_sin);
+
 }  // namespace opforge_cpu

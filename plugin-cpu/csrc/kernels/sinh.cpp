@@ -12,4 +12,6 @@ std::unique_ptr<Kernel> make_sinh(NodeDesc& n) {
 
 std::string check_sinh(const NodeDesc& n) { return check_unary(n, Types::Float); }
 
+OPFORGE_KERNEL(Sinh, make_sinh, check_sinh);
+
 }  // namespace opforge_cpu

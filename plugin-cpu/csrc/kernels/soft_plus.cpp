@@ -12,4 +12,6 @@ std::unique_ptr<Kernel> make_soft_plus(NodeDesc& n) {
 
 std::string check_soft_plus(const NodeDesc& n) { return check_unary(n, Types::Float); }
 
+OPFORGE_KERNEL(SoftPlus, make_soft_plus, check_soft_plus);
+
 }  // namespace opforge_cpu

@@ -12,4 +12,6 @@ std::unique_ptr<Kernel> make_soft_sign(NodeDesc& n) {
 
 std::string check_soft_sign(const NodeDesc& n) { return check_unary(n, Types::Float); }
 
+OPFORGE_KERNEL(SoftSign, make_soft_sign, check_soft_sign);
+
 }  // namespace opforge_cpu

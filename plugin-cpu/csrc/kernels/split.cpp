@@ -7,4 +7,6 @@ std::unique_ptr<Kernel> make_split(NodeDesc& n) { return std::make_unique<SplitK
 
 std::string check_split(const NodeDesc& n) { return n.is_const(1) ? "" : "Split needs a constant axis"; }
 
+OPFORGE_KERNEL(Split, make_split, check_split);
+
 }  // namespace opforge_cpu

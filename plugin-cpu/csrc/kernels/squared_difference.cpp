@@ -7,4 +7,6 @@ std::unique_ptr<Kernel> make_squared_difference(NodeDesc& n) { return make_binar
 
 std::string check_squared_difference(const NodeDesc& n) { return check_binary(n); }
 
+OPFORGE_KERNEL(SquaredDifference, make_squared_difference, check_squared_difference);
+
 }  // namespace opforge_cpu

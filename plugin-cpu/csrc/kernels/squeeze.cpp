@@ -8,4 +8,6 @@ std::unique_ptr<Kernel> make_copy_kernel();
 
 std::unique_ptr<Kernel> make_squeeze(NodeDesc& n) { return make_copy_kernel(); }
 
+OPFORGE_KERNEL(Squeeze, make_squeeze, nullptr);
+
 }  // namespace opforge_cpu

@@ -7,4 +7,6 @@ std::unique_ptr<Kernel> make_subtract(NodeDesc& n) { return make_binary<Types::N
 
 std::string check_subtract(const NodeDesc& n) { return check_binary(n); }
 
+OPFORGE_KERNEL(Subtract, make_subtract, check_subtract);
+
 }  // namespace opforge_cpu

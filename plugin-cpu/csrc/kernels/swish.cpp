@@ -37,4 +37,6 @@ std::string check_swish(const NodeDesc& n) {
   return check_unary(n, Types::Float);
 }
 
+OPFORGE_KERNEL(Swish, make_swish, check_swish);
+
 }  // namespace opforge_cpu

@@ -12,4 +12,6 @@ std::unique_ptr<Kernel> make_tan(NodeDesc& n) {
 
 std::string check_tan(const NodeDesc& n) { return check_unary(n, Types::Float); }
 
+OPFORGE_KERNEL(Tan, make_tan, check_tan);
+
 }  // namespace opforge_cpu

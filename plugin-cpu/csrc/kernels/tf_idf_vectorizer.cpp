@@ -111,4 +111,6 @@ std::string check_tf_idf_vectorizer(const NodeDesc& n) {
   return "";
 }
 
+OPFORGE_KERNEL(TfIdfVectorizer, make_tf_idf_vectorizer, check_tf_idf_vectorizer);
+
 }  // namespace opforge_cpu

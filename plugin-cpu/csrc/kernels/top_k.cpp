@@ -84,4 +84,6 @@ std::string check_top_k(const NodeDesc& n) {
   return check_numeric(n);
 }
 
+OPFORGE_KERNEL(TopK, make_top_k, check_top_k);
+
 }  // namespace opforge_cpu

@@ -69,4 +69,6 @@ std::string check_transpose(const NodeDesc& n) {
   return n.is_const(1) ? "" : "Transpose needs a constant permutation on the CPU device";
 }
 
+OPFORGE_KERNEL(Transpose, make_transpose, check_transpose);
+
 }  // namespace opforge_cpu

@@ -98,4 +98,6 @@ std::string check_unique_op(const NodeDesc& n) {
   return why.empty() ? check_numeric(n) : why;
 }
 
+OPFORGE_KERNEL(Unique, make_unique_op, check_unique_op);
+
 }  // namespace opforge_cpu

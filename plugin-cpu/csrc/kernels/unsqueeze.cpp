@@ -8,4 +8,6 @@ std::unique_ptr<Kernel> make_copy_kernel();
 
 std::unique_ptr<Kernel> make_unsqueeze(NodeDesc& n) { return make_copy_kernel(); }
 
+OPFORGE_KERNEL(Unsqueeze, make_unsqueeze, nullptr);
+
 }  // namespace opforge_cpu

@@ -9,4 +9,6 @@ std::unique_ptr<Kernel> make_variadic_split(NodeDesc& n) {
 
 std::string check_variadic_split(const NodeDesc& n) { return n.is_const(1) ? "" : "VariadicSplit needs a constant axis"; }
 
+OPFORGE_KERNEL(VariadicSplit, make_variadic_split, check_variadic_split);
+
 }  // namespace opforge_cpu

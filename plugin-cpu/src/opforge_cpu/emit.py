@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 import types
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import numpy as np
@@ -22,22 +22,6 @@ from opforge.opset.constant import ConstantAttrs
 from opforge.shape import PartialShape
 
 from opforge_cpu.ops import emit_cpu_op
-
-#: element-wise ops that oneDNN applies as a post-op of the op before them: name -> encoding
-_POST_OPS: dict[str, Callable[[Node], str | None]] = {
-    "Relu": lambda n: "relu",
-    "Clamp": lambda n: f"clip:{n.attrs.min!r}:{n.attrs.max!r}",  # type: ignore[attr-defined]
-    "Sigmoid": lambda n: "sigmoid",
-    "Tanh": lambda n: "tanh",
-    "Gelu": lambda n: "gelu_tanh" if str(n.attrs.approximation_mode).upper() == "TANH" else "gelu_erf",  # type: ignore[attr-defined]
-    "HSwish": lambda n: "hswish",
-    "HSigmoid": lambda n: "hsigmoid",
-    "Mish": lambda n: "mish",
-    "Elu": lambda n: f"elu:{n.attrs.alpha!r}",  # type: ignore[attr-defined]
-    "Abs": lambda n: "abs",
-    "Exp": lambda n: "exp",
-    "Sqrt": lambda n: "sqrt",
-}
 
 #: ops the C++ Reshape kernel runs (a view of the same buffer: never an index map)
 _RESHAPES = {"Squeeze", "Unsqueeze", "Reshape"}
@@ -270,7 +254,10 @@ class Emitter:
         out_shape = cur.shape
         fused = [node.name]
         extra: list[int] = []
-        post: list[str] = []
+        # fused activations as (type, attributes): the C++ kernel of each type registered the
+        # oneDNN post-op it becomes (_core.post_op_types() lists them)
+        post: list[tuple[str, dict[str, Any]]] = []
+        fusable = set(self.core.post_op_types())
         has_bias = False
         sum_input = -1
         base = len(node.inputs)
@@ -288,16 +275,12 @@ class Emitter:
                     extra.insert(0, self.const_tensor(bias))
                 elif (other.node.constant_value() is None and tuple(other.shape) == tuple(out_shape)
                       and sum_input < 0 and not post and self._computed(other)):
-                    post.append("sum")
-                    extra.append(self.tensor(other))
+                    extra.append(self.tensor(other))  # oneDNN's sum post-op, first in the chain
                     sum_input = -2  # resolved below once the bias position is known
                 else:
                     break
-            elif user.type_name in _POST_OPS and user.op.is_standard:
-                enc = _POST_OPS[user.type_name](user)
-                if enc is None:
-                    break
-                post.append(enc)
+            elif user.type_name in fusable and user.op.is_standard:
+                post.append((user.type_name, attrs_dict(user)))
             else:
                 break
             self.absorbed.add(user.id)

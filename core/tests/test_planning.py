@@ -220,3 +220,17 @@ def test_specialize_never_changes_the_model_and_split_point_of_static_model_is_n
     m = specialize(model, [(1, 2, 8)])
     assert [(n.name, str(n.output(0).partial_shape)) for n in model.get_ordered_ops()] == before
     assert split_point(m) is None
+
+
+def test_data_computed_from_value_inputs_alone_folds_into_the_plan() -> None:
+    """A Range of fed bounds, and what only it feeds, are functions of the plan's key: they fold,
+    so a device needs no kernel for them (the CPU has none for Range)."""
+    n = param("n", [], "i64")
+    y = op("Multiply", op("Range", const(0), n, const(1), output_type="i64"), const(2))
+    model = Model([op("Result", y)], [n])
+    exe = RefPlanned(model)
+    for v in (3, 5):
+        np.testing.assert_array_equal(exe.infer([np.array(v)], None)[0], np.arange(v) * 2)
+    assert len(exe.plans) == 2
+    for plan in exe.plans.values():
+        assert {t.type_name for t in plan.get_ordered_ops()} <= {"Parameter", "Constant", "Result"}

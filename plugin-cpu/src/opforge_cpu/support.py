@@ -133,7 +133,11 @@ def supported_nodes(core: types.ModuleType, model: Model, kernels: Mapping[tuple
             continue
         lowered = index_mapped(n, builtin)
         if t not in builtin and not lowered:
-            out[n.name] = f"no kernel for {t}"
+            # A node whose every input is a constant once planned folds then (a Range of fed
+            # bounds): it needs no kernel.
+            folds = all(i in n.op.value_inputs or src.node.constant_value() is not None
+                        for i, src in enumerate(n.inputs))
+            out[n.name] = "" if folds else f"no kernel for {t}"
             continue
         if lowered or planned_values(n):
             # Its parameters are constants once planned (opforge.planning: every value port is

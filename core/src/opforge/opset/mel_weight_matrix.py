@@ -43,8 +43,11 @@ class MelWeightMatrix(Op):
     Attrs = MelWeightMatrixAttrs
     min_inputs = 5
     max_inputs = 5
-    # the output is [dft_length // 2 + 1, num_mel_bins]: both scalars' values decide its shape
-    value_inputs = (0, 1)
+    # the output is [dft_length // 2 + 1, num_mel_bins]: those two scalars decide its shape; the
+    # sample rate and band edges are coefficients. All five are read like attributes, so a device
+    # plans on their values and the matrix folds to a constant (no device needs a kernel for it)
+    value_inputs = (0, 1, 2, 3, 4)
+    scalar_inputs = (0, 1, 2, 3, 4)
 
     @classmethod
     def infer(cls, ctx: InferContext) -> list[TensorSpec]:

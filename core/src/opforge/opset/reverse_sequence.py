@@ -30,6 +30,8 @@ class ReverseSequence(Op):
     type_name = "ReverseSequence"
     cost_class = CostClass.MOVEMENT
     rearranges_input = True
+    #: the sequence lengths decide where each element goes, as a permutation would
+    value_inputs = (1,)
     version = "opset1"
     Attrs = ReverseSequenceAttrs
     min_inputs = 2

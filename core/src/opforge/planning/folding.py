@@ -1,10 +1,12 @@
 """Constant folding for planning: core's folding, aware of the values a plan was made for.
 
 After specialisation a model holds two kinds of constants: the model's own, and the values of
-value inputs read for this plan (*runtime constants*). Everything computed from the model's
-constants and from shapes folds, as in :class:`~opforge.transformations.ConstantFolding`. What is
-computed from runtime constants folds only where it is a shape computation (it feeds a value
-port): the data path stays on the device, so a plan is never specialised on data it does not need.
+value inputs read for this plan (*runtime constants*). Everything computed from constants alone
+folds, as in :class:`~opforge.transformations.ConstantFolding`, runtime constants included: such
+a value (a Range of fed bounds, the window it feeds) is a function of the plan's key, so folding
+it specialises the plan on nothing it was not already planned for, and a device needs no kernel
+for it. The data path stays on the device because only the *value* uses of a value input read
+its runtime constant; its data uses still read the model input.
 """
 
 from __future__ import annotations
@@ -38,9 +40,9 @@ def fold_for_plan(model: Model, runtime: set[int] | None = None, shape: set[int]
     """Fold the standard nodes of ``model`` whose inputs are constants, in one topological walk
     that re-infers each node first (a Reshape whose target just folded gets its static shape).
 
-    ``runtime``: ids of runtime constants (values of value inputs); a node reading one folds only
-    when it is in ``shape`` (a shape computation) and its result has at most
-    ``max_value_elements`` elements. Folded results of runtime constants are runtime constants.
+    ``runtime``: ids of runtime constants (values of value inputs); a shape computation (in
+    ``shape``) reading one folds only when its result has at most ``max_value_elements``
+    elements. Folded results of runtime constants are runtime constants.
     A plugin's op never folds: its kernel is what the user registered. Returns whether anything
     folded."""
     runtime = set() if runtime is None else runtime
@@ -54,10 +56,10 @@ def fold_for_plan(model: Model, runtime: set[int] | None = None, shape: set[int]
         if not node.op.is_standard or node.rt_info.get("disable_constant_folding"):
             continue
         from_runtime = any(i.node.id in runtime for i in node.inputs)
-        if from_runtime and (node.id not in shape or any(
+        if from_runtime and node.id in shape and any(
                 not s.shape.is_static or int(np.prod(s.shape.to_tuple(), dtype=np.int64)) > max_value_elements
-                for s in node.output_specs)):
-            continue  # data computed from model inputs runs on the device
+                for s in node.output_specs):
+            continue  # a shape computation this large is data after all: the device computes it
         outs = folded_values(node)
         if outs is None or sum(o.nbytes for o in outs) > MAX_FOLDED_BYTES:
             continue

@@ -169,7 +169,7 @@ class Emitter:
     def _take_back_constants(self) -> None:
         """Constants the program did not release go back into the graph; released ones keep
         a zero-byte stand-in of their shape and type, and the model is marked (it can no longer
-        be specialised again: dynamic models keep their unspecialised original for that)."""
+        be specialized again: dynamic models keep their unspecialized original for that)."""
         released = False
         for t, node in self.const_nodes.items():
             v = self.prog.constant(t)

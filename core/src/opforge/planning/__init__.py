@@ -6,7 +6,7 @@ A device compiles a model in two halves. This package is the first, shared by ev
    target fed by a model input, the bounds of a Range). Their values are read on the host and
    the model is planned for them, one plan per value, as for input shapes. One rule, one limit
    (``MAX_VALUE_INPUT_ELEMENTS``).
-2. **Specialisation** (:mod:`.specialize`): a static-shape copy of the model for the input
+2. **Specialization** (:mod:`.specialize`): a static-shape copy of the model for the input
    shapes (and value-input values) of one inference, constant folded (shape computations
    included), with the device's own graph passes (:class:`~opforge.transformations.Transformation`,
    most of them :class:`~opforge.transformations.MatcherPass`) run on it.

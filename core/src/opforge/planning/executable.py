@@ -57,12 +57,12 @@ class PlanStates(Generic[P, S]):
 class PlannedExecutable(Executable, Generic[P]):
     """A model compiled for a device that plans per input shapes and value-input values.
 
-    The front half is here: which inputs are value inputs, specialisation with the device's
+    The front half is here: which inputs are value inputs, specialization with the device's
     passes (``planning_passes``), the bounded plan cache, and staging around data-dependent
     shapes (a staged key's plan is a :class:`~opforge.planning.StagedExecutable` whose stages are
     executables of the device, made by :meth:`compile_stage`). A device implements:
 
-    - :meth:`build_plan`: a specialised, static model -> the device's plan (its program);
+    - :meth:`build_plan`: a specialized, static model -> the device's plan (its program);
     - :meth:`compile_stage`: a stage's model -> an executable of the device with the same settings;
     - ``infer``/``create_state``: running a plan with a request's memory (:meth:`plan_for`
       gives the plan; a :class:`StagedExecutable` plan runs with ``plan.infer``).
@@ -79,12 +79,12 @@ class PlannedExecutable(Executable, Generic[P]):
 
     # --- what a device implements ------------------------------------------------------------
     def planning_passes(self) -> Sequence[Transformation]:
-        """The device's graph passes, run on every specialised model (fusions, rewrites)."""
+        """The device's graph passes, run on every specialized model (fusions, rewrites)."""
         return ()
 
     @abc.abstractmethod
     def build_plan(self, model: Model) -> P:
-        """The device's plan for ``model``: specialised (static shapes, folded, passes run) and
+        """The device's plan for ``model``: specialized (static shapes, folded, passes run) and
         without a split point, or a model of one data-dependent node (see
         :func:`~opforge.planning.lone_data_dependent_node`)."""
 

@@ -1,10 +1,10 @@
 """Constant folding for planning: core's folding, aware of the values a plan was made for.
 
-After specialisation a model holds two kinds of constants: the model's own, and the values of
+After specialization a model holds two kinds of constants: the model's own, and the values of
 value inputs read for this plan (*runtime constants*). Everything computed from constants alone
 folds, as in :class:`~opforge.transformations.ConstantFolding`, runtime constants included: such
 a value (a Range of fed bounds, the window it feeds) is a function of the plan's key, so folding
-it specialises the plan on nothing it was not already planned for, and a device needs no kernel
+it specializes the plan on nothing it was not already planned for, and a device needs no kernel
 for it. The data path stays on the device because only the *value* uses of a value input read
 its runtime constant; its data uses still read the model input.
 """

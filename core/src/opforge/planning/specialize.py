@@ -1,4 +1,4 @@
-"""Specialisation: the static-shape copy of a model that one plan is built from."""
+"""Specialization: the static-shape copy of a model that one plan is built from."""
 
 from __future__ import annotations
 

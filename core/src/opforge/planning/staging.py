@@ -1,7 +1,7 @@
 """Data-dependent shapes: one strategy for every device, running a model in stages.
 
 A plan needs every shape, and every value a node reads like an attribute, before it runs. Three
-kinds of node break that; the first of them in a specialised model is the *split point* ``D``:
+kinds of node break that; the first of them in a specialized model is the *split point* ``D``:
 
 - an op whose output shape only its data decides (``Op.data_dependent_shape``: NonZero, Unique,
   NonMaxSuppression) and whose outputs are not static;
@@ -59,7 +59,7 @@ def _computed_value_port(node: Node) -> bool:
 
 
 def split_point(model: Model) -> Node | None:
-    """The first node of a specialised model a plan cannot cover (see the module docstring),
+    """The first node of a specialized model a plan cannot cover (see the module docstring),
     among those whose inputs are static; None when one plan runs the whole model. A model that
     is only that node (a data-dependent one) is the device's to run (:func:`lone_data_dependent_node`)."""
     if lone_data_dependent_node(model) is not None:

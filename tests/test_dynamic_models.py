@@ -7,10 +7,11 @@
 - An SSD-style detector: a convolutional head gives boxes and scores, NonMaxSuppression keeps a
   data-dependent number of them, Gathers pick the kept boxes, and TopK keeps the best
   ``K = min(10, count)`` where ``count`` is read from the NMS output's shape: a value port fed by
-  data, so the model runs in stages.
+  data, so the model runs in stages. Its batch-index output is ``ConstantOfShape`` of the kept
+  count.
 
-Both failed on CPU with "Broadcast needs constant parameters" before the CPU moved onto core's
-front half.
+Both were refused by the CPU ("Broadcast needs constant parameters": an Expand/ConstantOfShape
+to a shape computed by ``Shape``) before it moved onto core's front half.
 """
 
 from __future__ import annotations
@@ -134,7 +135,7 @@ def transformer_encoder(seed: int = 0) -> onnx.ModelProto:
 
 
 def ssd_detector(classes: int = 3, seed: int = 1) -> onnx.ModelProto:
-    """image [1, 3, H, W] -> the best min(10, kept) boxes after NMS and their scores."""
+    """image [1, 3, H, W] -> the best min(10, kept) boxes after NMS, their scores and batch index."""
     rng = np.random.default_rng(seed)
     inits = [
         _f32("conv_w", rng.standard_normal((8, 3, 3, 3)) * 0.4), _f32("conv_b", rng.standard_normal(8) * 0.1),
@@ -172,10 +173,14 @@ def ssd_detector(classes: int = 3, seed: int = 1) -> onnx.ModelProto:
         h.make_node("Min", ["count", "max_k"], ["k"]),
         h.make_node("TopK", ["kept_scores", "k"], ["top_scores", "top_idx"], axis=0),
         h.make_node("Gather", ["kept_boxes", "top_idx"], ["top_boxes"], axis=0),
+        # the batch index of each detection, as detection heads export it: zeros of the kept count
+        h.make_node("Shape", ["top_scores"], ["top_shape"]),
+        h.make_node("ConstantOfShape", ["top_shape"], ["top_batch"], value=h.make_tensor("z", T.INT64, [1], [0])),
     ]
     return make_model(nodes, [h.make_tensor_value_info("image", T.FLOAT, [1, 3, "H", "W"])],
                       [h.make_tensor_value_info("top_scores", T.FLOAT, ["K"]),
-                       h.make_tensor_value_info("top_boxes", T.FLOAT, ["K", 4])], inits, name="ssd")
+                       h.make_tensor_value_info("top_boxes", T.FLOAT, ["K", 4]),
+                       h.make_tensor_value_info("top_batch", T.INT64, ["K"])], inits, name="ssd")
 
 
 def _run(model: onnx.ModelProto, feeds: list[np.ndarray], device: str) -> tuple[opforge.CompiledModel, list[list[np.ndarray]]]:
@@ -215,8 +220,9 @@ def test_ssd_detector_with_nms_and_a_data_dependent_top_k(device: str, size: tup
     rng = np.random.default_rng(size[0] * 100 + size[1])
     feeds = [[rng.standard_normal((1, 3, *size)).astype(np.float32)] for _ in range(2)]
     _, got = _run(model, feeds, device)
-    for feed, (scores, boxes) in zip(feeds, got):
-        want_scores, want_boxes = run_ort(model, {"image": feed[0]})
+    for feed, (scores, boxes, batch) in zip(feeds, got):
+        want_scores, want_boxes, want_batch = run_ort(model, {"image": feed[0]})
+        np.testing.assert_array_equal(batch, want_batch)
         assert scores.shape == want_scores.shape and boxes.shape == want_boxes.shape
         if _f16(device):
             # f16 scores that differ in the fourth digit may tie or swap: compare as sets of

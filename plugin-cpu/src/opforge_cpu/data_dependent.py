@@ -85,6 +85,3 @@ class DataDependentProgram:
 
     def profile(self, state: Any) -> list[Any]:
         return list(self.program.profile(state))
-
-    def steps(self) -> list[Any]:
-        return list(self.program.steps())

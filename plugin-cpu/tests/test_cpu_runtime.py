@@ -205,7 +205,7 @@ def test_program_cache_is_lru_and_bounded(core: Any) -> None:
         (y,) = request.infer([x]).to_tuple()
         np.testing.assert_array_equal(y, np.maximum(x, 0))
     assert [k[0][0] for k in ex.programs()] == [1, 4, 5]
-    assert [k[0][0] for k in request._state.keys()] == [1, 4, 5]  # per-request states: same bound
+    assert [k[0][0] for k in request._state.plan_keys()] == [1, 4, 5]  # per-request states: same bound
     # A dropped shape comes back: planned again, same results.
     x = rand((2, 4), seed=9)
     np.testing.assert_array_equal(compiled([x]).to_tuple()[0], np.maximum(x, 0))
@@ -252,6 +252,13 @@ def test_packed_weights_are_released_and_dynamic_replan_still_works(core: Any) -
     (prog,) = compiled._executable.programs().values()
     assert prog.program.released()
     assert prog.model.rt_info.get(RELEASED_KEY)
+    # ... and the compiled model's own graph drops them too (planned once: never read again),
+    # the weights BatchNorm folding replaced included; small constants stay.
+    kept = compiled._executable.model
+    assert kept.rt_info.get(RELEASED_KEY)
+    released = {n.name for n in kept.get_ordered_ops() if n.rt_info.get(RELEASED_KEY)}
+    conv_w = compiled._executable.model.results[0].inputs[0].node.inputs[0].node.inputs[0].node.inputs[1].node
+    assert conv_w.name in released and not any(conv_w.attrs.value.strides)  # a zero-byte stand-in
     # The caller's model is untouched.
     assert not static.rt_info.get(RELEASED_KEY)
     assert all(not n.rt_info.get(RELEASED_KEY) for n in static.get_ordered_ops())

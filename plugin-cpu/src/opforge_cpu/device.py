@@ -22,6 +22,7 @@ from opforge.transformations.base import Transformation
 from opforge.transformations.fold_batch_norm import FoldBatchNormIntoConvolution
 from opforge.transformations.fuse_gelu_erf import FuseGeluErf
 from opforge.transformations.fuse_layer_norm import FuseLayerNormToMVN
+from opforge.transformations.fuse_swish import FuseSwish
 
 from opforge_cpu._loader import load_core
 from opforge_cpu.data_dependent import DataDependentProgram
@@ -176,9 +177,9 @@ class CpuExecutable(PlannedExecutable[CpuPlan]):
     # --- the device's half ---------------------------------------------------------------------
     def planning_passes(self) -> list[Transformation]:
         """Run on every specialized model (in their ``sort_key`` order): BatchNorm folding and the
-        GELU/LayerNorm fusions (core's), the int8 regions (passes/int8.py), then f32 compute for
+        GELU/LayerNorm/SiLU fusions (core's), the int8 regions (passes/int8.py), then f32 compute for
         f16/bf16/f64 nodes without a kernel of their type."""
-        return [FoldBatchNormIntoConvolution(), FuseGeluErf(), FuseLayerNormToMVN(), Int8Fusion(),
+        return [FoldBatchNormIntoConvolution(), FuseGeluErf(), FuseLayerNormToMVN(), FuseSwish(), Int8Fusion(),
                 LowerPrecision(self._core, self._kernels)]
 
     def build_plan(self, model: Model) -> CpuPlan:
@@ -201,7 +202,7 @@ class CpuExecutable(PlannedExecutable[CpuPlan]):
         """A static model is planned once, so the weights its plan packed (and released) or
         folded into others (BatchNorm into a convolution) are never read from the model again:
         they leave the executable's model too (a zero-byte stand-in, marked released), so the
-        process holds each weight once, packed. Small constants (shapes, axes) stay."""
+        process holds each weight once, packed. Small constants (shapes, axes: up to 1 KiB) stay."""
         plans = [p for p in self.plans.values() if isinstance(p, CpuPlan)]
         if not plans:
             return
@@ -212,7 +213,7 @@ class CpuExecutable(PlannedExecutable[CpuPlan]):
             if n.type_name != "Constant" or n.rt_info.get(WEIGHTS_RELEASED):
                 continue
             v: np.ndarray = n.attrs.value  # type: ignore[attr-defined]
-            if v.nbytes < 4096 or v.ctypes.data in kept:
+            if v.nbytes <= 1024 or v.ctypes.data in kept:
                 continue
             n.attrs = ConstantAttrs(value=np.broadcast_to(np.zeros((), v.dtype), v.shape))
             n.rt_info[WEIGHTS_RELEASED] = "the CPU device"

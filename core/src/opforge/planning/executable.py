@@ -46,7 +46,7 @@ class PlanStates(Generic[P, S]):
     def last_entry(self) -> tuple[P, S] | None:
         return self._states.get(self.last) if self.last is not None else None
 
-    def keys(self) -> list[Hashable]:
+    def plan_keys(self) -> list[Hashable]:
         """The keys of the plans this request holds a state for, least recently used first."""
         return list(self._states)
 

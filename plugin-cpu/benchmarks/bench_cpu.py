@@ -510,9 +510,9 @@ def main() -> int:
                     "openvino": lambda p, f, n: prepare_openvino(p, f, n, "f32" if prec == "f32" else None),  # noqa: B023
                     "onnxruntime": prepare_ort,
                 }
-                for k, make in makers.items():
+                for k, prepare in makers.items():
                     try:
-                        prepared[k] = make(path, feeds, t)
+                        prepared[k] = prepare(path, feeds, t)
                     except Exception as err:  # noqa: BLE001 - one failing engine must not hide the others
                         print(f"  {k} failed on {name}: {type(err).__name__}: {str(err)[:300]}", file=sys.stderr)
                         failures[f"{name} {k} {prec}"] = f"{type(err).__name__}: {err}"
@@ -525,7 +525,7 @@ def main() -> int:
                 r_ort = (f"{res['opforge'] / res['onnxruntime']:>8.2f}" if "opforge" in res and "onnxruntime" in res
                          else f"{'-':>8}")
                 both = "opforge" in prepared and "onnxruntime" in prepared
-                err = relerr(prepared["opforge"][1], prepared["onnxruntime"][1]) if both else "-"
+                rel = relerr(prepared["opforge"][1], prepared["onnxruntime"][1]) if both else "-"
                 diff = maxabs(prepared["opforge"][1], prepared["onnxruntime"][1]) if both else "-"
                 for peer in ("openvino", "onnxruntime"):
                     if "opforge" in res and peer in res:
@@ -533,7 +533,7 @@ def main() -> int:
                 if prec == "f32" and t == args.threads[0] and "opforge" in res and "openvino" in res:
                     of_vs_ov[name] = res["opforge"] / res["openvino"]
                 of_prec = prepared["opforge"][2] if "opforge" in prepared else prec
-                print(f"{name:<{width}}{of_prec:>6}{t:>4}{cols}{r_ov}{r_ort}{err:>12}{diff:>9}"
+                print(f"{name:<{width}}{of_prec:>6}{t:>4}{cols}{r_ov}{r_ort}{rel:>12}{diff:>9}"
                       f"{os.getloadavg()[0]:>6.1f}", flush=True)
                 prepared.clear()
     print_summary(models, args, failures, ratios, of_vs_ov)

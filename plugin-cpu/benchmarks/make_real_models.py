@@ -105,7 +105,7 @@ class GraphBuilder:
         self.count[prefix] += 1
         return f"{prefix}_{self.count[prefix]}"
 
-    def const(self, arr: np.ndarray | float | list[int], dtype: Any = np.float32) -> str:
+    def const(self, arr: Any, dtype: Any = np.float32) -> str:
         from onnx import numpy_helper
 
         name = self._name("c")
@@ -383,7 +383,7 @@ def _export_paddle(net: Any, name: str, inputs: dict[str, np.ndarray], out: Path
     net.eval()
     with paddle.no_grad():
         ref = net(*(paddle.to_tensor(v) for v in inputs.values())).numpy()
-    spec = [paddle.static.InputSpec(list(v.shape), str(v.dtype), k) for k, v in inputs.items()]
+    spec = [paddle.static.InputSpec(list(v.shape), v.dtype.name, k) for k, v in inputs.items()]  # type: ignore[arg-type]
     onnx_path = out / f"{name}.onnx"
     with tempfile.TemporaryDirectory(prefix=f"opforge-{name}-") as tmp:
         prefix = Path(tmp) / name
@@ -574,7 +574,8 @@ def generate(out: Path, names: list[str], opts: Options, log: Callable[[str], No
         y = _onnxruntime(built.onnx, built.inputs)
         ref = built.ref if built.ref is not None else y
         ref_path = out / "ref" / f"{name}.npz"
-        np.savez(ref_path, **{f"in.{k}": v for k, v in built.inputs.items()}, out=ref)
+        arrays: dict[str, Any] = {f"in.{k}": v for k, v in built.inputs.items()}
+        np.savez(ref_path, out=ref, **arrays)
         diff = float(np.max(np.abs(y.astype(np.float64) - ref))) if y.shape == ref.shape else float("inf")
         entry = {"family": spec.family, "about": spec.about, "route": built.route,
                  "onnx": str(built.onnx.relative_to(out)), "onnx_sha256": _sha256(built.onnx),

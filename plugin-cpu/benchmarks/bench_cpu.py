@@ -12,6 +12,10 @@ with INFERENCE_PRECISION_HINT=bf16 against OpenVINO at its default precision (bf
 bf16 arithmetic, f32 elsewhere; the column says which). ONNX Runtime runs f32 in both. Without
 ``--precision``: f32, plus bf16 where the host has native bf16.
 
+``--precision int8`` (a default where int8 models exist) runs the QDQ copy ``int8/<m>.onnx`` of a
+model (``make_real_models.py --int8``, ``shared/bench/make_int8.py``) on all three engines, the
+rest of the graph in f32, and compares opforge's output with ONNX Runtime's int8 output.
+
 ``--models-dir`` runs every ``onnx/<m>.onnx`` with its ``ref/<m>.npz`` of a folder made by
 ``make_real_models.py`` (a held-out set of real models) or ``shared/bench/make_models.py``. Each
 row checks opforge's output against ONNX Runtime's (relative and max abs error); models opforge
@@ -20,7 +24,7 @@ and, with ``--profile N``, the top node types by time (ENABLE_PROFILING counters
 OpenVINO on the N models slowest against OpenVINO.
 
     python plugin-cpu/benchmarks/bench_cpu.py [--models /tmp/bench-models] [--threads 1 2] [--runs 50]
-        [--precision f32 bf16]
+        [--precision f32 bf16 int8]
     python plugin-cpu/benchmarks/bench_cpu.py --models-dir /tmp/real-models [--runs 10 --rounds 5] [--profile 6]
 """
 
@@ -376,11 +380,18 @@ def host_header() -> str:
             f"native bf16: {'yes' if core.native_bf16() else 'no'}; {os.cpu_count()} CPUs; load average {load}")
 
 
-def default_precisions() -> list[str]:
-    """Every mode this host can run: f32, and bf16 where the CPU has bf16 arithmetic."""
+def default_precisions(have_int8: bool) -> list[str]:
+    """Every mode this host can run: f32, bf16 where the CPU has bf16 arithmetic, int8 where
+    int8 models were given."""
     from opforge_cpu._loader import load_core
 
-    return ["f32", "bf16"] if load_core().native_bf16() else ["f32"]
+    return ["f32", *(["bf16"] if load_core().native_bf16() else []), *(["int8"] if have_int8 else [])]
+
+
+def int8_files(folder: Path, names: list[str]) -> dict[str, Path]:
+    """The QDQ copies ``int8/<m>.onnx`` (make_real_models.py --int8, shared/bench make_int8.py)
+    of the models ``names`` that have one; they take the f32 model's inputs."""
+    return {n: folder / "int8" / f"{n}.onnx" for n in names if (folder / "int8" / f"{n}.onnx").exists()}
 
 
 def models_in(folder: Path) -> dict[str, tuple[Path, dict[str, np.ndarray]]]:
@@ -460,10 +471,11 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=10, help="alternating rounds the runs are split into")
     ap.add_argument("--models-dir", type=Path, help="every onnx/<m>.onnx + ref/<m>.npz of a folder "
                     "(make_real_models.py or make_models.py output)")
-    ap.add_argument("--precision", nargs="+", choices=["f32", "bf16"],
+    ap.add_argument("--precision", nargs="+", choices=["f32", "bf16", "int8"],
                     help="f32: opforge f32 vs OpenVINO f32; bf16: opforge bf16 vs OpenVINO's default "
-                         "precision (bf16 on hosts with bf16). ONNX Runtime is f32 in both. "
-                         "Default: f32, and bf16 where the host has native bf16.")
+                         "precision (bf16 on hosts with bf16), ONNX Runtime f32; int8: the QDQ copy "
+                         "int8/<m>.onnx on all three engines (the rest of the graph in f32). "
+                         "Default: f32, bf16 where the host has native bf16, int8 where int8 models exist.")
     ap.add_argument("--profile", type=int, default=0, metavar="N",
                     help="top node types by time, opforge and OpenVINO f32 at the first thread count, of "
                          "the N models slowest against OpenVINO f32")
@@ -490,29 +502,35 @@ def main() -> int:
             models[name] = (p, make(p))
     if args.only:
         models = {k: v for k, v in models.items() if k in args.only}
+    int8_models = {**(int8_files(args.models, list(models)) if args.models else {}),
+                   **(int8_files(args.models_dir, list(models)) if args.models_dir else {})}
 
-    args.precision = args.precision or default_precisions()
+    args.precision = args.precision or default_precisions(bool(int8_models))
     failures: dict[str, str] = {}  # "model engine precision" -> the error, listed at the end
     ratios: dict[tuple[str, int, str], list[float]] = {}  # (precision, threads, peer) -> opforge/peer
     of_vs_ov: dict[str, float] = {}  # model -> opforge / OpenVINO f32 at the first thread count
     print(host_header())
     print(f"# median of {args.runs} runs per engine in {args.rounds} alternating rounds; ms")
     width = max([14, *(len(n) + 1 for n in models)])
-    print(f"{'model':<{width}}{'prec':>6}{'thr':>4}{'opforge':>10}{'openvino':>14}{'onnxrt f32':>12}"
+    print(f"{'model':<{width}}{'prec':>6}{'thr':>4}{'opforge':>10}{'openvino':>14}{'onnxrt':>12}"
           f"{'of/ov':>8}{'of/ort':>8}{'err vs ort':>12}{'maxabs':>9}{'load':>6}")
     for name, (path, feeds) in models.items():
         for prec in args.precision:
+            if prec == "int8" and name not in int8_models:
+                continue
+            run_path = int8_models[name] if prec == "int8" else path
             for t in args.threads:
                 prepared: dict[str, Prepared] = {}
                 makers: dict[str, Callable[..., Prepared]] = {
-                    "opforge": lambda p, f, n: prepare_opforge(p, f, n, prec),  # noqa: B023 - called at once
+                    # int8 rows: the QDQ graph decides what runs in int8; the rest in f32 everywhere
+                    "opforge": lambda p, f, n: prepare_opforge(p, f, n, "f32" if prec == "int8" else prec),  # noqa: B023 - called at once
                     # bf16 rows: OpenVINO at its own default precision, not forced
-                    "openvino": lambda p, f, n: prepare_openvino(p, f, n, "f32" if prec == "f32" else None),  # noqa: B023
+                    "openvino": lambda p, f, n: prepare_openvino(p, f, n, None if prec == "bf16" else "f32"),  # noqa: B023
                     "onnxruntime": prepare_ort,
                 }
                 for k, prepare in makers.items():
                     try:
-                        prepared[k] = prepare(path, feeds, t)
+                        prepared[k] = prepare(run_path, feeds, t)
                     except Exception as err:  # noqa: BLE001 - one failing engine must not hide the others
                         print(f"  {k} failed on {name}: {type(err).__name__}: {str(err)[:300]}", file=sys.stderr)
                         failures[f"{name} {k} {prec}"] = f"{type(err).__name__}: {err}"
@@ -530,9 +548,12 @@ def main() -> int:
                 for peer in ("openvino", "onnxruntime"):
                     if "opforge" in res and peer in res:
                         ratios.setdefault((prec, t, peer), []).append(res["opforge"] / res[peer])
+                if "opforge" in res and "openvino" in res and "onnxruntime" in res:
+                    best = min(res["openvino"], res["onnxruntime"])
+                    ratios.setdefault((prec, t, "the better peer"), []).append(res["opforge"] / best)
                 if prec == "f32" and t == args.threads[0] and "opforge" in res and "openvino" in res:
                     of_vs_ov[name] = res["opforge"] / res["openvino"]
-                of_prec = prepared["opforge"][2] if "opforge" in prepared else prec
+                of_prec = prepared["opforge"][2] if "opforge" in prepared and prec != "int8" else prec
                 print(f"{name:<{width}}{of_prec:>6}{t:>4}{cols}{r_ov}{r_ort}{rel:>12}{diff:>9}"
                       f"{os.getloadavg()[0]:>6.1f}", flush=True)
                 prepared.clear()

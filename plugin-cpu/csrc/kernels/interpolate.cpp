@@ -1,11 +1,16 @@
 // Interpolate-11 (and -4): resize chosen axes by constant sizes or scales after zero padding.
 // Every mode is separable: at build time each resized axis gets a sparse weight matrix
 // [out, in] computed exactly as the reference does (float32 coordinates, the same clamping and
-// rounding); at run time the axes are resized one after another in double precision.
+// rounding). Float data resized over its last two axes only, without pads (NCHW resize in CNNs,
+// every mode and coordinate mode), runs the plane resampler (core/resample.cpp: weights in T as
+// the reference has them, a vectorised pass per output row, threaded over planes); the rest
+// resizes the axes one after another in double precision.
 #include <cmath>
+#include <memory>
 #include <utility>
 #include <vector>
 
+#include "core/resample.hpp"
 #include "kernels/index_common.hpp"
 
 namespace opforge_cpu {
@@ -136,10 +141,21 @@ template <class T> class InterpolateKernel : public Kernel {
       cur[axes[i]] = sizes[i];
     }
     round_ = n.attrs.s("mode") == "linear" && !is_float(n.in(0).dtype);
+    if constexpr (std::is_floating_point_v<T>) planes_ = make_planes(n);
   }
-  std::string impl_name() const override { return "interpolate"; }
+  std::string impl_name() const override { return planes_ ? "interpolate_planes" : "interpolate"; }
+  size_t scratch_bytes() const override {
+    if constexpr (std::is_floating_point_v<T>) return planes_ ? planes_->scratch_bytes() : 0;
+    return 0;
+  }
 
   void run(RunContext& ctx, const TensorView* in, TensorView* out, Bound*) override {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (planes_) {
+        planes_->run(in[0].ptr<T>(), out[0].ptr<T>(), ctx.num_threads, ctx.scratch);
+        return;
+      }
+    }
     const T* x = in[0].ptr<T>();
     const int64_t rank = static_cast<int64_t>(in_shape_.size());
     std::vector<double> a(numel(padded_), 0.0), b;
@@ -193,10 +209,45 @@ template <class T> class InterpolateKernel : public Kernel {
   }
 
  private:
+  static bool is_identity(const AxisPlan& p) {
+    if (p.n_in != p.n_out) return false;
+    for (int64_t o = 0; o < p.n_out; ++o)
+      if (p.taps[o].size() != 1 || p.taps[o][0].first != o || p.taps[o][0].second != 1.0) return false;
+    return true;
+  }
+
+  // The plane resampler when only the last two axes change (others resized by 1 to themselves)
+  // and nothing is padded or empty; else nullptr and the general path runs.
+  std::unique_ptr<PlaneResampler<T>> make_planes(const NodeDesc& n) const {
+    const int64_t rank = static_cast<int64_t>(in_shape_.size());
+    if (rank < 2 || padded_ != in_shape_ || numel(in_shape_) == 0 || numel(n.outputs.at(0).shape) == 0) return nullptr;
+    const AxisPlan* axis_plan[2] = {nullptr, nullptr};
+    for (const AxisPlan& p : plans_) {
+      if (p.axis >= rank - 2 && !axis_plan[p.axis - (rank - 2)]) axis_plan[p.axis - (rank - 2)] = &p;
+      else if (!is_identity(p)) return nullptr;  // another axis really resized, or one axis twice
+    }
+    int64_t planes = 1;
+    for (int64_t d = 0; d < rank - 2; ++d) planes *= in_shape_[d];
+    ResampleTaps<T> taps[2];
+    for (int i = 0; i < 2; ++i) {
+      const int64_t len = in_shape_[rank - 2 + i];
+      if (axis_plan[i]) {
+        taps[i] = ResampleTaps<T>::from(axis_plan[i]->n_in, axis_plan[i]->taps);
+      } else {
+        std::vector<std::vector<std::pair<int64_t, double>>> same(len);
+        for (int64_t o = 0; o < len; ++o) same[o] = {{o, 1.0}};
+        taps[i] = ResampleTaps<T>::from(len, same);
+      }
+    }
+    if (planes * taps[0].n_out * taps[1].n_out != numel(n.outputs.at(0).shape)) return nullptr;
+    return std::make_unique<PlaneResampler<T>>(planes, std::move(taps[0]), std::move(taps[1]), n.num_threads);
+  }
+
   Shape in_shape_, padded_;
   std::vector<int64_t> pads_begin_;
   std::vector<AxisPlan> plans_;
   bool round_ = false;
+  std::unique_ptr<PlaneResampler<T>> planes_;
 };
 }  // namespace
 

@@ -1,0 +1,156 @@
+#include "core/resample.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace opforge_cpu {
+
+template <class T>
+ResampleTaps<T> ResampleTaps<T>::from(int64_t n_in, const std::vector<std::vector<std::pair<int64_t, double>>>& taps) {
+  ResampleTaps<T> r;
+  r.n_in = n_in;
+  r.n_out = static_cast<int64_t>(taps.size());
+  r.identity = r.n_in == r.n_out;
+  r.start.push_back(0);
+  for (int64_t o = 0; o < r.n_out; ++o) {
+    for (const auto& [i, wt] : taps[o]) {
+      r.idx.push_back(i);
+      r.w.push_back(static_cast<T>(wt));
+    }
+    r.start.push_back(static_cast<int64_t>(r.idx.size()));
+    r.identity = r.identity && taps[o].size() == 1 && taps[o][0].first == o && static_cast<T>(taps[o][0].second) == T(1);
+  }
+  return r;
+}
+
+// dst = sum_j w[j] * src[j], element by element (k >= 1 source rows of n elements).
+template <class T> static inline void rows_impl(const T* const* src, const T* w, int64_t k, T* dst, int64_t n) {
+  if (k == 0) {  // every weight was zero
+    std::fill(dst, dst + n, T(0));
+    return;
+  }
+  if (k == 1) {
+    const T* a = src[0];
+    const T wa = w[0];
+    if (wa == T(1)) {
+      std::memcpy(dst, a, static_cast<size_t>(n) * sizeof(T));
+      return;
+    }
+    for (int64_t i = 0; i < n; ++i) dst[i] = wa * a[i];
+    return;
+  }
+  const T *a = src[0], *b = src[1];
+  const T wa = w[0], wb = w[1];
+  for (int64_t i = 0; i < n; ++i) dst[i] = wa * a[i] + wb * b[i];
+  for (int64_t j = 2; j < k; ++j) {
+    const T* c = src[j];
+    const T wc = w[j];
+    for (int64_t i = 0; i < n; ++i) dst[i] += wc * c[i];
+  }
+}
+
+template <class T>
+static inline void cols_impl(const T* src, const int64_t* start, const int64_t* idx, const T* w, T* dst, int64_t n_out) {
+  for (int64_t o = 0; o < n_out; ++o) {
+    const int64_t b = start[o], e = start[o + 1];
+    if (b == e) {  // every weight was zero
+      dst[o] = T(0);
+      continue;
+    }
+    T acc = w[b] * src[idx[b]];
+    for (int64_t k = b + 1; k < e; ++k) acc += w[k] * src[idx[k]];
+    dst[o] = acc;
+  }
+}
+
+// The clones pick the host's widest ISA at load time (the module builds for baseline x86-64).
+__attribute__((target_clones("avx512f", "avx2", "default")))
+void resample_rows(const float* const* src, const float* w, int64_t k, float* dst, int64_t n) { rows_impl(src, w, k, dst, n); }
+__attribute__((target_clones("avx512f", "avx2", "default")))
+void resample_rows(const double* const* src, const double* w, int64_t k, double* dst, int64_t n) { rows_impl(src, w, k, dst, n); }
+__attribute__((target_clones("avx512f", "avx2", "default")))
+void resample_cols(const float* src, const int64_t* start, const int64_t* idx, const float* w, float* dst, int64_t n_out) {
+  cols_impl(src, start, idx, w, dst, n_out);
+}
+__attribute__((target_clones("avx512f", "avx2", "default")))
+void resample_cols(const double* src, const int64_t* start, const int64_t* idx, const double* w, double* dst,
+                   int64_t n_out) {
+  cols_impl(src, start, idx, w, dst, n_out);
+}
+
+template <class T>
+PlaneResampler<T>::PlaneResampler(int64_t planes, ResampleTaps<T> rows, ResampleTaps<T> cols, int max_threads)
+    : planes_(planes), rows_(std::move(rows)), cols_(std::move(cols)), max_threads_(std::max(1, max_threads)) {
+  // Fewer planes than threads: split each plane's output rows so every thread has work (a block
+  // recomputes the one or two source rows it shares with its neighbour).
+  const int64_t want_units = 2 * static_cast<int64_t>(max_threads_);
+  blocks_ = planes_ >= want_units ? 1 : std::min<int64_t>(rows_.n_out, (want_units + planes_ - 1) / planes_);
+  blocks_ = std::max<int64_t>(1, blocks_);
+  block_rows_ = (rows_.n_out + blocks_ - 1) / blocks_;
+  blocks_ = rows_.n_out == 0 ? 1 : (rows_.n_out + block_rows_ - 1) / block_rows_;
+  // The widest source-row span any block reads: that many W-resampled rows per thread.
+  for (int64_t b = 0; b < blocks_ && !cols_.identity; ++b) {
+    const int64_t o0 = b * block_rows_, o1 = std::min(rows_.n_out, o0 + block_rows_);
+    if (o0 >= o1 || rows_.start[o0] == rows_.start[o1]) continue;
+    const int64_t lo = *std::min_element(rows_.idx.begin() + rows_.start[o0], rows_.idx.begin() + rows_.start[o1]);
+    const int64_t hi = *std::max_element(rows_.idx.begin() + rows_.start[o0], rows_.idx.begin() + rows_.start[o1]);
+    buf_rows_ = std::max(buf_rows_, hi - lo + 1);
+  }
+  for (int64_t o = 0; o < rows_.n_out; ++o) max_row_taps_ = std::max(max_row_taps_, rows_.start[o + 1] - rows_.start[o]);
+  scratch_bytes_ = static_cast<size_t>(max_threads_) * static_cast<size_t>(buf_rows_ * cols_.n_out) * sizeof(T);
+}
+
+template <class T> void PlaneResampler<T>::run_unit(const T* x, T* y, int64_t unit, T* buf) const {
+  const int64_t p = unit / blocks_, b = unit % blocks_;
+  const int64_t w_in = cols_.n_in, w_out = cols_.n_out;
+  const T* xp = x + p * rows_.n_in * w_in;
+  T* yp = y + p * rows_.n_out * w_out;
+  const int64_t o0 = b * block_rows_, o1 = std::min(rows_.n_out, o0 + block_rows_);
+  if (o0 >= o1) return;
+  if (rows_.identity) {  // only W is resized: straight into the output
+    for (int64_t o = o0; o < o1; ++o)
+      resample_cols(xp + o * w_in, cols_.start.data(), cols_.idx.data(), cols_.w.data(), yp + o * w_out, w_out);
+    return;
+  }
+  // The source rows [lo, hi] this block reads, resampled along W once each (unless W is kept).
+  int64_t lo = 0;
+  if (!cols_.identity && rows_.start[o0] != rows_.start[o1]) {
+    const auto first = rows_.idx.begin() + rows_.start[o0], last = rows_.idx.begin() + rows_.start[o1];
+    lo = *std::min_element(first, last);
+    const int64_t hi = *std::max_element(first, last);
+    for (int64_t r = lo; r <= hi; ++r)
+      resample_cols(xp + r * w_in, cols_.start.data(), cols_.idx.data(), cols_.w.data(), buf + (r - lo) * w_out, w_out);
+  }
+  std::vector<const T*> src(static_cast<size_t>(std::max<int64_t>(1, max_row_taps_)));
+  for (int64_t o = o0; o < o1; ++o) {
+    const int64_t s = rows_.start[o], k = rows_.start[o + 1] - s;
+    for (int64_t j = 0; j < k; ++j) {
+      const int64_t r = rows_.idx[s + j];
+      src[j] = cols_.identity ? xp + r * w_in : buf + (r - lo) * w_out;
+    }
+    resample_rows(src.data(), rows_.w.data() + s, k, yp + o * w_out, w_out);
+  }
+}
+
+template <class T> void PlaneResampler<T>::run(const T* x, T* y, int threads, void* scratch) const {
+  const int64_t units = planes_ * blocks_;
+  const int nt = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>({static_cast<int64_t>(threads),
+                                                                         static_cast<int64_t>(max_threads_), units})));
+  T* bufs = static_cast<T*>(scratch);
+  const int64_t per_thread = buf_rows_ * cols_.n_out;
+  if (nt == 1) {
+    for (int64_t u = 0; u < units; ++u) run_unit(x, y, u, bufs);
+    return;
+  }
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (int64_t u = 0; u < units; ++u) run_unit(x, y, u, bufs + omp_get_thread_num() * per_thread);
+}
+
+template struct ResampleTaps<float>;
+template struct ResampleTaps<double>;
+template class PlaneResampler<float>;
+template class PlaneResampler<double>;
+
+}  // namespace opforge_cpu

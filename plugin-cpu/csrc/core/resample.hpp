@@ -1,0 +1,58 @@
+// Separable resampling of the last two axes of a stack of planes (Interpolate on N*C planes of
+// H x W): each output row and column reads a few source rows/columns with weights computed once
+// when the kernel is built. Per plane, the source rows the output needs are resampled along W
+// into a scratch buffer, then every output row is a weighted sum of a few of those rows: a
+// contiguous, vectorised loop. Work is split over planes, and over blocks of output rows when
+// there are fewer planes than threads.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "core/kernel.hpp"
+
+namespace opforge_cpu {
+
+// One axis: output o reads in[idx[k]] * w[k] for k in [start[o], start[o + 1]).
+template <class T> struct ResampleTaps {
+  int64_t n_in = 0, n_out = 0;
+  std::vector<int64_t> start, idx;
+  std::vector<T> w;
+  bool identity = false;  // out[o] = in[o]: the axis is not resized
+
+  // From per-output (source index, weight) lists; weights are rounded to T as the reference does.
+  static ResampleTaps from(int64_t n_in, const std::vector<std::vector<std::pair<int64_t, double>>>& taps);
+};
+
+void resample_rows(const float* const* src, const float* w, int64_t k, float* dst, int64_t n);
+void resample_rows(const double* const* src, const double* w, int64_t k, double* dst, int64_t n);
+void resample_cols(const float* src, const int64_t* start, const int64_t* idx, const float* w, float* dst, int64_t n_out);
+void resample_cols(const double* src, const int64_t* start, const int64_t* idx, const double* w, double* dst,
+                   int64_t n_out);
+
+template <class T> class PlaneResampler {
+ public:
+  PlaneResampler(int64_t planes, ResampleTaps<T> rows, ResampleTaps<T> cols, int max_threads);
+  // The scratch `run` needs (per-request memory of the executor).
+  size_t scratch_bytes() const { return scratch_bytes_; }
+  void run(const T* x, T* y, int threads, void* scratch) const;
+
+ private:
+  void run_unit(const T* x, T* y, int64_t unit, T* buf) const;
+
+  int64_t planes_;
+  ResampleTaps<T> rows_, cols_;
+  int max_threads_;
+  int64_t block_rows_ = 1, blocks_ = 1;  // output rows per work unit, units per plane
+  int64_t buf_rows_ = 0;                 // source rows one unit may need
+  int64_t max_row_taps_ = 0;             // source rows one output row reads
+  size_t scratch_bytes_ = 0;
+};
+
+extern template struct ResampleTaps<float>;
+extern template struct ResampleTaps<double>;
+extern template class PlaneResampler<float>;
+extern template class PlaneResampler<double>;
+
+}  // namespace opforge_cpu

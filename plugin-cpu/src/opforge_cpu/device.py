@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,29 @@ def cpu_count() -> int:
         return os.cpu_count() or 1
 
 
+#: the deployment knob for the precision a model compiles to when it names none (README.md)
+DEFAULT_PRECISION_VAR = "OPFORGE_CPU_DEFAULT_PRECISION"
+
+
+def default_precision(core: Any, environ: Mapping[str, str] = os.environ) -> str:
+    """``INFERENCE_PRECISION_HINT`` when a compile names none: ``bf16`` on a host with bf16
+    arithmetic, ``f32`` elsewhere, as OpenVINO's CPU plugin chooses. ``OPFORGE_CPU_DEFAULT_PRECISION``
+    (``auto``, ``f32`` or ``bf16``) overrides the choice for a deployment, e.g. a fleet that must
+    give the same numbers on every host, or a test suite comparing against f32 references."""
+    raw = environ.get(DEFAULT_PRECISION_VAR, "").strip()
+    want = raw.lower() or "auto"
+    if want not in ("auto", "f32", "bf16"):
+        raise PropertyError(f"environment variable {DEFAULT_PRECISION_VAR}={raw!r} is not a precision of "
+                            "device CPU: expected auto, f32 or bf16")
+    if want == "auto":
+        return "bf16" if core.native_bf16() else "f32"
+    if want == "bf16" and not core.native_bf16():
+        raise PropertyError(
+            f"environment variable {DEFAULT_PRECISION_VAR}=bf16 needs a CPU with bf16 arithmetic (AVX512_BF16, "
+            f"AMX-BF16 or AVX-NE-CONVERT); this host's oneDNN ISA is {core.cpu_isa()}. Use auto or f32.")
+    return want
+
+
 class CpuDevice(Device):
     """``"CPU"``: every standard op in C++ (oneDNN for the heavy ones), plus plugin kernels."""
 
@@ -48,6 +72,12 @@ class CpuDevice(Device):
     def __init__(self, name: str) -> None:
         super().__init__(name)
         self._core = load_core()
+        # The host decides the default precision (bf16 where it has bf16 arithmetic), so
+        # core.get_property("CPU", "INFERENCE_PRECISION_HINT") reports what a compile will use.
+        self.default_precision = default_precision(self._core)
+        self.property_specs = tuple(
+            dataclasses.replace(s, default=self.default_precision) if s.name == "INFERENCE_PRECISION_HINT" else s
+            for s in COMMON_PROPERTIES)
 
     def availability(self) -> Availability:
         return Availability(True)
@@ -100,10 +130,11 @@ def inference_precision(core: Any, requested: Any) -> str:
     (f32 accumulation; f32 between ops, except a tensor only bf16 convolutions read), only on a host with bf16 dot products in hardware (AVX512_BF16, AMX,
     AVX-NE-CONVERT): elsewhere oneDNN has no fast bf16 kernel, so the request is refused rather
     than run slower than f32. ``f16`` is not implemented on CPU: it computes in f32 (as
-    OpenVINO's CPU plugin does on hosts without f16 arithmetic) and reports ``f32``. The default
-    stays ``f32`` on every host (see plugin-cpu/README.md).
+    OpenVINO's CPU plugin does on hosts without f16 arithmetic) and reports ``f32``. Without a
+    hint the compile gets :func:`default_precision` (bf16 on bf16 hosts, through the device's
+    property default).
     """
-    want = str(getattr(requested, "value", requested) or "f32").lower()
+    want = str(getattr(requested, "value", requested) or default_precision(core)).lower()
     if want != "bf16":
         return "f32"
     if not core.native_bf16():
@@ -166,7 +197,7 @@ class CpuExecutable(PlannedExecutable[CpuPlan]):
         threads = int(config.get("INFERENCE_NUM_THREADS", 0) or 0)
         self.threads = threads if threads > 0 else max(1, cores // self.streams)
         self.profiling = bool(config.get("ENABLE_PROFILING", False))
-        self.precision = inference_precision(core, config.get("INFERENCE_PRECISION_HINT", "f32"))
+        self.precision = inference_precision(core, config.get("INFERENCE_PRECISION_HINT"))
         # At most NUM_STREAMS inferences run at once; more requests wait instead of
         # oversubscribing the cores.
         self._streams_sem = threading.BoundedSemaphore(self.streams)

@@ -279,7 +279,9 @@ class Emitter:
                     sum_input = -2  # resolved below once the bias position is known
                 else:
                     break
-            elif user.type_name in fusable and user.op.is_standard:
+            elif user.type_name in fusable and user.op.is_standard and len(user.inputs) == 1:
+                # one input only: a post-op is built from attributes, so an input such as
+                # Swish's beta would be lost
                 post.append((user.type_name, attrs_dict(user)))
             else:
                 break

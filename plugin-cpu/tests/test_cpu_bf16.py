@@ -54,14 +54,79 @@ def dense() -> tuple[Model, np.ndarray, np.ndarray, np.ndarray]:
     return Model([y], [x], name="dense"), w, b, rand((16, 256), seed=6)
 
 
-def test_default_precision_is_f32_and_reported(core: Any) -> None:
+def test_suite_default_is_pinned_to_f32_and_reported(core: Any) -> None:
+    # the repository's conftest.py pins the default to f32 for the numeric tests
+    assert os.environ.get("OPFORGE_CPU_DEFAULT_PRECISION") == "f32"
     model, _, _, x = dense()
     compiled = core.compile_model(model, "CPU")
+    assert core.get_property("CPU", "INFERENCE_PRECISION_HINT") == "f32"
     assert compiled.get_property("INFERENCE_PRECISION_HINT") == "f32"
     # f16 is not implemented on CPU: it computes (and says it computes) in f32
     half = core.compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f16"})
     assert half.get_property("INFERENCE_PRECISION_HINT") == "f32"
     np.testing.assert_array_equal(half([x])[0], compiled([x])[0])
+
+
+# Prints the device's default, what a compile without a hint and one with f32 report, and whether
+# the default compile's result is the f32 one (bit for bit) or differs by bf16 rounding.
+DEFAULT_SCRIPT = textwrap.dedent("""
+    import numpy as np, opforge
+    from opforge.graph import Model
+    rng = np.random.default_rng(0)
+    x = opforge.op("Parameter", shape=[16, 256], element_type="f32", name="x")
+    w = opforge.op("Constant", value=rng.standard_normal((256, 128)).astype(np.float32))
+    m = Model([opforge.op("MatMul", x, w)], [x])
+    feed = rng.standard_normal((16, 256)).astype(np.float32)
+    core = opforge.Core()
+    default, f32 = core.compile_model(m, "CPU"), core.compile_model(m, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+    same = np.array_equal(default([feed])[0], f32([feed])[0])
+    print("DEFAULT", core.get_property("CPU", "INFERENCE_PRECISION_HINT"),
+          default.get_property("INFERENCE_PRECISION_HINT"), f32.get_property("INFERENCE_PRECISION_HINT"),
+          "same" if same else "differs")
+""")
+
+
+def run_default_script(**env: str) -> str:
+    clean = {k: v for k, v in os.environ.items() if k not in ("OPFORGE_CPU_DEFAULT_PRECISION", "DNNL_MAX_CPU_ISA",
+                                                               "ONEDNN_MAX_CPU_ISA")}
+    out = subprocess.run([sys.executable, "-c", DEFAULT_SCRIPT], env={**clean, **env}, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return next(line for line in out.stdout.splitlines() if line.startswith("DEFAULT"))
+
+
+@needs_bf16
+def test_default_is_bf16_on_a_bf16_host() -> None:
+    # no OPFORGE_CPU_DEFAULT_PRECISION: the host decides, as OpenVINO does; explicit f32 stays f32
+    assert run_default_script() == "DEFAULT bf16 bf16 f32 differs"
+    assert run_default_script(OPFORGE_CPU_DEFAULT_PRECISION="auto") == "DEFAULT bf16 bf16 f32 differs"
+
+
+def test_default_is_f32_on_a_host_without_bf16() -> None:
+    # ONEDNN_MAX_CPU_ISA caps what oneDNN reports (and the plugin's bf16 check asks oneDNN): an
+    # AVX2 host, whatever this one is
+    assert run_default_script(ONEDNN_MAX_CPU_ISA="AVX2") == "DEFAULT f32 f32 f32 same"
+
+
+def test_default_precision_variable_pins_f32() -> None:
+    assert run_default_script(OPFORGE_CPU_DEFAULT_PRECISION="F32") == "DEFAULT f32 f32 f32 same"
+
+
+@pytest.mark.parametrize(("value", "env", "message"), [
+    ("fp8", {}, "environment variable OPFORGE_CPU_DEFAULT_PRECISION='fp8' is not a precision of device CPU: "
+                "expected auto, f32 or bf16"),
+    ("bf16", {"ONEDNN_MAX_CPU_ISA": "AVX2"}, "environment variable OPFORGE_CPU_DEFAULT_PRECISION=bf16 needs a CPU "
+                                              "with bf16 arithmetic"),
+])
+def test_bad_default_precision_variable_is_a_clear_error(value: str, env: dict[str, str], message: str) -> None:
+    clean = {k: v for k, v in os.environ.items() if k != "OPFORGE_CPU_DEFAULT_PRECISION"}
+    script = ("import opforge\ntry:\n    opforge.Core().get_property('CPU', 'INFERENCE_PRECISION_HINT')\n"
+              "except opforge.errors.OpforgeError as err:\n    print('ERROR', type(err).__name__, err)\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                         env={**clean, **env, "OPFORGE_CPU_DEFAULT_PRECISION": value})
+    assert out.returncode == 0, out.stderr
+    assert "ERROR DeviceUnavailableError" in out.stdout
+    assert message in out.stdout
 
 
 @needs_bf16

@@ -78,8 +78,9 @@ class Device(abc.ABC):
     """A device plugin. Registered by name through ``opforge_register_devices`` with a factory;
     the factory runs only when the device is first used."""
 
-    #: properties this device accepts; most devices keep the common set and add their own
-    property_specs: ClassVar[tuple[PropertySpec, ...]] = COMMON_PROPERTIES
+    #: properties this device accepts; most devices keep the common set and add their own. An
+    #: instance may set its own when a default depends on the host (CPU: the default precision)
+    property_specs: tuple[PropertySpec, ...] = COMMON_PROPERTIES
     #: a meta device (HETERO) runs models on other devices; like OpenVINO, `available_devices`
     #: lists only real ones, while a meta device stays usable by name
     is_meta: ClassVar[bool] = False

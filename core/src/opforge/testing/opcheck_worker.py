@@ -124,7 +124,12 @@ def run_case(core: Any, op: type[Op], device: str, case: dict[str, Any]) -> dict
             # f32 is the type every kernel must take; other types may be outside what a device offers
             return {**result, "status": "failed" if dtype is Type.f32 else "skipped", "message": why}
         try:
-            compiled = core.compile_model(model, device, {"ENABLE_PROFILING": True})
+            # a kernel is checked in the f32 every kernel must take: a device computing in bf16
+            # by default (CPU on a bf16 host) would be judged by its bf16 MatMuls instead
+            config: dict[str, Any] = {"ENABLE_PROFILING": True}
+            if _precision(core, device) == "bf16":
+                config["INFERENCE_PRECISION_HINT"] = "f32"
+            compiled = core.compile_model(model, device, config)
         except UnsupportedOpError as err:
             # a clear refusal at compile time; a device or kernel may take a subset of the types
             # the op accepts, but every kernel must take f32

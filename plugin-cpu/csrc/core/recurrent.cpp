@@ -95,6 +95,13 @@ void read_lengths(const RnnSpec& s, const void* data, int64_t* out) {
   }
 }
 
+int recurrence_threads(const RnnSpec& s, int max_threads) {
+  // multiply-adds of one step's recurrent product, per direction
+  const double flops = 2.0 * static_cast<double>(s.batch) * static_cast<double>(s.gh()) * static_cast<double>(s.hidden);
+  constexpr double kPerThread = 16e6;
+  return static_cast<int>(std::max(1.0, std::min<double>(max_threads, flops / kPerThread)));
+}
+
 std::unique_ptr<Kernel> make_recurrent(NodeDesc& n, Cell c) {
   const RnnSpec s(n, c);
   bool lengths_const = n.is_const(s.in_len());

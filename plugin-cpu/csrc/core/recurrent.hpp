@@ -56,6 +56,13 @@ struct RnnSpec {
 // Sequence lengths clamped to [0, seq], as the reference clamps them.
 void read_lengths(const RnnSpec& s, const void* data, int64_t* out);
 
+// Threads for the per-step work (the recurrence): one fork/join per step pays off only for wide
+// steps. Narrow ones (a text model's batch 1-8, hidden 128-256: a few MFLOP per step) run on one
+// thread: measured on 2 shared cores, the per-step barriers made 2 threads 2-400x slower than
+// one whenever the other thread was descheduled, and OpenVINO's 2-thread figure was its 1-thread
+// one. The input projection (all steps at once) still uses every thread.
+int recurrence_threads(const RnnSpec& s, int max_threads);
+
 // The general path; always succeeds for a valid node.
 std::unique_ptr<Kernel> make_rnn_gemm(const NodeDesc& n, const RnnSpec& s);
 // The oneDNN primitive path, or nullptr when oneDNN cannot run this node. `fallback` runs the

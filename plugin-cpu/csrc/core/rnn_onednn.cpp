@@ -11,6 +11,8 @@
 //    oneDNN's ldnc [1, dirs, batch, hidden] (small).
 // oneDNN has no per-batch sequence lengths: a node whose lengths are a run-time input carries
 // the GEMM path and hands it each request whose lengths are not all full.
+#include <omp.h>
+
 #include <algorithm>
 #include <cstring>
 #include <unordered_map>
@@ -61,6 +63,14 @@ class RnnDnnlKernel : public Kernel {
     auto& eng = cpu_engine();
     const auto attr = default_attr();
     dnnl::primitive_desc_base pd;
+    // oneDNN fixes a primitive's thread count when it is created (OpenMP's default then): create
+    // it under the recurrence's count (see recurrence_threads), run it under the same.
+    threads_ = recurrence_threads(s, n.num_threads);
+    omp_set_num_threads(threads_);
+    struct Restore {
+      int count;
+      ~Restore() { omp_set_num_threads(count); }
+    } restore{std::max(1, n.num_threads)};
     switch (s.cell) {
       case Cell::rnn: {
         const auto act = s.acts[0] == Act::relu ? dnnl::algorithm::eltwise_relu
@@ -179,7 +189,11 @@ class RnnDnnlKernel : public Kernel {
     };
     to_ldnc(in[1].data, o_h0_);
     if (s_.cell == Cell::lstm) to_ldnc(in[2].data, o_c0_);
+    // The primitive's input projection shares the recurrence's thread count: it cannot be split
+    // off, and the steps dominate (a text model's 128 steps against one projection).
+    omp_set_num_threads(threads_);
     prim_.execute(*ctx.stream, bd->args);
+    omp_set_num_threads(ctx.num_threads);
     from_ldnc(o_hn_, out[1].data);
     if (s_.cell == Cell::lstm) from_ldnc(o_cn_, out[2].data);
     if (D == 2) {
@@ -200,6 +214,7 @@ class RnnDnnlKernel : public Kernel {
   dnnl::memory::desc src_layer_, dst_layer_, iter_, scratch_md_;
   dnnl::memory weights_layer_, weights_iter_, bias_;
   std::string impl_;
+  int threads_ = 1;
   size_t o_pad_ = 0, o_h0_ = 0, o_c0_ = 0, o_hn_ = 0, o_cn_ = 0, o_y_ = 0, o_len_ = 0, scratch_ = 0;
 };
 

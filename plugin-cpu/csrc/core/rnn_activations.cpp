@@ -1,0 +1,74 @@
+// f32 activations of the recurrent GEMM path. std::exp/std::tanh are one libm call per element,
+// which made the gates cost more than the matrix products; these are branch-free Cephes-style
+// approximations (expf: 2^n * polynomial(r), |r| <= ln2/2, ~1 ulp; tanhf: an odd polynomial for
+// |x| < 0.625 where 1 - e^-2|x| would cancel, (1 - e) / (1 + e) above, ~2 ulp) that the compiler
+// vectorises for the host's ISA (target_clones: the module itself builds for baseline x86-64).
+// GCC vectorises the selects below only without trapping math, hence the pragma, which applies
+// to this file alone: nothing here depends on floating-point exceptions.
+#pragma GCC optimize("no-trapping-math")
+
+#include "core/rnn_activations.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace opforge_cpu {
+
+namespace {
+inline float bits_to_float(int32_t i) {
+  float f;
+  std::memcpy(&f, &i, sizeof f);
+  return f;
+}
+
+inline float exp_approx(float x) {
+  // std::max/std::min keep a NaN (their comparisons are false), which then flows through the
+  // polynomial; the exponent is computed from 0 instead, as converting NaN to int is undefined.
+  x = std::min(std::max(x, -87.3f), 87.3f);
+  const float t = x * 1.44269504088896341f;
+  float fn = (t + 12582912.f) - 12582912.f;  // round to nearest: 1.5 * 2^23 drops the fraction
+  fn = fn == fn ? fn : 0.f;
+  const int32_t n = static_cast<int32_t>(fn);
+  const float r = (x - fn * 0.693359375f) + fn * 2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  return (p * r * r + r + 1.0f) * bits_to_float((n + 127) << 23);
+}
+
+inline float sigmoid_approx(float x) { return 1.0f / (1.0f + exp_approx(-x)); }
+
+inline float tanh_approx(float x) {
+  const float a = std::fabs(x);
+  const float z = a * a;
+  const float small = ((((-5.70498872745e-3f * z + 2.06390887954e-2f) * z - 5.37397155531e-2f) * z +
+                        1.33314422036e-1f) * z - 3.33332819422e-1f) * z * a + a;
+  const float e = exp_approx(-2.0f * a);
+  const float large = (1.0f - e) / (1.0f + e);
+  // a NaN fails a < 0.625 and takes `large`, which is NaN too
+  return std::copysign(a < 0.625f ? small : large, x);
+}
+}  // namespace
+
+__attribute__((target_clones("avx512f", "avx2", "default")))
+void activate(Act a, float* v, int64_t n) {
+  switch (a) {
+    case Act::sigmoid: for (int64_t i = 0; i < n; ++i) v[i] = sigmoid_approx(v[i]); break;
+    case Act::tanh: for (int64_t i = 0; i < n; ++i) v[i] = tanh_approx(v[i]); break;
+    case Act::relu: for (int64_t i = 0; i < n; ++i) v[i] = v[i] < 0 ? 0.f : v[i]; break;
+  }
+}
+
+void activate(Act a, double* v, int64_t n) {
+  switch (a) {
+    case Act::sigmoid: for (int64_t i = 0; i < n; ++i) v[i] = 1.0 / (1.0 + std::exp(-v[i])); break;
+    case Act::tanh: for (int64_t i = 0; i < n; ++i) v[i] = std::tanh(v[i]); break;
+    case Act::relu: for (int64_t i = 0; i < n; ++i) v[i] = v[i] < 0 ? 0.0 : v[i]; break;
+  }
+}
+
+}  // namespace opforge_cpu

@@ -143,6 +143,7 @@ def test_if_with_constant_condition_and_scan() -> None:
 
 
 def test_function_body_expansion_for_ops_without_a_translator() -> None:
-    # Shrink has a translator; RMSNormalization (opset 23) is expanded from its ONNX function body.
+    # Shrink has a translator; ops without one (GroupNormalization-21, AffineGrid-20...) are expanded
+    # from their ONNX function bodies.
     model, feeds = case("Shrink", 9, {"lambd": 0.3, "bias": 0.1})
     assert_matches_ort(model, feeds)

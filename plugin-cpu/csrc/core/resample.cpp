@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 namespace opforge_cpu {
 
@@ -21,6 +22,16 @@ ResampleTaps<T> ResampleTaps<T>::from(int64_t n_in, const std::vector<std::vecto
     }
     r.start.push_back(static_cast<int64_t>(r.idx.size()));
     r.identity = r.identity && taps[o].size() == 1 && taps[o][0].first == o && static_cast<T>(taps[o][0].second) == T(1);
+  }
+  r.pairs = n_in <= std::numeric_limits<int32_t>::max();
+  for (const auto& t : taps) r.pairs = r.pairs && (t.size() == 1 || t.size() == 2);
+  if (r.pairs) {
+    for (const auto& t : taps) {
+      r.i0.push_back(static_cast<int32_t>(t[0].first));
+      r.w0.push_back(static_cast<T>(t[0].second));
+      r.i1.push_back(static_cast<int32_t>(t.size() > 1 ? t[1].first : t[0].first));
+      r.w1.push_back(t.size() > 1 ? static_cast<T>(t[1].second) : T(0));
+    }
   }
   return r;
 }
@@ -65,6 +76,17 @@ static inline void cols_impl(const T* src, const int64_t* start, const int64_t* 
   }
 }
 
+// The same sums as cols_impl for one or two taps (a, then a + b), in a loop that vectorises.
+template <class T>
+static inline void pairs_impl(const T* __restrict src, const int32_t* __restrict i0, const int32_t* __restrict i1,
+                              const T* __restrict w0, const T* __restrict w1, T* __restrict dst, int64_t n_out) {
+  // __restrict: without it GCC cannot version a loop with gathers for aliasing, and keeps it scalar
+  for (int64_t o = 0; o < n_out; ++o) {
+    const T a = w0[o] * src[i0[o]], ab = a + w1[o] * src[i1[o]];
+    dst[o] = w1[o] != T(0) ? ab : a;
+  }
+}
+
 // The clones pick the host's widest ISA at load time (the module builds for baseline x86-64).
 __attribute__((target_clones("avx512f", "avx2", "default")))
 void resample_rows(const float* const* src, const float* w, int64_t k, float* dst, int64_t n) { rows_impl(src, w, k, dst, n); }
@@ -78,6 +100,24 @@ __attribute__((target_clones("avx512f", "avx2", "default")))
 void resample_cols(const double* src, const int64_t* start, const int64_t* idx, const double* w, double* dst,
                    int64_t n_out) {
   cols_impl(src, start, idx, w, dst, n_out);
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default")))
+void resample_pairs(const float* src, const int32_t* i0, const int32_t* i1, const float* w0, const float* w1, float* dst,
+                    int64_t n_out) {
+  pairs_impl(src, i0, i1, w0, w1, dst, n_out);
+}
+__attribute__((target_clones("avx512f", "avx2", "default")))
+void resample_pairs(const double* src, const int32_t* i0, const int32_t* i1, const double* w0, const double* w1,
+                    double* dst, int64_t n_out) {
+  pairs_impl(src, i0, i1, w0, w1, dst, n_out);
+}
+
+template <class T> void PlaneResampler<T>::cols(const T* src, T* dst) const {
+  if (cols_.pairs)
+    resample_pairs(src, cols_.i0.data(), cols_.i1.data(), cols_.w0.data(), cols_.w1.data(), dst, cols_.n_out);
+  else
+    resample_cols(src, cols_.start.data(), cols_.idx.data(), cols_.w.data(), dst, cols_.n_out);
 }
 
 template <class T>
@@ -111,7 +151,7 @@ template <class T> void PlaneResampler<T>::run_unit(const T* x, T* y, int64_t un
   if (o0 >= o1) return;
   if (rows_.identity) {  // only W is resized: straight into the output
     for (int64_t o = o0; o < o1; ++o)
-      resample_cols(xp + o * w_in, cols_.start.data(), cols_.idx.data(), cols_.w.data(), yp + o * w_out, w_out);
+      cols(xp + o * w_in, yp + o * w_out);
     return;
   }
   // The source rows [lo, hi] this block reads, resampled along W once each (unless W is kept).
@@ -121,7 +161,7 @@ template <class T> void PlaneResampler<T>::run_unit(const T* x, T* y, int64_t un
     lo = *std::min_element(first, last);
     const int64_t hi = *std::max_element(first, last);
     for (int64_t r = lo; r <= hi; ++r)
-      resample_cols(xp + r * w_in, cols_.start.data(), cols_.idx.data(), cols_.w.data(), buf + (r - lo) * w_out, w_out);
+      cols(xp + r * w_in, buf + (r - lo) * w_out);
   }
   std::vector<const T*> src(static_cast<size_t>(std::max<int64_t>(1, max_row_taps_)));
   for (int64_t o = o0; o < o1; ++o) {

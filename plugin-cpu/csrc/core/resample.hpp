@@ -20,6 +20,12 @@ template <class T> struct ResampleTaps {
   std::vector<int64_t> start, idx;
   std::vector<T> w;
   bool identity = false;  // out[o] = in[o]: the axis is not resized
+  // Every output reads one or two inputs (nearest, bilinear, linear upsampling): the same taps as
+  // fixed pairs, a second weight of 0 where there is one tap, so the loop over outputs vectorises
+  // (gathers); the 0-weight term is dropped by a select, never added (0 * inf would be NaN).
+  bool pairs = false;
+  std::vector<int32_t> i0, i1;
+  std::vector<T> w0, w1;
 
   // From per-output (source index, weight) lists; weights are rounded to T as the reference does.
   static ResampleTaps from(int64_t n_in, const std::vector<std::vector<std::pair<int64_t, double>>>& taps);
@@ -28,6 +34,10 @@ template <class T> struct ResampleTaps {
 void resample_rows(const float* const* src, const float* w, int64_t k, float* dst, int64_t n);
 void resample_rows(const double* const* src, const double* w, int64_t k, double* dst, int64_t n);
 void resample_cols(const float* src, const int64_t* start, const int64_t* idx, const float* w, float* dst, int64_t n_out);
+void resample_pairs(const float* src, const int32_t* i0, const int32_t* i1, const float* w0, const float* w1, float* dst,
+                    int64_t n_out);
+void resample_pairs(const double* src, const int32_t* i0, const int32_t* i1, const double* w0, const double* w1,
+                    double* dst, int64_t n_out);
 void resample_cols(const double* src, const int64_t* start, const int64_t* idx, const double* w, double* dst,
                    int64_t n_out);
 
@@ -40,6 +50,7 @@ template <class T> class PlaneResampler {
 
  private:
   void run_unit(const T* x, T* y, int64_t unit, T* buf) const;
+  void cols(const T* src, T* dst) const;
 
   int64_t planes_;
   ResampleTaps<T> rows_, cols_;

@@ -35,6 +35,12 @@ QuantParams quant_params(const NodeDesc& n, int64_t channels);
 // "" when `n` is a quantized op the kernels can run (u8/i8 data, constant i8 weights, f32
 // constant scales/bias, u8/i8/f32 output), else why not.
 std::string check_quantized(const NodeDesc& n);
+// src -> plain dst, quantizing (f32 -> u8/s8) or dequantizing (u8/s8 -> f32) with one scale and
+// zero point: the kernels of Quantize and Dequantize.
+std::unique_ptr<Kernel> make_scaled_convert(const TensorInfo& src, const TensorInfo& dst, bool quantize, float scale,
+                                            int32_t zero_point);
+// The "scale" attribute, checked positive and finite.
+float positive_scale(const NodeDesc& n);
 // Scales (weights per `wei_mask`), zero points and post-ops on a primitive attribute.
 dnnl::primitive_attr quant_attr(const QuantParams& q, int wei_mask);
 

@@ -28,8 +28,9 @@ class QuantizationAttrs(OpAttrs):
     dst_scale: float = 1.0
     dst_zero_point: int = 0
     output_type: OutputType = "f32"
-    #: element-wise tail, in the emitter's encoding ("relu", "clip:lo:hi")
-    post_ops: list[str] = []
+    #: fused element-wise tail as (op type, attributes) pairs, the emitter's encoding of fused
+    #: nodes: ("Relu", {}) and ("Clamp", {"min": lo, "max": hi})
+    post_ops: list[tuple[str, dict[str, float]]] = []
 
 
 class QuantizedOp(Op):
@@ -56,12 +57,12 @@ class QuantizedOp(Op):
     def infer(cls, ctx: InferContext) -> list[TensorSpec]:
         a: QuantizationAttrs = ctx.attrs  # type: ignore[assignment]
         if ctx.input_type(0) not in (Type.u8, Type.i8):
-            raise ctx.error(f"input 0 (data) is {ctx.input_type(0)}, expected u8 or i8")
+            raise ctx.error(f"input 0 (data) is {ctx.input_type(0).ir}, expected u8 or i8")
         if ctx.input_type(1) is not Type.i8:
-            raise ctx.error(f"input 1 (weights) is {ctx.input_type(1)}, expected i8")
+            raise ctx.error(f"input 1 (weights) is {ctx.input_type(1).ir}, expected i8")
         for i in range(2, ctx.num_inputs):
             if ctx.input_type(i) is not Type.f32:
-                raise ctx.error(f"input {i} ({'weight scales' if i == 2 else 'bias'}) is {ctx.input_type(i)}, expected f32")
+                raise ctx.error(f"input {i} ({'weight scales' if i == 2 else 'bias'}) is {ctx.input_type(i).ir}, expected f32")
         specs = [TensorSpec(Type.f32, ctx.input_shape(0)), TensorSpec(Type.f32, ctx.input_shape(1))]
         op = cls.inner_op(ctx.input_shape(0).rank, ctx.input_shape(1).rank)
         shape = op.infer(InferContext(ctx.node_name, op, cls.inner_attrs(a), specs, [None, None]))[0].shape
@@ -89,15 +90,14 @@ class QuantizedOp(Op):
         raise NotImplementedError
 
 
-def apply_post_ops(y: np.ndarray, post_ops: list[str]) -> np.ndarray:
-    for p in post_ops:
-        name, *args = p.split(":")
-        if name == "relu":
+def apply_post_ops(y: np.ndarray, post_ops: list[tuple[str, dict[str, float]]]) -> np.ndarray:
+    for name, attrs in post_ops:
+        if name == "Relu":
             y = np.maximum(y, 0.0)
-        elif name == "clip":
-            y = np.clip(y, float(args[0]), float(args[1]))
+        elif name == "Clamp":
+            y = np.clip(y, float(attrs["min"]), float(attrs["max"]))
         else:
-            raise ValueError(f"quantized op: post-op '{p}' has no reference")
+            raise ValueError(f"quantized op: fused {name} has no reference")
     return y
 
 

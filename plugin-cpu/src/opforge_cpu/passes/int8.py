@@ -31,6 +31,8 @@ from opforge.graph import Model, Node, Output
 from opforge.opset.constant import Constant
 from opforge.transformations import pattern as p
 
+from opforge_cpu.ops.dequantize import Dequantize
+from opforge_cpu.ops.quantize import Quantize
 from opforge_cpu.ops.quantized_convolution import QuantizedConvolution
 from opforge_cpu.ops.quantized_mat_mul import QuantizedMatMul
 
@@ -92,6 +94,8 @@ def _single_user(uses: dict[Output, list[tuple[Node, int]]], out: Output) -> Nod
 def dequantized(out: Output) -> QuantizedInput | None:
     """``out`` as DequantizeLinear of a u8/i8 tensor: ``(Convert(q) - z) * s`` in f32, per tensor."""
     n = out.node
+    if isinstance(n.op, type) and issubclass(n.op, Dequantize):
+        return QuantizedInput(n.inputs[0], float(n.attrs.scale), int(n.attrs.zero_point))  # type: ignore[attr-defined]
     if out.element_type is not Type.f32 or not _std(n, "Multiply"):
         return None
     for a, b in ((0, 1), (1, 0)):
@@ -128,10 +132,15 @@ def centred(out: Output) -> QuantizedInput | None:
 
 
 def quantize_after(uses: dict[Output, list[tuple[Node, int]]], y: Output) -> Requantize | None:
-    """The QuantizeLinear decomposition reading f32 ``y`` alone:
-    Convert(Clamp(Round_even(y / s) [+ z], lo, hi)) with [lo, hi] the u8/i8 range."""
+    """The QuantizeLinear decomposition reading f32 ``y``, when it is y's only reader."""
     d = _single_user(uses, y)
-    if d is None or not _std(d, "Divide") or d.inputs[0] != y:
+    return None if d is None else quantize_chain(uses, d)
+
+
+def quantize_chain(uses: dict[Output, list[tuple[Node, int]]], d: Node) -> Requantize | None:
+    """The QuantizeLinear decomposition that starts at Divide ``d``:
+    Convert(Clamp(Round_even(y / s) [+ z], lo, hi)) with [lo, hi] the u8/i8 range."""
+    if not _std(d, "Divide") or d.inputs[0].element_type is not Type.f32:
         return None
     s = _scalar(d.inputs[1])
     r = _single_user(uses, d.output(0))
@@ -243,11 +252,11 @@ def int8_weights(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     return q.astype(np.int8), scale.astype(np.float32)
 
 
-class Int8Fusion(p.MatcherPass):
+class QuantizedOpFusion(p.MatcherPass):
     """Convolution/GroupConvolution/MatMul of a dequantized (or zero-point-centred) u8/i8 input
     and constant weights, with its tail -> one QuantizedConvolution/QuantizedMatMul."""
 
-    name: ClassVar[str] = "cpu_int8_fusion"
+    name: ClassVar[str] = "cpu_int8_quantized_ops"
 
     def pattern(self) -> p.PatternNode:
         return p.op(["Convolution", "GroupConvolution", "MatMul"], p.capture("x"), p.capture("w", p.constant()),
@@ -284,7 +293,7 @@ class Int8Fusion(p.MatcherPass):
         fused = [node]
         cur = node.output(0)
         bias: np.ndarray | None = None
-        post: list[str] = []
+        post: list[tuple[str, dict[str, float]]] = []
         out: Requantize | None = None
         if integer:
             user = _single_user(uses, cur)
@@ -313,9 +322,9 @@ class Int8Fusion(p.MatcherPass):
                     if bias is None:
                         break
                 elif _std(user, "Relu"):
-                    post.append("relu")
+                    post.append(("Relu", {}))
                 elif _std(user, "Clamp"):
-                    post.append(f"clip:{user.attrs.min!r}:{user.attrs.max!r}")  # type: ignore[attr-defined]
+                    post.append(("Clamp", {"min": float(user.attrs.min), "max": float(user.attrs.max)}))  # type: ignore[attr-defined]
                 else:
                     break
                 fused.append(user)
@@ -345,6 +354,61 @@ class Int8Fusion(p.MatcherPass):
         if rows.dtype != np.int32 or rows.size == 0 or rows.min() < -128 or rows.max() > 127:
             return None
         return rows.astype(np.int8), np.ones(rows.shape[0], np.float32)
+
+
+class QuantizeFusion(p.MatcherPass):
+    """A QuantizeLinear decomposition no quantized op absorbed (before a residual Add, a pooling,
+    a concatenation) -> one Quantize: one pass over the tensor instead of five."""
+
+    name: ClassVar[str] = "cpu_int8_quantize"
+
+    def pattern(self) -> p.PatternNode:
+        return p.op("Divide", p.any_input(), p.constant(), predicate=lambda out: out.partial_shape.is_static)
+
+    def callback(self, match: p.Match, model: Model) -> bool:
+        q = quantize_chain(model.consumers(), match.root.node)
+        if q is None:
+            return False
+        new = Node.create(Quantize, [match.root.node.inputs[0]],
+                          {"scale": q.scale, "zero_point": q.zero_point, "output_type": q.type.ir}, name=q.out.node.name)
+        new.rt_info["fused_names"] = [n.name for n in q.nodes]
+        model.replace_output(q.out, new.output(0))
+        return True
+
+
+class DequantizeFusion(p.MatcherPass):
+    """A DequantizeLinear decomposition read by anything else than a quantized op -> one
+    Dequantize: one pass over the tensor instead of three."""
+
+    name: ClassVar[str] = "cpu_int8_dequantize"
+
+    def pattern(self) -> p.PatternNode:
+        return p.op("Multiply", predicate=lambda out: out.partial_shape.is_static and out.node.op.is_standard)
+
+    def callback(self, match: p.Match, model: Model) -> bool:
+        d = dequantized(match.root)
+        if d is None:
+            return False
+        new = Node.create(Dequantize, [d.q], {"scale": d.scale, "zero_point": d.zero_point}, name=match.root.node.name)
+        chain = [match.root.node]
+        while True:  # Multiply <- [Subtract <-] Convert <- q: the non-constant input each time
+            data = [i for i in chain[-1].inputs if i.node.constant_value() is None]
+            if len(data) != 1 or data[0] == d.q:
+                break
+            chain.append(data[0].node)
+        new.rt_info["fused_names"] = [n.name for n in reversed(chain)]
+        model.replace_output(match.root, new.output(0))
+        return True
+
+
+class Int8Fusion(p.GraphRewrite):
+    """The CPU's int8 pass: quantized convolutions and MatMuls first (they absorb the quantize
+    and dequantize chains around them), then the chains left over become Quantize/Dequantize."""
+
+    name: ClassVar[str] = "cpu_int8_fusion"
+
+    def __init__(self) -> None:
+        super().__init__(QuantizedOpFusion(), QuantizeFusion(), DequantizeFusion())
 
 
 def fuse_int8(model: Model) -> bool:

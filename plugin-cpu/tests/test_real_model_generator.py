@@ -20,12 +20,13 @@ pytest.importorskip("onnxruntime")
 pytest.importorskip("opforge_onnx")
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "make_real_models.py"
+BENCH = SCRIPT.with_name("bench_cpu.py")
 #: small, and between them Conv/ConvTranspose/bilinear Resize/Concat and Pow/ReduceMean/attention
 NAMES = ["unet_small", "t5_like"]
 
 
-def _load_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("make_real_models", SCRIPT)
+def _load_script(path: Path = SCRIPT) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(path.stem, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses resolve the module's annotations through it
@@ -105,3 +106,19 @@ def test_int8_copy_is_qdq_and_runs(generated: tuple[Path, dict, dict]) -> None:
     # opforge's int8 kernels and ONNX Runtime's round and requantize differently: within the
     # same few percent of the range (measured 3.6 %), far from a wrong kernel's error
     assert float(np.max(np.abs(got - want))) <= 0.1 * scale
+
+
+def test_bench_cpu_reads_the_generated_layout(generated: tuple[Path, dict, dict]) -> None:
+    """bench_cpu.py --models-dir finds every generated model with its inputs, and the int8 copies."""
+    bench = _load_script(BENCH)
+    out, manifest, _ = generated
+    found = bench.models_in(out)
+    assert set(found) == set(NAMES)
+    for name, (path, feeds) in found.items():
+        assert path == out / manifest["models"][name]["onnx"]
+        assert {k: [list(v.shape), str(v.dtype)] for k, v in feeds.items()} == manifest["models"][name]["inputs"]
+    # quantize() ran in the test above only if it came first; make sure of the copy here
+    if not (out / "int8" / "unet_small.onnx").exists():
+        sys.modules["make_real_models"].quantize(out, ["unet_small"], lambda _msg: None)
+    assert bench.int8_files(out, list(found)) == {"unet_small": out / "int8" / "unet_small.onnx"}
+    assert bench.top_node_types([("Conv", 3.0), ("Relu", 1.0), ("Conv", 1.0)], 1) == "Conv 4.00 (80%); total 5.00 ms"

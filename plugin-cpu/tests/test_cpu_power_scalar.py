@@ -66,7 +66,9 @@ def test_scalar_exponent_of_any_rank_takes_the_special_form(core: opforge.Core, 
     model = Model([opforge.op("Power", param("x", x.shape), const(np.full(shape, 2.0)), name="pow")])
     got, ran = run(core, model, [x])
     assert ran == "pow_square"
-    np.testing.assert_array_equal(got, np.broadcast_to(np.square(x), got.shape))
+    with np.errstate(over="ignore"):
+        want = np.square(x)
+    np.testing.assert_array_equal(got, np.broadcast_to(want, got.shape))
 
 
 @pytest.mark.parametrize(("x", "exponent", "dtype"), [

@@ -446,8 +446,10 @@ def profile_opforge(path: Path, feeds: dict[str, np.ndarray], threads: int, runs
     import opforge
 
     core = opforge.Core()
+    # f32, as OpenVINO's profile below (the CPU's default is bf16 on bf16 hosts)
     compiled = core.compile_model(core.read_model(str(path)), "CPU",
-                                  {"INFERENCE_NUM_THREADS": threads, "ENABLE_PROFILING": True})
+                                  {"INFERENCE_NUM_THREADS": threads, "ENABLE_PROFILING": True,
+                                   "INFERENCE_PRECISION_HINT": "f32"})
     req = compiled.create_infer_request()
     samples = []
     for _ in range(runs):

@@ -23,7 +23,8 @@ if engine == "opforge":
     core = opforge.Core()
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     model = core.read_model(path)
-    compiled = core.compile_model(model, "CPU", {"INFERENCE_NUM_THREADS": threads})
+    compiled = core.compile_model(model, "CPU", {"INFERENCE_NUM_THREADS": threads,
+                                                 "INFERENCE_PRECISION_HINT": "f32"})  # as OpenVINO's below
     shape = [int(d) for d in model.inputs[0].partial_shape.to_tuple()]
     run = lambda x: compiled([x])
 else:

@@ -9,9 +9,13 @@
 
 Prints median latencies (ms; engines timed in alternating rounds, so load that comes and goes
 falls on both alike), the ratio opforge / OpenVINO, the max abs difference of their outputs, and
-with ``--profile`` the top node types of each engine (per type, the median of 7 profiled runs).
+with ``--profile`` the top node types of each engine (per type, the median of 9 profiled runs after 3 warm-up runs).
+``--baseline DIR`` adds a "before" column: the opforge_cpu of DIR (an unpacked wheel of another
+build, say the commit before a change: ``git archive <commit> plugin-cpu | tar -x -C /tmp/old``,
+``pip wheel --no-build-isolation --no-deps /tmp/old/plugin-cpu -w /tmp/whl``, unzip it into DIR),
+timed by a child process in the same alternating rounds.
 
-    python plugin-cpu/benchmarks/bench_hotspots.py [--threads 1] [--runs 40] [--profile]
+    python plugin-cpu/benchmarks/bench_hotspots.py [--threads 1] [--runs 40] [--profile] [--baseline DIR]
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ import argparse
 import statistics
 import sys
 import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,10 +34,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_cpu import (  # the shared timing helpers of the main CPU benchmark
     host_header,
-    interleaved_medians,
     prepare_openvino,
     prepare_opforge,
-    profile_openvino,
     top_node_types,
 )
 
@@ -142,32 +146,54 @@ def make_resize_only(path: Path) -> dict[str, np.ndarray]:
     return b.save(path, {"x": (1, 32, 64, 64)}, out, "resize_only")
 
 
-def profile_opforge_f32(path: Path, feeds: dict[str, np.ndarray], threads: int, runs: int = 1) -> list[tuple[str, float]]:
-    """(node type, ms) of opforge's executed rows in f32 (the default precision is bf16 on hosts
-    with bf16 arithmetic), the last of ``runs`` inferences."""
+#: one profiled inference's rows: (node type, ms) of each executed node
+Profiled = Callable[[], list[tuple[str, float]]]
+
+
+def profiled_opforge(path: Path, feeds: dict[str, np.ndarray], threads: int) -> Profiled:
+    """opforge in f32 (the default precision is bf16 on hosts with bf16 arithmetic)."""
     import opforge
 
     core = opforge.Core()
     compiled = core.compile_model(core.read_model(str(path)), "CPU", {
         "INFERENCE_NUM_THREADS": threads, "ENABLE_PROFILING": True, "INFERENCE_PRECISION_HINT": "f32"})
     req = compiled.create_infer_request()
-    for _ in range(runs):
+
+    def run() -> list[tuple[str, float]]:
         req.infer(feeds)
-    return [(r.node_type, r.real_time_ms) for r in req.get_profiling_info() if r.status == "EXECUTED"]
+        return [(r.node_type, r.real_time_ms) for r in req.get_profiling_info() if r.status == "EXECUTED"]
+    return run
 
 
-def median_node_types(profile: Any, path: Path, feeds: dict[str, np.ndarray], threads: int, samples: int = 7) -> str:
-    """Per node type, the median over ``samples`` profiled inferences of its total time: on a
-    loaded host one preempted node can take most of a single run, so one run's counters mislead."""
+def profiled_openvino(path: Path, feeds: dict[str, np.ndarray], threads: int) -> Profiled:
+    import openvino as ov
+
+    compiled = ov.Core().compile_model(str(path), "CPU", {
+        "INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": 1,
+        "INFERENCE_PRECISION_HINT": "f32", "PERF_COUNT": True})
+    req = compiled.create_infer_request()
+
+    def run() -> list[tuple[str, float]]:
+        req.infer(feeds)
+        return [(r.node_type, r.real_time.total_seconds() * 1e3) for r in req.profiling_info
+                if r.status == ov.ProfilingInfo.Status.EXECUTED]
+    return run
+
+
+def median_node_types(run: Profiled, samples: int = 9, warmup: int = 3) -> str:
+    """Per node type, the median over ``samples`` profiled inferences (after ``warmup``, which
+    touch the request's memory for the first time) of its total time: on a loaded host one
+    preempted node can take most of a single run, so one run's counters mislead."""
+    for _ in range(warmup):
+        run()
     per_type: dict[str, list[float]] = {}
     for i in range(samples):
-        run: dict[str, float] = {}
-        for node_type, ms in profile(path, feeds, threads, runs=1):
-            run[node_type] = run.get(node_type, 0.0) + ms
-        for node_type in set(per_type) | set(run):
-            per_type.setdefault(node_type, [0.0] * i).append(run.get(node_type, 0.0))
-    medians = [(t, ms) for t, v in per_type.items() for ms in [statistics.median(v)]]
-    return top_node_types(medians, 6)
+        totals: dict[str, float] = {}
+        for node_type, ms in run():
+            totals[node_type] = totals.get(node_type, 0.0) + ms
+        for node_type in set(per_type) | set(totals):
+            per_type.setdefault(node_type, [0.0] * i).append(totals.get(node_type, 0.0))
+    return top_node_types([(t, statistics.median(v)) for t, v in per_type.items()], 6)
 
 
 MODELS = {
@@ -178,15 +204,119 @@ MODELS = {
 }
 
 
+# ------------------------------------------------------------------ another build, side by side
+def use_cpu_package(folder: Path) -> None:
+    """Make this process import opforge_cpu from ``folder`` (an unpacked wheel of another build)
+    instead of the installed one, before anything imported it."""
+    def redirects_cpu(finder: Any) -> bool:  # scikit-build-core's editable-install finder
+        return type(finder).__name__ == "ScikitBuildRedirectingFinder" and any(
+            str(k).split(".")[0] == "opforge_cpu" for k in getattr(finder, "known_source_files", {}))
+    sys.meta_path[:] = [f for f in sys.meta_path if not redirects_cpu(f)]
+    sys.path[:] = [str(folder)] + [p for p in sys.path if not p.rstrip("/").endswith("plugin-cpu/src")]
+
+
+def serve_baseline(folder: Path) -> int:
+    """Child process of ``--baseline``: times the build in ``folder`` on request. Each stdin line
+    is JSON {"model", "feeds" (an .npz), "threads", "runs"}; the answer is the list of run times
+    (ms) and, on the first request for a model, the output (saved next to the feeds)."""
+    use_cpu_package(folder)
+    import json
+
+    import opforge_cpu
+
+    print(json.dumps({"loaded": opforge_cpu.__file__}), flush=True)
+    prepared: dict[tuple[str, int], Any] = {}
+    for line in sys.stdin:
+        req = json.loads(line)
+        key = (req["model"], req["threads"])
+        if key not in prepared:
+            feeds = dict(np.load(req["feeds"]))
+            fn, out, _ = prepare_opforge(Path(req["model"]), feeds, req["threads"])
+            np.save(req["feeds"] + ".baseline_out.npy", out)
+            prepared[key] = fn
+        times = []
+        for _ in range(req["runs"]):
+            t0 = time.perf_counter()
+            prepared[key]()
+            times.append((time.perf_counter() - t0) * 1e3)
+        print(json.dumps(times), flush=True)
+    return 0
+
+
+class Baseline:
+    """The ``--baseline`` build in a child process, timed in the same alternating rounds as the
+    engines of this process (two builds of opforge_cpu cannot share one process)."""
+
+    def __init__(self, folder: Path) -> None:
+        import json
+        import subprocess
+
+        self.json = json
+        self.proc = subprocess.Popen([sys.executable, __file__, "--serve-baseline", str(folder)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        hello = json.loads(self._line())
+        if not str(hello["loaded"]).startswith(str(folder)):
+            raise SystemExit(f"the baseline process loaded opforge_cpu from {hello['loaded']}, not {folder}")
+
+    def _line(self) -> str:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            raise SystemExit("the baseline process ended (see its error above)")
+        return line
+
+    def runner(self, model: Path, feeds: dict[str, np.ndarray], threads: int) -> tuple[Callable[[int], list[float]],
+                                                                                         np.ndarray]:
+        npz = str(model) + ".feeds.npz"
+        arrays: dict[str, Any] = dict(feeds)  # numpy's stub types **kwds as its bool flag
+        np.savez(npz, **arrays)
+
+        def run(n: int) -> list[float]:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write(self.json.dumps({"model": str(model), "feeds": npz, "threads": threads,
+                                                   "runs": n}) + "\n")
+            self.proc.stdin.flush()
+            return [float(t) for t in self.json.loads(self._line())]
+        run(5)  # compiles and warms up
+        return run, np.load(npz + ".baseline_out.npy")
+
+
+def timed_rounds(fns: dict[str, Callable[[], Any]], remote: dict[str, Callable[[int], list[float]]], runs: int,
+                 rounds: int = 10, warmup: int = 5) -> dict[str, float]:
+    """As bench_cpu.interleaved_medians, with engines of other processes in the same rounds."""
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
+    per_round = max(1, runs // rounds)
+    times: dict[str, list[float]] = {k: [] for k in [*fns, *remote]}
+    for _ in range(rounds):
+        for k, fn in fns.items():
+            for _ in range(per_round):
+                t0 = time.perf_counter()
+                fn()
+                times[k].append((time.perf_counter() - t0) * 1e3)
+        for k, run in remote.items():
+            times[k] += run(per_round)
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--threads", type=int, nargs="+", default=[1])
     ap.add_argument("--runs", type=int, default=40)
     ap.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
     ap.add_argument("--profile", action="store_true", help="top node types of each engine")
+    ap.add_argument("--baseline", type=Path, metavar="DIR",
+                    help="also time the opforge_cpu of DIR (an unpacked wheel of another build, e.g. the "
+                         "commit before a change) in the same rounds: a 'before' column")
+    ap.add_argument("--serve-baseline", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.serve_baseline:
+        return serve_baseline(args.serve_baseline)
+    baseline = Baseline(args.baseline) if args.baseline else None
     print(host_header())
-    print(f"{'model':<20} {'thr':>3} {'opforge ms':>11} {'OpenVINO ms':>12} {'ratio':>6} {'max |diff|':>11}")
+    before = f" {'before ms':>10} {'ratio':>6}" if baseline else ""
+    print(f"{'model':<20} {'thr':>3}{before} {'opforge ms':>11} {'OpenVINO ms':>12} {'ratio':>6} {'max |diff|':>11}")
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.models:
             path = Path(tmp) / f"{name}.onnx"
@@ -194,13 +324,19 @@ def main() -> int:
             for threads in args.threads:
                 of, of_out, _ = prepare_opforge(path, feeds, threads)
                 ov, ov_out, _ = prepare_openvino(path, feeds, threads)
-                t = interleaved_medians({"opforge": of, "openvino": ov}, args.runs)
+                remote: dict[str, Callable[[int], list[float]]] = {}
+                if baseline:
+                    remote["before"], before_out = baseline.runner(path, feeds, threads)
+                t = timed_rounds({"opforge": of, "openvino": ov}, remote, args.runs)
                 diff = float(np.max(np.abs(of_out - ov_out)))
-                print(f"{name:<20} {threads:>3} {t['opforge']:>11.3f} {t['openvino']:>12.3f} "
+                col = (f" {t['before']:>10.3f} {t['before'] / t['openvino']:>6.2f}" if baseline else "")
+                print(f"{name:<20} {threads:>3}{col} {t['opforge']:>11.3f} {t['openvino']:>12.3f} "
                       f"{t['opforge'] / t['openvino']:>6.2f} {diff:>11.2e}")
+                if baseline:
+                    print(f"   before vs now: max |diff| {float(np.max(np.abs(before_out - of_out))):.2e}")
                 if args.profile:
-                    print("   opforge :", median_node_types(profile_opforge_f32, path, feeds, threads))
-                    print("   OpenVINO:", median_node_types(profile_openvino, path, feeds, threads))
+                    print("   opforge :", median_node_types(profiled_opforge(path, feeds, threads)))
+                    print("   OpenVINO:", median_node_types(profiled_openvino(path, feeds, threads)))
     return 0
 
 

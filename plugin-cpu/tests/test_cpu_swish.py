@@ -84,7 +84,8 @@ def test_standalone_swish_keeps_the_blocked_layout_between_convolutions(core: op
 
 
 def test_swish_with_beta_is_not_a_post_op_and_stays_right(core: opforge.Core) -> None:
-    # a beta other than 1 (constant or fed) is an input, which the post-op cannot see
+    # a beta other than 1 (constant, or fed: a value input, constant in each plan) is an input,
+    # which a post-op (built from attributes) cannot see: fusing it would compute beta = 1
     x = param("x", (1, 8, 10, 10))
     c = conv(x, 8, 8, 7, "conv")
     sw = opforge.op("Swish", c, const(np.float32(0.75)), name="swish")

@@ -1,7 +1,8 @@
 // Swish-4: x * sigmoid(beta * x); `beta` is an optional scalar second input (1.0 when absent).
 // f32 with no beta or a constant one runs oneDNN's eltwise_swish (alpha = beta) in the input's
-// layout, blocked or plain, so SiLU between two convolutions costs no reorder; a beta fed at run
-// time (read each run, so a computed beta needs no re-planning) and f64 run the loop below.
+// layout, blocked or plain, so SiLU between two convolutions costs no reorder. f64, and a beta
+// that is not a constant when the kernel is built (planning normally makes it one: beta is a
+// value input), run the loop below, which reads beta at run time.
 // Without beta it is also the post-op of a convolution/MatMul before it (FuseSwish makes such
 // Swishes out of x * Sigmoid(x)); a node with a beta input is never fused, as the post-op
 // builder sees attributes only.

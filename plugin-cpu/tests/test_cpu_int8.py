@@ -123,8 +123,8 @@ def output_scale(path: Path) -> float:
 def assert_close_steps(got: np.ndarray, want: np.ndarray, step: float) -> None:
     assert got.shape == want.shape and got.dtype == want.dtype
     diff = np.abs(got.astype(np.float64) - want.astype(np.float64)) / step
-    assert diff.max() <= 1.0 + 1e-6, f"max difference {diff.max():.3f} quantization steps"
-    assert np.mean(diff < 1e-6) >= 0.99, f"only {np.mean(diff < 1e-6):.3%} of the elements are exact"
+    assert diff.max() <= 1.0 + 1e-4, f"max difference {diff.max():.3f} quantization steps"
+    assert np.mean(diff < 1e-4) >= 0.99, f"only {np.mean(diff < 1e-4):.3%} of the elements are exact"
 
 
 def int8_steps(rows: list[Any], node_type: str) -> list[Any]:
@@ -167,6 +167,39 @@ def test_dequantize_of_a_blocked_int8_output(tmp_path: Path, size: int) -> None:
     got, want, rows = run_both(q, x)
     assert_close_steps(got, want, output_scale(q))
     assert len(int8_steps(rows, "QuantizedConvolution")) == 1 and len(int8_steps(rows, "Dequantize")) == 1
+
+
+def test_residual_add_runs_as_the_convolution_sum(tmp_path: Path) -> None:
+    """conv -> relu -> conv, plus the block's input, -> relu: a ResNet block. The residual Add
+    (dequantize both operands, add, quantize) goes into the second convolution as oneDNN's sum
+    post-op. That skips the rounding of the convolution's own result to u8, so the output may
+    differ from ONNX Runtime's by one step (and no more) where that rounding decided it."""
+    rng = np.random.default_rng(14)
+    w1 = (rng.standard_normal((16, 16, 3, 3)) * 0.1).astype(np.float32)
+    w2 = (rng.standard_normal((16, 16, 3, 3)) * 0.1).astype(np.float32)
+    nodes = [
+        helper.make_node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("Conv", ["r1", "w2"], ["c2"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["x"], ["xr"]),
+        helper.make_node("Add", ["c2", "xr"], ["s"]),
+        helper.make_node("Relu", ["s"], ["y"]),
+    ]
+    src = _save(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 9, 9])],
+                [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 9, 9])],
+                [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(w2, "w2")], tmp_path / "f32.onnx")
+    q = quantize(src, tmp_path / "q.onnx", (1, 16, 9, 9), True, "u8")
+    x = np.random.default_rng(15).standard_normal((1, 16, 9, 9)).astype(np.float32)
+    got, want, rows = run_both(q, x)
+    diff = np.abs(got.astype(np.float64) - want) / output_scale(q)
+    assert diff.max() <= 1.0 + 1e-4, f"max difference {diff.max():.3f} quantization steps"
+    # (measured: 72 % exact; the rest one step away, the skipped rounding's half step)
+    assert np.mean(diff < 1e-4) >= 0.6
+    steps = int8_steps(rows, "QuantizedConvolution")
+    assert len(steps) == 2 and not [r for r in rows if r.node_type == "Add" and r.status != "OPTIMIZED_OUT"]
+    fused = [r.node_name for r in rows if r.status == "OPTIMIZED_OUT" and r.extra.get("fused_into") == steps[1].node_name]
+    # (the quantizer renamed the Add's output: its node is "<output>/Add")
+    assert [n for n in fused if n.endswith("/Add") and "QuantizeLinear/" not in n], fused
 
 
 @pytest.mark.parametrize(("per_channel", "activation"), [(True, "u8"), (False, "i8")])

@@ -13,23 +13,28 @@ dnnl::memory const_memory(dnnl::memory::data_type t, int64_t n, const void* data
 }
 
 struct QuantBound : Bound {
-  std::unordered_map<int, dnnl::memory> args, reorder_args;
+  std::unordered_map<int, dnnl::memory> args, reorder_args, sum_args;
 };
 
 bool is_int8(DType t) { return t == DType::u8 || t == DType::i8; }
 }  // namespace
 
 std::string check_quantized(const NodeDesc& n) {
-  if (n.inputs.size() < 3 || n.inputs.size() > 4) return "needs data, weights, weight scales and an optional bias";
+  const int sum = static_cast<int>(n.attrs.i("sum_input", -1));
+  const size_t params = n.inputs.size() - (sum >= 0 ? 1 : 0);
+  if (params < 3 || params > 4) return "needs data, weights, weight scales, an optional bias and an optional residual operand";
+  if (sum >= 0 && static_cast<size_t>(sum) != params) return "sum_input must name the last input";
   if (!is_int8(n.in(0).dtype)) return std::string("data is ") + dtype_name(n.in(0).dtype) + ", expected u8 or i8";
   if (n.in(1).dtype != DType::i8) return std::string("weights are ") + dtype_name(n.in(1).dtype) + ", expected i8";
-  for (size_t i = 1; i < n.inputs.size(); ++i)
+  for (size_t i = 1; i < params; ++i)
     if (!n.is_const(static_cast<int>(i))) return "input " + std::to_string(i) + " must be a constant";
-  for (size_t i = 2; i < n.inputs.size(); ++i)
+  for (size_t i = 2; i < params; ++i)
     if (n.in(static_cast<int>(i)).dtype != DType::f32) return "input " + std::to_string(i) + " must be f32";
   if (!n.outputs.empty()) {
     DType o = n.outputs[0].dtype;
     if (!is_int8(o) && o != DType::f32) return std::string("output is ") + dtype_name(o) + ", expected u8, i8 or f32";
+    if (sum >= 0 && (n.in(sum).dtype != o || n.in(sum).shape != n.outputs[0].shape))
+      return "the residual operand must have the output's element type and shape";
   }
   return "";
 }
@@ -57,7 +62,12 @@ QuantParams quant_params(const NodeDesc& n, int64_t channels) {
                          std::to_string(channels) + ")");
   const float* s = static_cast<const float*>(n.inputs[2].const_data);
   q.wei_scales.assign(s, s + channels);
-  if (n.inputs.size() > 3) {
+  q.sum_input = static_cast<int>(n.attrs.i("sum_input", -1));
+  if (q.sum_input >= 0) {
+    q.sum_scale = static_cast<float>(n.attrs.f("sum_scale", 1.0));
+    q.sum_zero_point = static_cast<int32_t>(n.attrs.i("sum_zero_point", 0));
+  }
+  if (n.inputs.size() - (q.sum_input >= 0 ? 1 : 0) > 3) {
     if (count(n.in(3)) != channels)
       throw CompileFailure("bias has " + std::to_string(count(n.in(3))) + " values, expected " + std::to_string(channels));
     const float* b = static_cast<const float*>(n.inputs[3].const_data);
@@ -78,6 +88,8 @@ dnnl::primitive_attr quant_attr(const QuantParams& q, int wei_mask) {
     if (q.dst_zero_point != 0) attr.set_zero_points_mask(DNNL_ARG_DST, 0);
   }
   dnnl::post_ops ops;
+  // the residual operand first: dst = post_ops(acc * scales + bias + s_sum * (dst_before - z_sum))
+  if (q.sum_input >= 0) ops.append_sum(q.sum_scale, q.sum_zero_point, dnnl_type(q.out));
   append_fused_ops(ops, q.post_ops);
   attr.set_post_ops(ops);
   return attr;
@@ -100,6 +112,7 @@ void QuantizedKernel::finish(const dnnl::primitive& p, const dnnl::primitive_des
   }
   const char* info = pd.impl_info_str();
   impl_ = info ? info : "onednn";
+  sum_input_ = q.sum_input;
   using dt = dnnl::memory::data_type;
   consts_.emplace_back(DNNL_ARG_WEIGHTS, pack_constant(wei_data, wei_plain, pd.weights_desc()));
   if (q.has_bias) {
@@ -120,9 +133,18 @@ void QuantizedKernel::finish(const dnnl::primitive& p, const dnnl::primitive_des
   }
 }
 
+void QuantizedKernel::copy_sum_operand(const dnnl::memory::desc& src) {
+  sum_copy_ = true;
+  sum_md_ = src;
+  sum_reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), src, cpu_engine(), dst_md_));
+}
+
 std::unique_ptr<Bound> QuantizedKernel::bind(const TensorView* in, size_t, const TensorView* out, size_t, void* scratch) {
   auto b = std::make_unique<QuantBound>();
   auto& eng = cpu_engine();
+  if (sum_copy_)
+    b->sum_args = {{DNNL_ARG_FROM, dnnl::memory(sum_md_, eng, in[sum_input_].data)},
+                   {DNNL_ARG_TO, dnnl::memory(dst_md_, eng, out[0].data)}};
   char* s = static_cast<char*>(scratch);
   if (has_src_reorder_) {
     dnnl::memory user(src_user_md_, eng, in[0].data);
@@ -140,6 +162,7 @@ std::unique_ptr<Bound> QuantizedKernel::bind(const TensorView* in, size_t, const
 
 void QuantizedKernel::run(RunContext& ctx, const TensorView*, TensorView*, Bound* bound) {
   auto* b = static_cast<QuantBound*>(bound);
+  if (sum_copy_) sum_reorder_.execute(*ctx.stream, b->sum_args);
   if (has_src_reorder_) src_reorder_.execute(*ctx.stream, b->reorder_args);
   prim_.execute(*ctx.stream, b->args);
 }

@@ -26,6 +26,9 @@ struct QuantParams {
   bool has_bias = false;
   std::vector<float> wei_scales;
   std::vector<float> bias;
+  int sum_input = -1;  // the residual operand the output buffer starts from (oneDNN sum)
+  float sum_scale = 1.f;
+  int32_t sum_zero_point = 0;
   std::vector<FusedOp> post_ops;  // fused Relu/Clamp, built by their kernels' post-ops
 };
 
@@ -52,7 +55,13 @@ class QuantizedKernel : public Kernel {
   size_t scratch_bytes() const override { return prim_scratch_ + src_bytes_ + 64; }
   std::string impl_name() const override { return impl_; }
   // weights, their scales and the bias are copied into the kernel: never read at run time
-  bool packs_input(int i) const override { return i >= 1; }
+  bool packs_input(int i) const override { return i >= 1 && i != sum_input_; }
+  // the residual operand is summed over the output buffer: the output is written over it
+  // (unless the kernel copies it there itself, converting its layout)
+  int required_inplace_input(int out) const override { return out == 0 && !sum_copy_ ? sum_input_ : -1; }
+  // The residual operand (described by `src`) is reordered into the output buffer before each
+  // run instead of sharing it.
+  void copy_sum_operand(const dnnl::memory::desc& src);
 
   // Called once the primitive descriptor exists: packs the weights (plain `wei_plain` at
   // `wei_data`) into the layout it chose and keeps the scales, zero points and the bias
@@ -68,6 +77,10 @@ class QuantizedKernel : public Kernel {
   dnnl::memory::desc src_md_, src_user_md_, dst_md_, scratch_md_;
   std::vector<std::pair<int, dnnl::memory>> consts_;  // weights, bias, scales, zero points
   size_t prim_scratch_ = 0, src_bytes_ = 0;
+  int sum_input_ = -1;
+  bool sum_copy_ = false;
+  dnnl::reorder sum_reorder_;
+  dnnl::memory::desc sum_md_;
   std::string impl_;
 };
 

@@ -48,8 +48,9 @@ std::unique_ptr<Kernel> make_quantized_convolution(NodeDesc& n) {
   auto w_any = dnnl::memory::desc(wdims, dnnl::memory::data_type::s8, dnnl::memory::format_tag::any);
   auto bias_md = dnnl::memory::desc({channels}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::a);
   auto user_src = md_of(n.in(0));
+  // with a residual operand the output is written over it, so it takes that tensor's layout
   auto mk = [&](const dnnl::memory::desc& s) {
-    auto d = any_of(q.out, ys);
+    auto d = q.sum_input >= 0 ? md_of(n.in(q.sum_input)) : any_of(q.out, ys);
     return q.has_bias ? dnnl::convolution_forward::primitive_desc(
                             cpu_engine(), dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, s,
                             w_any, bias_md, d, to_dims(strides), ddil, to_dims(pb), to_dims(pe), attr)
@@ -65,8 +66,25 @@ std::unique_ptr<Kernel> make_quantized_convolution(NodeDesc& n) {
   } catch (const dnnl::error&) {
     pd = mk(user_src);
   }
+  // A residual operand in a layout only oneDNN's reference convolution writes (a plain nchw
+  // tensor from a Quantize) is copied into the output buffer in the layout the fast one wants,
+  // by the kernel, instead of fixing the output's layout to it.
+  const char* impl = pd.impl_info_str();
+  bool sum_copy = false;
+  if (q.sum_input >= 0 && (impl == nullptr || std::string(impl).rfind("ref", 0) == 0)) {
+    const int keep = q.sum_input;
+    q.sum_input = -1;  // build the descriptor with an "any" destination
+    auto any_pd = mk(any_of(n.in(0).dtype, xs));
+    q.sum_input = keep;
+    const char* any_impl = any_pd.impl_info_str();
+    if (any_impl != nullptr && std::string(any_impl).rfind("ref", 0) != 0) {
+      pd = any_pd;
+      sum_copy = true;
+    }
+  }
   auto k = std::make_unique<QuantizedKernel>();
   k->finish(dnnl::convolution_forward(pd), pd, user_src, n.inputs[1].const_data, w_plain, bias_md, q);
+  if (sum_copy) k->copy_sum_operand(md_of(n.in(q.sum_input)));
   n.outputs[0].md = pd.dst_desc();
   n.outputs[0].blocked = pd.dst_desc() != plain_md(q.out, ys);
   return k;

@@ -23,6 +23,7 @@ std::unique_ptr<Kernel> make_quantized_mat_mul(NodeDesc& n) {
   const int rank = static_cast<int>(xs.size());
   const int64_t K = n.in(1).shape[0], N = n.in(1).shape[1];
   QuantParams q = quant_params(n, N);
+  if (q.sum_input >= 0) throw CompileFailure("a quantized MatMul takes no residual operand");
   dnnl::primitive_attr attr = quant_attr(q, 1 << (rank - 1));  // per column of the weights
   Shape wdims(rank, 1), bdims(rank, 1);
   wdims[rank - 2] = K;

@@ -28,6 +28,12 @@ class QuantizationAttrs(OpAttrs):
     dst_scale: float = 1.0
     dst_zero_point: int = 0
     output_type: OutputType = "f32"
+    #: index of the input holding a quantized tensor added to the result before the post-ops
+    #: (a residual Add, run as oneDNN's sum post-op over the output buffer): real value
+    #: sum_scale * (q - sum_zero_point); -1 when there is none
+    sum_input: int = -1
+    sum_scale: float = 1.0
+    sum_zero_point: int = 0
     #: fused element-wise tail as (op type, attributes) pairs, the emitter's encoding of fused
     #: nodes: ("Relu", {}) and ("Clamp", {"min": lo, "max": hi})
     post_ops: list[tuple[str, dict[str, float]]] = []
@@ -35,12 +41,13 @@ class QuantizationAttrs(OpAttrs):
 
 class QuantizedOp(Op):
     """Inputs: 0 data (u8 or i8), 1 weights (i8 constant), 2 weight scales (f32 [C_out]),
-    3 optional bias (f32 [C_out], in real units, added after the scales)."""
+    3 optional bias (f32 [C_out], in real units, added after the scales), then the optional
+    residual operand named by the ``sum_input`` attribute (u8/i8 of the output's shape)."""
 
     version = "opforge_cpu"
     cost_class = CostClass.COMPUTE
     min_inputs = 3
-    max_inputs = 4
+    max_inputs = 5
     #: run by the CPU device's C++ kernel of this type name (see ``opforge_cpu.ops``)
     cpu_internal: ClassVar[bool] = True
 
@@ -60,13 +67,20 @@ class QuantizedOp(Op):
             raise ctx.error(f"input 0 (data) is {ctx.input_type(0).ir}, expected u8 or i8")
         if ctx.input_type(1) is not Type.i8:
             raise ctx.error(f"input 1 (weights) is {ctx.input_type(1).ir}, expected i8")
-        for i in range(2, ctx.num_inputs):
+        n_params = ctx.num_inputs - (1 if a.sum_input >= 0 else 0)
+        if a.sum_input >= 0 and a.sum_input != n_params:
+            raise ctx.error(f"sum_input is {a.sum_input}, expected {n_params} (the last input)")
+        for i in range(2, n_params):
             if ctx.input_type(i) is not Type.f32:
                 raise ctx.error(f"input {i} ({'weight scales' if i == 2 else 'bias'}) is {ctx.input_type(i).ir}, expected f32")
         specs = [TensorSpec(Type.f32, ctx.input_shape(0)), TensorSpec(Type.f32, ctx.input_shape(1))]
         op = cls.inner_op(ctx.input_shape(0).rank, ctx.input_shape(1).rank)
         shape = op.infer(InferContext(ctx.node_name, op, cls.inner_attrs(a), specs, [None, None]))[0].shape
-        return [TensorSpec(Type.parse(a.output_type), shape)]
+        out = Type.parse(a.output_type)
+        if a.sum_input >= 0 and (ctx.input_type(a.sum_input) is not out or ctx.input_shape(a.sum_input) != shape):
+            raise ctx.error(f"input {a.sum_input} (the residual operand) is {ctx.input_type(a.sum_input).ir} "
+                            f"{ctx.input_shape(a.sum_input)}, expected the output's {out.ir} {shape}")
+        return [TensorSpec(out, shape)]
 
     @classmethod
     def evaluate(cls, attrs: Any, inputs: list[np.ndarray]) -> list[np.ndarray]:
@@ -75,8 +89,11 @@ class QuantizedOp(Op):
         w = cls.scale_weights(inputs[1].astype(np.float64), np.asarray(inputs[2], np.float64))
         op = cls.inner_op(inputs[0].ndim, inputs[1].ndim)
         y = np.asarray(op.evaluate(cls.inner_attrs(a), [x, w])[0], np.float64)
-        if len(inputs) > 3:
+        n_params = len(inputs) - (1 if a.sum_input >= 0 else 0)
+        if n_params > 3:
             y = y + cls.channel_shaped(np.asarray(inputs[3], np.float64), y.ndim)
+        if a.sum_input >= 0:
+            y = y + (inputs[a.sum_input].astype(np.float64) - a.sum_zero_point) * a.sum_scale
         y = apply_post_ops(y, a.post_ops)
         return [requantize(y, a)]
 

@@ -401,14 +401,73 @@ class DequantizeFusion(p.MatcherPass):
         return True
 
 
+def _is(node: Node, op: type) -> bool:
+    return isinstance(node.op, type) and issubclass(node.op, op)
+
+
+class ResidualSumFusion(p.MatcherPass):
+    """Quantize([Relu](Dequantize(q_conv) + Dequantize(q_a))) where q_conv is a quantized
+    convolution's own output and read only there -> that convolution with q_a added by oneDNN's
+    sum post-op over its output buffer (a ResNet/MobileNetV2 residual block's end): no u8 ->
+    f32 -> u8 round trip of both operands. Unlike the QDQ graph, the convolution's result is not
+    rounded to its own u8 grid before the addition (as OpenVINO runs it too): the output may
+    differ from ONNX Runtime's by one step where that rounding decided it."""
+
+    name: ClassVar[str] = "cpu_int8_residual_sum"
+
+    def pattern(self) -> p.PatternNode:
+        return p.op(Quantize)
+
+    def callback(self, match: p.Match, model: Model) -> bool:
+        quant = match.root.node
+        uses = model.consumers()
+        tail = quant.inputs[0].node
+        post: list[tuple[str, dict[str, float]]] = []
+        fused = [quant]
+        if _std(tail, "Relu") and _single_user(uses, tail.output(0)) is quant:
+            post.append(("Relu", {}))
+            fused.append(tail)
+            tail = tail.inputs[0].node
+        if not _std(tail, "Add") or _single_user(uses, tail.output(0)) is not fused[-1] or len(tail.inputs) != 2:
+            return False
+        out_type = quant.output(0).element_type
+        for k in (0, 1):
+            dq_conv, dq_other = tail.inputs[k].node, tail.inputs[1 - k].node
+            if not (_is(dq_conv, Dequantize) and _is(dq_other, Dequantize)):
+                return False
+            conv = dq_conv.inputs[0].node
+            q_a = dq_other.inputs[0]
+            if (not _is(conv, QuantizedConvolution) or conv.attrs.sum_input >= 0 or conv.attrs.post_ops  # type: ignore[attr-defined]
+                    or conv.output(0).element_type is not out_type or q_a.element_type is not out_type
+                    or tuple(q_a.shape) != tuple(conv.output(0).shape) or q_a == conv.output(0)
+                    or _single_user(uses, conv.output(0)) is not dq_conv
+                    or _single_user(uses, dq_conv.output(0)) is not tail):
+                continue
+            a = conv.attrs
+            attrs = {k2: getattr(a, k2) for k2 in type(a).model_fields} | {
+                "sum_input": len(conv.inputs), "sum_scale": float(dq_other.attrs.scale),  # type: ignore[attr-defined]
+                "sum_zero_point": int(dq_other.attrs.zero_point), "post_ops": post,  # type: ignore[attr-defined]
+                "dst_scale": float(quant.attrs.scale), "dst_zero_point": int(quant.attrs.zero_point),  # type: ignore[attr-defined]
+            }
+            new = Node.create(QuantizedConvolution, [*conv.inputs, q_a], attrs, name=quant.name)
+            names = list(conv.rt_info.get("fused_names") or [conv.name])
+            for n in (dq_conv, dq_other, tail, *reversed(fused)):
+                names += list(n.rt_info.get("fused_names") or [n.name])
+            new.rt_info["fused_names"] = names
+            model.replace_output(quant.output(0), new.output(0))
+            return True
+        return False
+
+
 class Int8Fusion(p.GraphRewrite):
     """The CPU's int8 pass: quantized convolutions and MatMuls first (they absorb the quantize
-    and dequantize chains around them), then the chains left over become Quantize/Dequantize."""
+    and dequantize chains around them), then the chains left over become Quantize/Dequantize,
+    then residual Adds between them go into the convolution before them."""
 
     name: ClassVar[str] = "cpu_int8_fusion"
 
     def __init__(self) -> None:
-        super().__init__(QuantizedOpFusion(), QuantizeFusion(), DequantizeFusion())
+        super().__init__(QuantizedOpFusion(), QuantizeFusion(), DequantizeFusion(), ResidualSumFusion())
 
 
 def fuse_int8(model: Model) -> bool:

@@ -239,6 +239,13 @@ class AbiKernel : public Kernel {
     return b;
   }
 
+  bool rebind(Bound* bound, const TensorView* in, size_t n_in, const TensorView* out, size_t n_out) override {
+    auto* b = static_cast<AbiBound*>(bound);
+    for (size_t i = 0; i < n_in; ++i) b->in[i].data = in[i].data;
+    for (size_t i = 0; i < n_out; ++i) b->out[i].data = out[i].data;
+    return true;
+  }
+
   void run(RunContext&, const TensorView*, TensorView*, Bound* bound) override {
     auto* b = static_cast<AbiBound*>(bound);
     char err[1024] = {0};
@@ -343,17 +350,28 @@ class PyProgram {
                                     " bytes, the program expects " + std::to_string(t.info.bytes()));
       ptrs.push_back(a.data());
     }
+    // New arrays every time, so a returned output never aliases memory the next inference
+    // writes; the program writes most outputs straight into them (output_direct).
+    const auto& out_ids = prog_.outputs();
+    std::vector<py::array> arrays;
+    std::vector<void*> out_ptrs(out_ids.size(), nullptr);
+    arrays.reserve(out_ids.size());
+    for (size_t j = 0; j < out_ids.size(); ++j) {
+      const TensorView& v = st.state->views[out_ids[j]];
+      arrays.emplace_back(np_dtype(v.dtype), std::vector<py::ssize_t>(v.shape.begin(), v.shape.end()));
+      if (prog_.output_direct(j)) out_ptrs[j] = arrays.back().mutable_data();
+    }
     {
       py::gil_scoped_release nogil;
-      prog_.run(*st.state, ptrs);
+      prog_.run(*st.state, ptrs, out_ptrs);
     }
-    py::list outs;
-    for (int t : prog_.outputs()) {
-      const TensorView& v = st.state->views[t];
-      std::vector<py::ssize_t> shape(v.shape.begin(), v.shape.end());
-      py::array arr(np_dtype(v.dtype), shape);
-      if (v.bytes()) std::memcpy(arr.mutable_data(), v.data, v.bytes());
-      outs.append(arr);
+    py::list outs(out_ids.size());
+    for (size_t j = 0; j < out_ids.size(); ++j) {
+      if (!prog_.output_direct(j)) {
+        const TensorView& v = st.state->views[out_ids[j]];
+        if (v.bytes()) std::memcpy(arrays[j].mutable_data(), v.data, v.bytes());
+      }
+      outs[j] = std::move(arrays[j]);
     }
     return outs;
   }

@@ -1,5 +1,7 @@
 #include "core/dnnl_util.hpp"
 
+#include <typeinfo>
+
 namespace opforge_cpu {
 
 dnnl::engine& cpu_engine() {
@@ -89,6 +91,20 @@ std::unique_ptr<Bound> DnnlKernel::bind(const TensorView* in, size_t n_in, const
   for (const auto& c : consts_) b->args.emplace(c.first, c.second);
   if (scratch_bytes_) b->args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(scratch_md_, eng, scratch));
   return b;
+}
+
+bool DnnlKernel::rebind(Bound* bound, const TensorView* in, size_t, const TensorView* out, size_t) {
+  // Only the Bound this class's bind() made: a subclass's own Bound gets bind() again.
+  if (!bound || typeid(*bound) != typeid(DnnlBound)) return false;
+  auto& bound_args = static_cast<DnnlBound*>(bound)->args;
+  for (const auto& a : args_) {
+    void* ptr = a.kind == 0 ? in[a.index].data : out[a.index].data;
+    auto it = bound_args.find(a.arg);
+    if (it == bound_args.end()) return false;
+    // unchanged handles stay untouched (setting one may zero-pad a blocked buffer)
+    if (it->second.get_data_handle() != ptr) it->second.set_data_handle(ptr);
+  }
+  return true;
 }
 
 void DnnlKernel::run(RunContext& ctx, const TensorView* in, TensorView* out, Bound* bound) {

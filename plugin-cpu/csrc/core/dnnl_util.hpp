@@ -36,6 +36,8 @@ class DnnlKernel : public Kernel {
   void run(RunContext& ctx, const TensorView* in, TensorView* out, Bound* bound) override;
   std::unique_ptr<Bound> bind(const TensorView* in, size_t n_in, const TensorView* out, size_t n_out,
                               void* scratch) override;
+  // Sets the new data handles of its arguments in what DnnlKernel::bind made.
+  bool rebind(Bound* bound, const TensorView* in, size_t n_in, const TensorView* out, size_t n_out) override;
   size_t scratch_bytes() const override { return scratch_bytes_; }
   std::string impl_name() const override { return impl_; }
 

@@ -1,6 +1,7 @@
 #include "core/elementwise.hpp"
 
 #include "core/dnnl_util.hpp"
+#include "core/nan_eltwise.hpp"
 
 namespace opforge_cpu {
 
@@ -51,14 +52,9 @@ Shape align_for_broadcast(const Shape& out, const Shape& in, const std::string& 
 }
 
 namespace {
-// oneDNN's JIT relu, clip, exp and hardsigmoid turn NaN into a number (relu(NaN) = 0,
-// clip(NaN) = lower bound, exp(NaN) = +inf); ONNX propagates NaN. These run out of place and
-// copy every NaN of the input to the output afterwards.
-bool eltwise_loses_nan(dnnl::algorithm alg) {
-  using a = dnnl::algorithm;
-  return alg == a::eltwise_relu || alg == a::eltwise_clip_v2 || alg == a::eltwise_exp || alg == a::eltwise_hardsigmoid;
-}
-
+// For the algorithms oneDNN maps NaN to a number (eltwise_loses_nan) this runs only on blocked
+// layouts with padded channels (elsewhere make_nan_safe_eltwise's loop does): out of place, then
+// every NaN of the input is copied to the output (a select, so the pass vectorises).
 class DnnlEltwise : public DnnlKernel {
  public:
   DnnlEltwise(const NodeDesc& n, const Eltwise& op) : restore_nan_(eltwise_loses_nan(op.alg)) {
@@ -79,8 +75,7 @@ class DnnlEltwise : public DnnlKernel {
     float* y = out[0].ptr<float>();
     const int64_t n = floats_;
 #pragma omp parallel for num_threads(ctx.num_threads) schedule(static) if (n > 65536)
-    for (int64_t i = 0; i < n; ++i)
-      if (x[i] != x[i]) y[i] = x[i];
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] != x[i] ? x[i] : y[i];
   }
   int inplace_input(int out) const override { return out == 0 && !restore_nan_ ? 0 : -1; }
 
@@ -91,6 +86,12 @@ class DnnlEltwise : public DnnlKernel {
 }  // namespace
 
 std::unique_ptr<Kernel> make_dnnl_eltwise(const NodeDesc& n, const Eltwise& op) {
+  if (eltwise_loses_nan(op.alg)) {
+    // The loop runs over flat memory: fine for any layout whose padding holds no elements
+    // (relu/clip/exp of a zero pad would not stay zero).
+    const int64_t count = static_cast<int64_t>(md_of(n.in(0)).get_size() / sizeof(float));
+    if (count == std::max<int64_t>(1, numel(n.in(0).shape))) return make_nan_safe_eltwise(op, count);
+  }
   return std::make_unique<DnnlEltwise>(n, op);
 }
 

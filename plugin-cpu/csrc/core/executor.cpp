@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <string>
 #include <map>
 
 #include "core/dnnl_util.hpp"
@@ -194,14 +197,20 @@ void Program::plan_memory() {
   };
   auto end_of = [&](int t) { return tensors_[t].is_output ? n_steps : std::max(tensors_[t].last_use, tensors_[t].producer); };
 
-  for (int t : inputs_) {
-    if (tensors_[t].buffer < 0) new_buf(t, -1);
-  }
+  // Model inputs are read where the caller has them: no buffer, so never written over in place.
+  for (int t : inputs_) tensors_[t].in_caller = true;
   for (int s = 0; s < n_steps; ++s) {
     Step& st = steps_[s];
     for (size_t o = 0; o < st.outs.size(); ++o) {
       int t = st.outs[o];
       int req = st.kernel->required_inplace_input(static_cast<int>(o));
+      if (tensors_[t].is_output) {
+        // Written straight into the array handed back to the caller (no arena copy); a kernel
+        // that must write over its input gets that input copied there first.
+        tensors_[t].in_caller = true;
+        if (req >= 0) st.precopy_from = st.ins[req];
+        continue;
+      }
       int opt = st.kernel->inplace_input(static_cast<int>(o));
       int cand = req >= 0 ? req : opt;
       bool done = false;
@@ -231,11 +240,30 @@ void Program::plan_memory() {
     // Extend lifetimes now that this step's outputs have buffers.
     for (int t : st.ins)
       if (t >= 0 && tensors_[t].buffer >= 0) bufs[tensors_[t].buffer].end = std::max(bufs[tensors_[t].buffer].end, s);
-    for (int t : st.outs) bufs[tensors_[t].buffer].end = std::max(bufs[tensors_[t].buffer].end, end_of(t));
+    for (int t : st.outs)
+      if (tensors_[t].buffer >= 0) bufs[tensors_[t].buffer].end = std::max(bufs[tensors_[t].buffer].end, end_of(t));
   }
   for (int t : outputs_)
     if (tensors_[t].buffer >= 0) bufs[tensors_[t].buffer].end = n_steps;
-  for (int t : inputs_) bufs[tensors_[t].buffer].end = std::max(bufs[tensors_[t].buffer].end, end_of(t));
+
+  // The views Program::run points at the caller's arrays, and which outputs it writes there.
+  io_slots_.assign(tensors_.size(), {});
+  for (int s = 0; s < n_steps; ++s) {
+    for (size_t k = 0; k < steps_[s].ins.size(); ++k) {
+      int t = steps_[s].ins[k];
+      if (t >= 0 && tensors_[t].in_caller) io_slots_[t].push_back({s, static_cast<int>(k), false});
+    }
+    for (size_t k = 0; k < steps_[s].outs.size(); ++k) {
+      int t = steps_[s].outs[k];
+      if (tensors_[t].in_caller) io_slots_[t].push_back({s, static_cast<int>(k), true});
+    }
+  }
+  output_direct_.assign(outputs_.size(), 0);
+  for (size_t j = 0; j < outputs_.size(); ++j) {
+    const ProgTensor& t = tensors_[outputs_[j]];
+    bool first = std::find(outputs_.begin(), outputs_.begin() + j, outputs_[j]) == outputs_.begin() + j;
+    output_direct_[j] = t.in_caller && !t.is_input && t.producer >= 0 && first;
+  }
 
   // Greedy placement, largest first, at the lowest offset free during the buffer's lifetime.
   std::vector<int> order(bufs.size());
@@ -301,11 +329,43 @@ State::~State() {
 
 std::unique_ptr<State> Program::create_state() const { return std::make_unique<State>(*this); }
 
-void Program::run(State& st, const std::vector<const void*>& inputs) const {
+void Program::run(State& st, const std::vector<const void*>& inputs, const std::vector<void*>& outputs) const {
   omp_set_num_threads(num_threads_);
-  for (size_t i = 0; i < inputs_.size(); ++i) {
-    TensorView& v = st.views[inputs_[i]];
-    if (v.data != inputs[i]) std::memcpy(v.data, inputs[i], v.bytes());
+  if (inputs.size() != inputs_.size() || outputs.size() != outputs_.size())
+    throw std::invalid_argument("Program::run: expected " + std::to_string(inputs_.size()) + " inputs and " +
+                                std::to_string(outputs_.size()) + " output arrays");
+  // Point the views of the caller's arrays; steps whose views changed update what they bound.
+  st.rebind.clear();
+  auto point = [&](int t, void* p) {
+    if (st.views[t].data == p) return;
+    st.views[t].data = p;
+    for (const IoSlot& u : io_slots_[t]) {
+      (u.out ? st.step_out[u.step][u.slot] : st.step_in[u.step][u.slot]).data = p;
+      st.rebind.push_back(u.step);
+    }
+  };
+  for (size_t i = 0; i < inputs_.size(); ++i) point(inputs_[i], const_cast<void*>(inputs[i]));
+  for (size_t j = 0; j < outputs_.size(); ++j) {
+    if (!output_direct_[j]) continue;
+    if (!outputs[j] && st.views[outputs_[j]].bytes()) throw std::invalid_argument("Program::run: no array for output " + std::to_string(j));
+    point(outputs_[j], outputs[j]);
+  }
+  if (!st.rebind.empty()) {
+    std::sort(st.rebind.begin(), st.rebind.end());
+    st.rebind.erase(std::unique(st.rebind.begin(), st.rebind.end()), st.rebind.end());
+    for (int s : st.rebind) {
+      const Step& step = steps_[s];
+      auto& in = st.step_in[s];
+      auto& out = st.step_out[s];
+      try {
+        if (!step.kernel->rebind(st.bound[s].get(), in.data(), in.size(), out.data(), out.size()))
+          st.bound[s] = step.kernel->bind(in.data(), in.size(), out.data(), out.size(), st.scratch);
+      } catch (const dnnl::error& err) {
+        throw NodeFailure(step.name, step.type, std::string("oneDNN: ") + err.what());
+      } catch (const std::exception& err) {
+        throw NodeFailure(step.name, step.type, err.what());
+      }
+    }
   }
   RunContext ctx;
   ctx.stream = &st.stream;

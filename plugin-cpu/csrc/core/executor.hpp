@@ -46,6 +46,16 @@ struct ProgTensor {
   bool is_input = false;
   bool is_output = false;
   bool released = false;  // a constant every reader packed: its data was dropped after packing
+  // No arena buffer: read in the caller's array (a model input) or written straight into the
+  // array returned to the caller (a model output produced by a step); see Program::run.
+  bool in_caller = false;
+};
+
+// Where a step sees a tensor: its input or output `slot`.
+struct IoSlot {
+  int step;
+  int slot;
+  bool out;
 };
 
 struct Step {
@@ -72,6 +82,7 @@ class State {
   std::vector<std::unique_ptr<Bound>> bound;
   std::vector<double> times_ms;                   // last inference, by step (profiling)
   dnnl::stream stream;
+  std::vector<int> rebind;                        // steps whose views changed (Program::run)
   void* arena = nullptr;
   void* scratch = nullptr;
 };
@@ -87,8 +98,12 @@ class Program {
   std::function<void(int)> on_release;
 
   std::unique_ptr<State> create_state() const;
-  // Runs every step for inputs already copied into the state (see input_view); no GIL needed.
-  void run(State& st, const std::vector<const void*>& inputs) const;
+  // Runs every step; no GIL needed. The steps read `inputs` (C-contiguous, the program's types
+  // and sizes) where they are, and write each model output j with output_direct(j) into
+  // outputs[j] (a new array the caller returns; the others are left in the state's views).
+  void run(State& st, const std::vector<const void*>& inputs, const std::vector<void*>& outputs) const;
+  // Model output j is written into the caller's array (produced by a step, first of its name).
+  bool output_direct(size_t j) const { return output_direct_.at(j) != 0; }
 
   const std::vector<ProgTensor>& tensors() const { return tensors_; }
   const std::vector<Step>& steps() const { return steps_; }
@@ -110,6 +125,8 @@ class Program {
   std::vector<NodeSpec> specs_;
   std::vector<Step> steps_;
   std::vector<int> inputs_, outputs_;
+  std::vector<std::vector<IoSlot>> io_slots_;  // by tensor: the steps' views of in_caller tensors
+  std::vector<char> output_direct_;            // by model output
   std::vector<size_t> buffer_size_, buffer_offset_;
   size_t arena_bytes_ = 0, scratch_bytes_ = 0;
   int num_threads_ = 1;

@@ -73,6 +73,15 @@ class Kernel {
                                       size_t n_out, void* scratch) {
     return nullptr;
   }
+  // The program reads model inputs and writes model outputs in the caller's arrays, so the data
+  // of a step's views that are model inputs/outputs changes between inferences: point `bound`
+  // (what bind() returned) at the new data of in/out. Return false when it cannot, and the
+  // executor calls bind() again (always correct, allocates). A kernel that keeps no Bound reads
+  // its views when it runs: nothing to do. A DnnlKernel subclass with its own bind() must
+  // override this too.
+  virtual bool rebind(Bound* bound, const TensorView* in, size_t n_in, const TensorView* out, size_t n_out) {
+    return bound == nullptr;
+  }
   // Output `out` may be written over input `return value` (element-wise, same byte size), or -1.
   virtual int inplace_input(int out) const { return -1; }
   // Output `out` must be written over input `return value` (oneDNN sum post-op), or -1.

@@ -1,0 +1,119 @@
+// NaN-keeping element-wise loops for the activations oneDNN's eltwise maps NaN to a number.
+// Restoring NaN after oneDNN's primitive meant a second, scalar pass over input and output (6x
+// the op on a 64 MB tensor); here each element is one select chain whose comparisons are false
+// for NaN, so NaN falls through to the output, e.g. relu: x < 0 ? 0 : x.
+// GCC vectorises the selects only without trapping math, hence the pragma (this file alone:
+// nothing here depends on floating-point exceptions). target_clones: the module builds for
+// baseline x86-64, the loops run with the host's vector ISA.
+#pragma GCC optimize("no-trapping-math")
+
+#include "core/nan_eltwise.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/elementwise.hpp"
+
+namespace opforge_cpu {
+
+bool eltwise_loses_nan(dnnl::algorithm alg) {
+  using a = dnnl::algorithm;
+  return alg == a::eltwise_relu || alg == a::eltwise_clip_v2 || alg == a::eltwise_exp || alg == a::eltwise_hardsigmoid;
+}
+
+namespace {
+enum class Kind { relu0, leaky, clip, hardsigmoid, exp };
+
+inline float bits_to_float(int32_t i) {
+  float f;
+  std::memcpy(&f, &i, sizeof f);
+  return f;
+}
+
+// expf as 2^n * e^r, |r| <= ln2/2 (Cephes polynomial, ~1 ulp). 2^n is applied as two factors
+// 2^(n/2) * 2^(n - n/2) so that n = 128 (x up to ln(FLT_MAX)) and n down to -150 (the denormals)
+// stay exact; the clamp to [-104, 89] then gives +inf above ln(FLT_MAX) and 0 below the smallest
+// denormal, like std::exp. std::max/std::min keep a NaN (their comparisons are false), which
+// flows through the polynomial; the exponent is computed from 0 instead, as converting NaN to an
+// integer is undefined.
+inline float exp_nan_safe(float x) {
+  x = std::min(std::max(x, -104.f), 89.f);
+  const float t = x * 1.44269504088896341f;
+  float fn = (t + 12582912.f) - 12582912.f;  // round to nearest: 1.5 * 2^23 drops the fraction
+  fn = fn == fn ? fn : 0.f;
+  const int32_t n = static_cast<int32_t>(fn);
+  const int32_t h = n >> 1;
+  const float r = (x - fn * 0.693359375f) + fn * 2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  return (p * r * r + r + 1.0f) * bits_to_float((h + 127) << 23) * bits_to_float((n - h + 127) << 23);
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default")))
+void nan_safe_loop(Kind k, float alpha, float beta, const float* x, float* y, int64_t n) {
+  switch (k) {
+    case Kind::relu0:
+      for (int64_t i = 0; i < n; ++i) y[i] = x[i] < 0.f ? 0.f : x[i];
+      break;
+    case Kind::leaky:
+      for (int64_t i = 0; i < n; ++i) y[i] = x[i] < 0.f ? alpha * x[i] : x[i];
+      break;
+    case Kind::clip:
+      // max then min, like np.clip: with lo > hi every element becomes hi
+      for (int64_t i = 0; i < n; ++i) {
+        const float t = x[i] < alpha ? alpha : x[i];
+        y[i] = t > beta ? beta : t;
+      }
+      break;
+    case Kind::hardsigmoid:
+      for (int64_t i = 0; i < n; ++i) {
+        const float t = alpha * x[i] + beta;
+        const float u = t < 0.f ? 0.f : t;
+        y[i] = u > 1.f ? 1.f : u;
+      }
+      break;
+    case Kind::exp:
+      for (int64_t i = 0; i < n; ++i) y[i] = exp_nan_safe(x[i]);
+      break;
+  }
+}
+
+class NanSafeEltwise : public Kernel {
+ public:
+  NanSafeEltwise(const Eltwise& op, int64_t count) : alpha_(op.alpha), beta_(op.beta), count_(count) {
+    using a = dnnl::algorithm;
+    if (op.alg == a::eltwise_relu) kind_ = op.alpha == 0.f ? Kind::relu0 : Kind::leaky;
+    else if (op.alg == a::eltwise_clip_v2) kind_ = Kind::clip;
+    else if (op.alg == a::eltwise_hardsigmoid) kind_ = Kind::hardsigmoid;
+    else if (op.alg == a::eltwise_exp) kind_ = Kind::exp;
+    else throw CompileFailure("no NaN-keeping loop for this eltwise algorithm");
+  }
+  void run(RunContext& ctx, const TensorView* in, TensorView* out, Bound*) override {
+    const float* x = in[0].ptr<float>();
+    float* y = out[0].ptr<float>();
+    // exp does ~15 flops an element: worth threads at a smaller size than a select
+    const int64_t grain = kind_ == Kind::exp ? 8192 : 32768;
+    parallel_range(count_, ctx.num_threads, [&](int64_t b, int64_t e) {
+      nan_safe_loop(kind_, alpha_, beta_, x + b, y + b, e - b);
+    }, grain);
+  }
+  // Same index in and out: the output may overwrite the input.
+  int inplace_input(int out) const override { return out == 0 ? 0 : -1; }
+  std::string impl_name() const override { return "loop:nan_safe"; }
+
+ private:
+  Kind kind_ = Kind::relu0;
+  float alpha_, beta_;
+  int64_t count_;
+};
+}  // namespace
+
+std::unique_ptr<Kernel> make_nan_safe_eltwise(const Eltwise& op, int64_t count) {
+  return std::make_unique<NanSafeEltwise>(op, count);
+}
+
+}  // namespace opforge_cpu

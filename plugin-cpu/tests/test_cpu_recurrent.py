@@ -42,15 +42,16 @@ def weight_indices(op: str) -> list[int]:
 
 
 def run(core: Any, op: str, ins: list[np.ndarray], const_idx: list[int], rtol: float = 1e-4, atol: float = 1e-5,
-        **attrs: Any) -> str:
+        threads: int = 2, **attrs: Any) -> str:
     """Checks the node against the reference; returns the implementation the CPU device ran."""
     model, feeds = single(op, ins, {i: ins[i] for i in const_idx}, **attrs)
-    check(core, model, feeds, rtol=rtol, atol=atol)
-    return impl_of(core, model, op)
+    config = {"INFERENCE_NUM_THREADS": threads}
+    check(core, model, feeds, rtol=rtol, atol=atol, config=config)
+    return impl_of(core, model, op, config)
 
 
-def impl_of(core: Any, model: Model, op: str) -> str:
-    (prog,) = core.compile_model(model, "CPU")._executable.programs().values()
+def impl_of(core: Any, model: Model, op: str, config: dict[str, Any]) -> str:
+    (prog,) = core.compile_model(model, "CPU", config)._executable.programs().values()
     (impl,) = [s["impl"] for s in prog.program.steps() if s["type"] == op]
     return str(impl)
 
@@ -62,16 +63,19 @@ def lengths_const(op: str) -> int:
 CELLS = [("RNNSequence", False), ("GRUSequence", False), ("GRUSequence", True), ("LSTMSequence", False)]
 
 
+@pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
 @pytest.mark.parametrize(("op", "lbr"), CELLS)
-def test_onednn_primitive_path(core: Any, op: str, lbr: bool, direction: str) -> None:
+def test_onednn_primitive_path(core: Any, op: str, lbr: bool, direction: str, threads: int) -> None:
+    # bidirectional at 2 threads: one primitive per direction, the two on their own threads
     dirs = 2 if direction == "bidirectional" else 1
     ins = inputs(op, dirs, [T] * B, seed=len(op) + 10 * lbr + len(direction), lbr=lbr)
     attrs: dict[str, Any] = {"hidden_size": H, "direction": direction}
     if op == "GRUSequence":
         attrs["linear_before_reset"] = lbr
-    impl = run(core, op, ins, [1 + lengths_const(op), *weight_indices(op)], **attrs)
+    impl = run(core, op, ins, [1 + lengths_const(op), *weight_indices(op)], threads=threads, **attrs)
     assert impl.startswith("onednn_rnn"), impl
+    assert impl.endswith("+per_direction_threads") == (dirs == 2 and threads == 2), impl
 
 
 @pytest.mark.parametrize("act", ["relu", "sigmoid"])

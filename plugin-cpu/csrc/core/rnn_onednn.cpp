@@ -15,7 +15,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <exception>
 #include <unordered_map>
+#include <vector>
 
 #include "core/recurrent.hpp"
 
@@ -37,8 +39,20 @@ std::vector<float> permute_gates(const float* src, int64_t dirs, int gates, int6
 }
 
 class RnnDnnlKernel : public Kernel {
+  // One primitive over directions [d0, d0 + dirs): all of them (bidirectional_concat), or, for
+  // a bidirectional node with 2+ threads, one unidirectional primitive per direction, the two
+  // run side by side on their own threads: one fork per inference where threads inside the
+  // recurrence would fork at every step (see recurrence_threads).
+  struct Part {
+    int64_t d0 = 0, dirs = 1;
+    dnnl::primitive prim;
+    dnnl::memory weights_layer, weights_iter, bias;
+    dnnl::memory::desc dst_layer, iter, scratch_md;
+    size_t o_pad = 0;
+  };
   struct DnnlBound : Bound {
-    std::unordered_map<int, dnnl::memory> args;
+    std::vector<std::unordered_map<int, dnnl::memory>> args;  // by part
+    std::vector<dnnl::stream> streams;                        // by part, for concurrent parts
     std::unique_ptr<Bound> fallback;
   };
 
@@ -46,84 +60,55 @@ class RnnDnnlKernel : public Kernel {
   RnnDnnlKernel(const NodeDesc& n, const RnnSpec& s, std::unique_ptr<Kernel> fallback)
       : s_(s), fallback_(std::move(fallback)) {
     const int64_t N = s.batch, L = s.seq, I = s.input, H = s.hidden, D = s.dirs, G = s.gates;
-    const auto dir = D == 2 ? dnnl::rnn_direction::bidirectional_concat
-                     : s.reverse_only ? dnnl::rnn_direction::unidirectional_right2left
-                                      : dnnl::rnn_direction::unidirectional_left2right;
+    split_ = D == 2 && n.num_threads >= 2;
     src_layer_ = dnnl::memory::desc({L, N, I}, dt::f32, tag::ntc);
-    dst_layer_ = dnnl::memory::desc({L, N, D * H}, dt::f32, tag::ntc);
-    iter_ = dnnl::memory::desc({1, D, N, H}, dt::f32, tag::ldnc);
-    const dnnl::memory::desc none;
-    auto w_any = dnnl::memory::desc({1, D, I, G, H}, dt::f32, tag::any);
-    auto r_any = dnnl::memory::desc({1, D, H, G, H}, dt::f32, tag::any);
-    // the op's W [D, G*H, I] is oneDNN's ldgoi (l, d, g, o, i from outer to inner), R likewise
-    auto w_user = dnnl::memory::desc({1, D, I, G, H}, dt::f32, tag::ldgoi);
-    auto r_user = dnnl::memory::desc({1, D, H, G, H}, dt::f32, tag::ldgoi);
-    auto b_user = dnnl::memory::desc({1, D, s.bias_gates, H}, dt::f32, tag::ldgo);
-    const auto fwd = dnnl::prop_kind::forward_inference;
-    auto& eng = cpu_engine();
-    const auto attr = default_attr();
-    dnnl::primitive_desc_base pd;
     // oneDNN fixes a primitive's thread count when it is created (OpenMP's default then): create
-    // it under the recurrence's count (see recurrence_threads), run it under the same.
-    threads_ = recurrence_threads(s, n.num_threads);
+    // it under the count it runs with (see recurrence_threads; one per part when split).
+    threads_ = split_ ? 1 : recurrence_threads(s, n.num_threads);
     omp_set_num_threads(threads_);
     struct Restore {
       int count;
       ~Restore() { omp_set_num_threads(count); }
     } restore{std::max(1, n.num_threads)};
-    switch (s.cell) {
-      case Cell::rnn: {
-        const auto act = s.acts[0] == Act::relu ? dnnl::algorithm::eltwise_relu
-                         : s.acts[0] == Act::tanh ? dnnl::algorithm::eltwise_tanh
-                                                  : dnnl::algorithm::eltwise_logistic;
-        dnnl::vanilla_rnn_forward::primitive_desc p(eng, fwd, act, dir, src_layer_, iter_, w_any, r_any, b_user,
-                                                    dst_layer_, iter_, attr);
-        prim_ = dnnl::vanilla_rnn_forward(p);
-        pd = p;
-        break;
-      }
-      case Cell::gru: {
-        if (s.lbr) {
-          dnnl::lbr_gru_forward::primitive_desc p(eng, fwd, dir, src_layer_, iter_, w_any, r_any, b_user, dst_layer_,
-                                                  iter_, attr);
-          prim_ = dnnl::lbr_gru_forward(p);
-          pd = p;
-        } else {
-          dnnl::gru_forward::primitive_desc p(eng, fwd, dir, src_layer_, iter_, w_any, r_any, b_user, dst_layer_,
-                                              iter_, attr);
-          prim_ = dnnl::gru_forward(p);
-          pd = p;
-        }
-        break;
-      }
-      case Cell::lstm: {
-        dnnl::lstm_forward::primitive_desc p(eng, fwd, dir, src_layer_, iter_, iter_, w_any, r_any, none, none,
-                                             b_user, dst_layer_, iter_, iter_, attr);
-        prim_ = dnnl::lstm_forward(p);
-        pd = p;
-        break;
-      }
-    }
+    // the op's weights in oneDNN's gate order: W [D, G*H, I] is oneDNN's ldgoi (l, d, g, o, i
+    // from outer to inner), R likewise, B ldgo
     const float* w = static_cast<const float*>(n.inputs[s.in_w()].const_data);
     const float* r = static_cast<const float*>(n.inputs[s.in_r()].const_data);
     const float* b = static_cast<const float*>(n.inputs[s.in_b()].const_data);
-    const auto w_md = pd.query_md(dnnl::query::weights_md, 0);
-    const auto r_md = pd.query_md(dnnl::query::weights_md, 1);
+    std::vector<float> wp, rp, bp;
     if (s.cell == Cell::lstm) {
       static const int kOneDnnLstm[4] = {1, 0, 2, 3};  // oneDNN i, f, c, o from the op's f, i, c, o
-      weights_layer_ = pack_constant(permute_gates(w, D, 4, H * I, kOneDnnLstm).data(), w_user, w_md);
-      weights_iter_ = pack_constant(permute_gates(r, D, 4, H * H, kOneDnnLstm).data(), r_user, r_md);
-      bias_ = pack_constant(permute_gates(b, D, 4, H, kOneDnnLstm).data(), b_user, b_user);
-    } else {
-      weights_layer_ = pack_constant(w, w_user, w_md);
-      weights_iter_ = pack_constant(r, r_user, r_md);
-      bias_ = pack_constant(b, b_user, b_user);
+      wp = permute_gates(w, D, 4, H * I, kOneDnnLstm);
+      rp = permute_gates(r, D, 4, H * H, kOneDnnLstm);
+      bp = permute_gates(b, D, 4, H, kOneDnnLstm);
+      w = wp.data();
+      r = rp.data();
+      b = bp.data();
     }
-    const char* info = pd.impl_info_str();
-    impl_ = std::string("onednn_rnn:") + (info ? info : "?");
-    scratch_md_ = pd.scratchpad_desc();
     ScratchLayout lay;
-    o_pad_ = lay.add(scratch_md_.get_size());
+    for (int64_t d0 = 0; d0 < D; d0 += split_ ? 1 : D) {
+      Part part;
+      part.d0 = d0;
+      part.dirs = split_ ? 1 : D;
+      const int64_t pd_dirs = part.dirs;
+      const auto dir = pd_dirs == 2 ? dnnl::rnn_direction::bidirectional_concat
+                       : s.reversed(d0) ? dnnl::rnn_direction::unidirectional_right2left
+                                        : dnnl::rnn_direction::unidirectional_left2right;
+      part.dst_layer = dnnl::memory::desc({L, N, pd_dirs * H}, dt::f32, tag::ntc);
+      part.iter = dnnl::memory::desc({1, pd_dirs, N, H}, dt::f32, tag::ldnc);
+      const auto pd = make_pd(part, dir, I, H, G);
+      const auto w_user = dnnl::memory::desc({1, pd_dirs, I, G, H}, dt::f32, tag::ldgoi);
+      const auto r_user = dnnl::memory::desc({1, pd_dirs, H, G, H}, dt::f32, tag::ldgoi);
+      const auto b_user = dnnl::memory::desc({1, pd_dirs, s.bias_gates, H}, dt::f32, tag::ldgo);
+      part.weights_layer = pack_constant(w + d0 * G * H * I, w_user, pd.query_md(dnnl::query::weights_md, 0));
+      part.weights_iter = pack_constant(r + d0 * G * H * H, r_user, pd.query_md(dnnl::query::weights_md, 1));
+      part.bias = pack_constant(b + d0 * s.bias_gates * H, b_user, b_user);
+      part.scratch_md = pd.scratchpad_desc();
+      part.o_pad = lay.add(part.scratch_md.get_size());
+      const char* info = pd.impl_info_str();
+      impl_ = std::string("onednn_rnn:") + (info ? info : "?") + (split_ ? "+per_direction_threads" : "");
+      parts_.push_back(std::move(part));
+    }
     const size_t state = static_cast<size_t>(D * N * H) * sizeof(float);
     o_h0_ = lay.add(state);
     o_c0_ = lay.add(s.cell == Cell::lstm ? state : 0);
@@ -146,19 +131,30 @@ class RnnDnnlKernel : public Kernel {
     auto b = std::make_unique<DnnlBound>();
     auto& eng = cpu_engine();
     char* sc = static_cast<char*>(scratch);
-    auto& a = b->args;
-    a.emplace(DNNL_ARG_SRC_LAYER, dnnl::memory(src_layer_, eng, in[0].data));
-    a.emplace(DNNL_ARG_DST_LAYER, dnnl::memory(dst_layer_, eng, s_.dirs == 2 ? sc + o_y_ : out[0].data));
-    a.emplace(DNNL_ARG_SRC_ITER, dnnl::memory(iter_, eng, sc + o_h0_));
-    a.emplace(DNNL_ARG_DST_ITER, dnnl::memory(iter_, eng, sc + o_hn_));
-    if (s_.cell == Cell::lstm) {
-      a.emplace(DNNL_ARG_SRC_ITER_C, dnnl::memory(iter_, eng, sc + o_c0_));
-      a.emplace(DNNL_ARG_DST_ITER_C, dnnl::memory(iter_, eng, sc + o_cn_));
+    const size_t state_row = static_cast<size_t>(s_.batch * s_.hidden) * sizeof(float);  // one direction
+    for (const Part& p : parts_) {
+      std::unordered_map<int, dnnl::memory> a;
+      const size_t st = static_cast<size_t>(p.d0) * state_row;
+      // Y itself for one direction (ntc [seq, batch, hidden] is [batch, 1, seq, hidden]), else
+      // scratch: [batch, seq, 2*hidden] for both directions in one primitive, or
+      // [batch, seq, hidden] per direction
+      void* y = s_.dirs == 1 ? out[0].data
+                             : sc + o_y_ + static_cast<size_t>(p.d0 * s_.batch * s_.seq * s_.hidden) * sizeof(float);
+      a.emplace(DNNL_ARG_SRC_LAYER, dnnl::memory(src_layer_, eng, in[0].data));
+      a.emplace(DNNL_ARG_DST_LAYER, dnnl::memory(p.dst_layer, eng, y));
+      a.emplace(DNNL_ARG_SRC_ITER, dnnl::memory(p.iter, eng, sc + o_h0_ + st));
+      a.emplace(DNNL_ARG_DST_ITER, dnnl::memory(p.iter, eng, sc + o_hn_ + st));
+      if (s_.cell == Cell::lstm) {
+        a.emplace(DNNL_ARG_SRC_ITER_C, dnnl::memory(p.iter, eng, sc + o_c0_ + st));
+        a.emplace(DNNL_ARG_DST_ITER_C, dnnl::memory(p.iter, eng, sc + o_cn_ + st));
+      }
+      a.emplace(DNNL_ARG_WEIGHTS_LAYER, p.weights_layer);
+      a.emplace(DNNL_ARG_WEIGHTS_ITER, p.weights_iter);
+      a.emplace(DNNL_ARG_BIAS, p.bias);
+      if (p.scratch_md.get_size()) a.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(p.scratch_md, eng, sc + p.o_pad));
+      b->args.push_back(std::move(a));
+      b->streams.emplace_back(eng);
     }
-    a.emplace(DNNL_ARG_WEIGHTS_LAYER, weights_layer_);
-    a.emplace(DNNL_ARG_WEIGHTS_ITER, weights_iter_);
-    a.emplace(DNNL_ARG_BIAS, bias_);
-    if (scratch_md_.get_size()) a.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(scratch_md_, eng, sc + o_pad_));
     if (fallback_) b->fallback = fallback_->bind(in, n_in, out, n_out, scratch);
     return b;
   }
@@ -189,33 +185,97 @@ class RnnDnnlKernel : public Kernel {
     };
     to_ldnc(in[1].data, o_h0_);
     if (s_.cell == Cell::lstm) to_ldnc(in[2].data, o_c0_);
-    // The primitive's input projection shares the recurrence's thread count: it cannot be split
-    // off, and the steps dominate (a text model's 128 steps against one projection).
-    omp_set_num_threads(threads_);
-    prim_.execute(*ctx.stream, bd->args);
-    omp_set_num_threads(ctx.num_threads);
+    if (split_) {
+      // each direction on its own thread, each primitive single-threaded (created so)
+      std::exception_ptr failed[2];
+#pragma omp parallel num_threads(2)
+      {
+        for (int p = omp_get_thread_num(); p < 2; p += omp_get_num_threads()) {
+          try {
+            parts_[p].prim.execute(bd->streams[p], bd->args[p]);
+            bd->streams[p].wait();
+          } catch (...) {
+            failed[p] = std::current_exception();
+          }
+        }
+      }
+      for (auto& f : failed)
+        if (f) std::rethrow_exception(f);
+    } else {
+      // The primitive's input projection shares the recurrence's thread count: it cannot be
+      // split off, and the steps dominate (a text model's 128 steps against one projection).
+      omp_set_num_threads(threads_);
+      parts_[0].prim.execute(*ctx.stream, bd->args[0]);
+      omp_set_num_threads(ctx.num_threads);
+    }
     from_ldnc(o_hn_, out[1].data);
     if (s_.cell == Cell::lstm) from_ldnc(o_cn_, out[2].data);
     if (D == 2) {
-      // ntc [batch, seq, 2*hidden] -> [batch, 2, seq, hidden]
       const char* y2 = sc + o_y_;
       char* y = static_cast<char*>(out[0].data);
-      for (int64_t b = 0; b < N; ++b)
-        for (int64_t t = 0; t < L; ++t)
-          for (int64_t d = 0; d < 2; ++d)
-            std::memcpy(y + ((b * 2 + d) * L + t) * row, y2 + ((b * L + t) * 2 + d) * row, row);
+      if (split_) {
+        // per direction [batch, seq, hidden] -> [batch, 2, seq, hidden]
+        const size_t block = static_cast<size_t>(L) * row;
+        for (int64_t b = 0; b < N; ++b)
+          for (int64_t d = 0; d < 2; ++d) std::memcpy(y + (b * 2 + d) * block, y2 + (d * N + b) * block, block);
+      } else {
+        // ntc [batch, seq, 2*hidden] -> [batch, 2, seq, hidden]
+        for (int64_t b = 0; b < N; ++b)
+          for (int64_t t = 0; t < L; ++t)
+            for (int64_t d = 0; d < 2; ++d)
+              std::memcpy(y + ((b * 2 + d) * L + t) * row, y2 + ((b * L + t) * 2 + d) * row, row);
+      }
     }
   }
 
  private:
+  dnnl::primitive_desc_base make_pd(Part& part, dnnl::rnn_direction dir, int64_t I, int64_t H, int64_t G) {
+    const dnnl::memory::desc none;
+    const auto w_any = dnnl::memory::desc({1, part.dirs, I, G, H}, dt::f32, tag::any);
+    const auto r_any = dnnl::memory::desc({1, part.dirs, H, G, H}, dt::f32, tag::any);
+    const auto b_md = dnnl::memory::desc({1, part.dirs, s_.bias_gates, H}, dt::f32, tag::ldgo);
+    const auto fwd = dnnl::prop_kind::forward_inference;
+    auto& eng = cpu_engine();
+    const auto attr = default_attr();
+    const auto& it = part.iter;
+    switch (s_.cell) {
+      case Cell::rnn: {
+        const auto act = s_.acts[0] == Act::relu ? dnnl::algorithm::eltwise_relu
+                         : s_.acts[0] == Act::tanh ? dnnl::algorithm::eltwise_tanh
+                                                   : dnnl::algorithm::eltwise_logistic;
+        dnnl::vanilla_rnn_forward::primitive_desc p(eng, fwd, act, dir, src_layer_, it, w_any, r_any, b_md,
+                                                    part.dst_layer, it, attr);
+        part.prim = dnnl::vanilla_rnn_forward(p);
+        return p;
+      }
+      case Cell::gru: {
+        if (s_.lbr) {
+          dnnl::lbr_gru_forward::primitive_desc p(eng, fwd, dir, src_layer_, it, w_any, r_any, b_md, part.dst_layer,
+                                                  it, attr);
+          part.prim = dnnl::lbr_gru_forward(p);
+          return p;
+        }
+        dnnl::gru_forward::primitive_desc p(eng, fwd, dir, src_layer_, it, w_any, r_any, b_md, part.dst_layer, it,
+                                            attr);
+        part.prim = dnnl::gru_forward(p);
+        return p;
+      }
+      case Cell::lstm: break;
+    }
+    dnnl::lstm_forward::primitive_desc p(eng, fwd, dir, src_layer_, it, it, w_any, r_any, none, none, b_md,
+                                         part.dst_layer, it, it, attr);
+    part.prim = dnnl::lstm_forward(p);
+    return p;
+  }
+
   RnnSpec s_;
   std::unique_ptr<Kernel> fallback_;
-  dnnl::primitive prim_;
-  dnnl::memory::desc src_layer_, dst_layer_, iter_, scratch_md_;
-  dnnl::memory weights_layer_, weights_iter_, bias_;
-  std::string impl_;
+  bool split_ = false;
   int threads_ = 1;
-  size_t o_pad_ = 0, o_h0_ = 0, o_c0_ = 0, o_hn_ = 0, o_cn_ = 0, o_y_ = 0, o_len_ = 0, scratch_ = 0;
+  dnnl::memory::desc src_layer_;
+  std::vector<Part> parts_;
+  std::string impl_;
+  size_t o_h0_ = 0, o_c0_ = 0, o_hn_ = 0, o_cn_ = 0, o_y_ = 0, o_len_ = 0, scratch_ = 0;
 };
 
 }  // namespace

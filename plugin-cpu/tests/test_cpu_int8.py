@@ -40,8 +40,8 @@ def _save(nodes: list[Any], inputs: list[Any], outputs: list[Any], inits: list[n
 
 
 def conv_model(path: Path, rng: np.random.Generator) -> Path:
-    """Conv(+bias) -> Relu -> depthwise Conv(+bias) -> Relu -> strided Conv: the three kinds of
-    convolution a CNN quantizes."""
+    """Conv(+bias) -> Relu -> MaxPool -> depthwise Conv(+bias) -> Relu -> strided Conv: the three
+    kinds of convolution a CNN quantizes, and a pooling between them."""
     w1 = (rng.standard_normal((16, 8, 3, 3)) * 0.2).astype(np.float32)
     b1 = (rng.standard_normal(16) * 0.1).astype(np.float32)
     w2 = (rng.standard_normal((16, 1, 3, 3)) * 0.3).astype(np.float32)
@@ -50,7 +50,8 @@ def conv_model(path: Path, rng: np.random.Generator) -> Path:
     nodes = [
         helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
         helper.make_node("Relu", ["c1"], ["r1"]),
-        helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1], group=16),
+        helper.make_node("MaxPool", ["r1"], ["p1"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Conv", ["p1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1], group=16),
         helper.make_node("Relu", ["c2"], ["r2"]),
         helper.make_node("Conv", ["r2", "w3"], ["y"], strides=[2, 2]),
     ]
@@ -142,7 +143,8 @@ def test_qdq_convolutions_run_int8_and_match_onnxruntime(tmp_path: Path, per_cha
     assert_close_steps(got, want, output_scale(q))
     steps = int8_steps(rows, "QuantizedConvolution")
     assert len(steps) == 3, [(r.node_name, r.node_type) for r in rows]
-    assert not [r for r in rows if r.node_type in ("Convolution", "GroupConvolution")]
+    assert not [r for r in rows if r.node_type in ("Convolution", "GroupConvolution", "MaxPool")]
+    assert len(int8_steps(rows, "QuantizedMaxPool")) == 1  # same scale on both sides: pooled in u8/i8
     # the first convolution took its bias Add and the QuantizeLinear after it (Divide, Round,
     # Add, Clamp, Convert): each reported as fused into it
     fused = [r.node_name for r in rows if r.status == "OPTIMIZED_OUT" and r.extra.get("fused_into") == steps[0].node_name]

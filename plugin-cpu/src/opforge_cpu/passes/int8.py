@@ -35,6 +35,7 @@ from opforge_cpu.ops.dequantize import Dequantize
 from opforge_cpu.ops.quantize import Quantize
 from opforge_cpu.ops.quantized_convolution import QuantizedConvolution
 from opforge_cpu.ops.quantized_mat_mul import QuantizedMatMul
+from opforge_cpu.ops.quantized_max_pool import QuantizedMaxPool
 
 #: max |q| of the symmetric int8 ranges quantizers use for weights: [-127, 127] (ONNX Runtime,
 #: OpenVINO's NNCF), [-128, 127], and the 7-bit "reduce_range" ones
@@ -459,15 +460,43 @@ class ResidualSumFusion(p.MatcherPass):
         return False
 
 
+class MaxPoolFusion(p.MatcherPass):
+    """Quantize(MaxPool(Dequantize(q))) with the same scale, zero point and type on both sides
+    -> QuantizedMaxPool(q): exact (max commutes with the monotonic (de)quantization), and the
+    tensor stays u8 in its producer's layout."""
+
+    name: ClassVar[str] = "cpu_int8_max_pool"
+
+    def pattern(self) -> p.PatternNode:
+        return p.op(Quantize, p.op("MaxPool", p.op(Dequantize)))
+
+    def callback(self, match: p.Match, model: Model) -> bool:
+        quant = match.root.node
+        pool = quant.inputs[0].node
+        deq = pool.inputs[0].node
+        uses = model.consumers()
+        if (not pool.op.is_standard or quant.inputs[0].index != 0 or _single_user(uses, pool.output(0)) is not quant
+                or any(uses.get(o) for o in pool.outputs()[1:])
+                or (deq.attrs.scale, deq.attrs.zero_point) != (quant.attrs.scale, quant.attrs.zero_point)  # type: ignore[attr-defined]
+                or deq.inputs[0].element_type is not quant.output(0).element_type):
+            return False
+        new = Node.create(QuantizedMaxPool, [deq.inputs[0]], pool.attrs.model_dump(), name=quant.name)
+        new.rt_info["fused_names"] = [n for x in (deq, pool, quant) for n in (x.rt_info.get("fused_names") or [x.name])]
+        model.replace_output(quant.output(0), new.output(0))
+        return True
+
+
 class Int8Fusion(p.GraphRewrite):
     """The CPU's int8 pass: quantized convolutions and MatMuls first (they absorb the quantize
     and dequantize chains around them), then the chains left over become Quantize/Dequantize,
-    then residual Adds between them go into the convolution before them."""
+    then residual Adds between them go into the convolution before them and max poolings between
+    them run on the integers."""
 
     name: ClassVar[str] = "cpu_int8_fusion"
 
     def __init__(self) -> None:
-        super().__init__(QuantizedOpFusion(), QuantizeFusion(), DequantizeFusion(), ResidualSumFusion())
+        super().__init__(QuantizedOpFusion(), QuantizeFusion(), DequantizeFusion(), ResidualSumFusion(),
+                         MaxPoolFusion())
 
 
 def fuse_int8(model: Model) -> bool:

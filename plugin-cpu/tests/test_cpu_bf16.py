@@ -225,16 +225,57 @@ def test_bf16_matmul_of_two_activations(core: Any) -> None:
     assert np.abs(got - want_f32).max() / scale > 1e-4
 
 
+def dwconv2d(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """3x3 depthwise, stride 1, pad 1, in f64; w is [C, 1, 1, 3, 3]."""
+    _, _, h, wd = x.shape
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    y = np.zeros(x.shape)
+    for i in range(3):
+        for j in range(3):
+            y += xp[:, :, i:i + h, j:j + wd] * w[:, 0, 0, i, j].astype(np.float64).reshape(1, -1, 1, 1)
+    return y + b.astype(np.float64).reshape(1, -1, 1, 1)
+
+
 @needs_bf16
-def test_bf16_hint_keeps_depthwise_convolution_in_f32(core: Any) -> None:
+def test_bf16_mobilenet_block_stays_in_bf16_through_the_depthwise_convolution(core: Any) -> None:
+    # expand 1x1 -> depthwise 3x3 (+ bias) -> project 1x1, as MobileNetV2: the depthwise
+    # convolution runs in bf16 too (oneDNN's brdgmm_dw, its bias rounded to bf16 once), so both
+    # tensors between the three are stored in bf16 and nothing converts f32 -> bf16 in between
     x = param("x", [1, 16, 10, 10])
-    w = rand((16, 1, 1, 3, 3), seed=1)
-    y = opforge.op("GroupConvolution", x, const(w), strides=[1, 1], pads_begin=[1, 1], pads_end=[1, 1],
+    w1, w3 = rand((48, 16, 1, 1), seed=1) * 0.3, rand((16, 48, 1, 1), seed=3) * 0.2
+    w2, b2 = rand((48, 1, 1, 3, 3), seed=2) * 0.3, rand((48,), seed=4)
+    one = {"strides": [1, 1], "pads_begin": [0, 0], "pads_end": [0, 0], "dilations": [1, 1]}
+    h = opforge.op("Convolution", x, const(w1), name="expand", **one)
+    h = opforge.op("GroupConvolution", h, const(w2), strides=[1, 1], pads_begin=[1, 1], pads_end=[1, 1],
                    dilations=[1, 1], name="dw")
-    model, feeds = Model([y], [x], name="dw"), rand((1, 16, 10, 10), seed=2)
-    f32 = core.compile_model(model, "CPU")([feeds])[0]
-    bf16 = core.compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "bf16"})([feeds])[0]
-    np.testing.assert_array_equal(bf16, f32)
+    h = opforge.op("Add", h, const(b2.reshape(1, 48, 1, 1)), name="dw_bias")
+    y = opforge.op("Convolution", h, const(w3), name="project", **one)
+    model, feeds = Model([y], [x], name="block"), rand((1, 16, 10, 10), seed=5)
+    zero16, zero48 = np.zeros(16, np.float32), np.zeros(48, np.float32)
+    mid1 = to_bf16(conv1x1(to_bf16(feeds), to_bf16(w1), zero48).astype(np.float32))
+    mid2 = to_bf16(dwconv2d(mid1, to_bf16(w2), to_bf16(b2)).astype(np.float32))
+    want = conv1x1(mid2, to_bf16(w3), zero16)
+    want_f32 = conv1x1(dwconv2d(conv1x1(feeds, w1, zero48), w2, b2), w3, zero16)
+    plans = {}
+    for prec in ("f32", "bf16"):
+        compiled = core.compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": prec, "ENABLE_PROFILING": True})
+        request = compiled.create_infer_request()
+        got = np.asarray(request.infer([feeds])[0]).astype(np.float64)
+        scale = np.abs(want_f32).max()
+        if prec == "bf16":
+            assert np.abs(got - want).max() / scale < 1e-4
+            assert np.abs(got - want_f32).max() / scale > 1e-4  # it really rounded
+            dw = next(r for r in request.get_profiling_info() if r.node_name == "dw_bias")
+            assert dw.exec_type.startswith("brdgmm_dw") and "bf16" in dw.exec_type, dw.exec_type
+        else:
+            np.testing.assert_allclose(got, want_f32, rtol=1e-4, atol=1e-4 * scale)
+        plans[prec] = compiled._executable.programs()[((1, 16, 10, 10),)].program.memory_plan()
+    # both 48x10x10 tensors between the convolutions are stored in bf16
+    assert plans["f32"]["unplanned_bytes"] - plans["bf16"]["unplanned_bytes"] == 2 * 48 * 10 * 10 * 2
+
+
+def conv1x1(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.einsum("nchw,oc->nohw", x.astype(np.float64), w[:, :, 0, 0].astype(np.float64)) + b.reshape(1, -1, 1, 1)
 
 
 @needs_bf16

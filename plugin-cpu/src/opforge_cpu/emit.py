@@ -303,17 +303,15 @@ class Emitter:
     def _runs_bf16(self, node: Node) -> bool:
         """Whether a Convolution/GroupConvolution/MatMul runs in bf16 under the bf16 hint: every
         MatMul (run-time operands are converted per run, as OpenVINO's attention does), and
-        convolutions with constant weights except depthwise ones. A depthwise convolution is
-        memory-bound and oneDNN 3.2's bf16 kernel for it (jit_dw) is ~3x slower than its f32
-        one (brdgmm_dw) on AMX hosts: 0.29 vs 0.09 ms for 144x56x56, so it stays f32."""
+        convolutions with constant weights, depthwise ones included: MobileNet's expand ->
+        depthwise -> project chain then keeps its tensors in bf16 (no f32 -> bf16 conversion
+        in the project convolution, half the bytes). core/nn.cpp runs a depthwise convolution
+        in f32 after all where oneDNN offers only its slow bf16 kernel (jit_dw)."""
         if not self.bf16:
             return False
         if node.type_name == "MatMul":
             return True
-        if node.inputs[1].node.constant_value() is None:
-            return False
-        w = tuple(node.inputs[1].shape)
-        return not (node.type_name == "GroupConvolution" and len(w) >= 3 and w[1] == 1 and w[2] == 1)
+        return node.inputs[1].node.constant_value() is not None
 
     def _only_bf16_convs_read(self, out: Output) -> bool:
         """Every reader of ``out`` is a convolution that will run in bf16 (constant weights) and

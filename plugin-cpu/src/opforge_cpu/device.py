@@ -15,6 +15,7 @@ from opforge.errors import KernelError, PropertyError, UnsupportedOpError
 from opforge.graph import WEIGHTS_RELEASED, Model
 from opforge.opset.constant import ConstantAttrs
 from opforge.planning import PlannedExecutable, PlanStates, StagedExecutable, lone_data_dependent_node
+from opforge.planning.plan_cache import plan_key
 from opforge.runtime.allocation import check_allocation, host_available_bytes
 from opforge.runtime.device import Availability, CompileContext, Device, Executable
 from opforge.runtime.profiling import ProfilingInfo
@@ -199,11 +200,18 @@ class CpuExecutable(PlannedExecutable[CpuPlan]):
         self.profiling = bool(config.get("ENABLE_PROFILING", False))
         self.precision = inference_precision(core, config.get("INFERENCE_PRECISION_HINT"))
         # At most NUM_STREAMS inferences run at once; more requests wait instead of
-        # oversubscribing the cores.
-        self._streams_sem = threading.BoundedSemaphore(self.streams)
+        # oversubscribing the cores. One stream: a plain lock (C) costs a fraction of the
+        # semaphore (Python) on every inference.
+        self._streams_sem: Any = threading.Lock() if self.streams == 1 else threading.BoundedSemaphore(self.streams)
+        # A static model's one plan with its input shapes: found by comparing shapes, without
+        # building the cache key on every inference.
+        self._static: tuple[tuple[tuple[int, ...], ...], Any, Any] | None = None
         if self.static_at_compile():
             self.plan_now()  # errors (a kernel refusing a node) come at compile time
             self._release_unplanned_constants()
+            shapes = tuple(tuple(p.output(0).partial_shape.to_tuple()) for p in self.model.parameters)
+            key = plan_key(shapes)
+            self._static = (shapes, key, self.plans.peek(key))
 
     # --- the device's half ---------------------------------------------------------------------
     def planning_passes(self) -> list[Transformation]:
@@ -258,7 +266,12 @@ class CpuExecutable(PlannedExecutable[CpuPlan]):
 
     def infer(self, inputs: Sequence[np.ndarray], state: Any) -> list[np.ndarray]:
         st: PlanStates[Any, Any] = state if isinstance(state, PlanStates) else self.create_state()
-        key, plan = self.plan_for(inputs)
+        static = self._static
+        if static is not None and len(inputs) == len(static[0]) and \
+                all(np.shape(a) == s for a, s in zip(inputs, static[0])):
+            key, plan = static[1], static[2]
+        else:
+            key, plan = self.plan_for(inputs)
         if isinstance(plan, StagedExecutable):
             # its stages are executables of this device: each waits for a stream itself
             return plan.infer(inputs, st.get(key, plan, StagedExecutable.create_state))

@@ -34,7 +34,10 @@ class InferRequest:
     def __init__(self, compiled: CompiledModel) -> None:
         self._compiled = compiled
         self._state = compiled._executable.create_state()
-        self._inputs: list[np.ndarray | None] = [None] * len(compiled.inputs)
+        # the ports, kept: each access to compiled.inputs/outputs builds the list anew
+        self._in_ports = compiled.inputs
+        self._out_ports = compiled.outputs
+        self._inputs: list[np.ndarray | None] = [None] * len(self._in_ports)
         self._results: Results | None = None
         self._busy = threading.Lock()
         self._future: Future[Results] | None = None
@@ -119,14 +122,17 @@ class InferRequest:
 
     def _run(self, inputs: Inputs) -> Results:
         if inputs is not None:
-            arrays = bind_inputs(self._compiled._model, inputs)
-            self._inputs = list(arrays)
-        missing = [p.any_name for p, v in zip(self._compiled.inputs, self._inputs) if v is None]
-        if missing:
-            raise InferenceInputError("missing input(s): " + ", ".join(repr(m) for m in missing))
+            # every input bound and checked (bind_inputs raises for a missing one)
+            feed: list[np.ndarray] = bind_inputs(self._compiled._model, inputs, self._in_ports)
+            self._inputs = list(feed)
+        else:
+            missing = [p.any_name for p, v in zip(self._in_ports, self._inputs) if v is None]
+            if missing:
+                raise InferenceInputError("missing input(s): " + ", ".join(repr(m) for m in missing))
+            feed = [v for v in self._inputs if v is not None]
         t0 = time.perf_counter()
         try:
-            outs = self._compiled._executable.infer([v for v in self._inputs if v is not None], self._state)
+            outs = self._compiled._executable.infer(feed, self._state)
         except OpforgeError:
             raise
         except MemoryError as err:  # the devices check sizes first; this is the net under them
@@ -138,7 +144,7 @@ class InferRequest:
             # kernel becomes an opforge error naming the device (KeyboardInterrupt passes).
             raise KernelError(f"inference on {self._compiled.device} failed: {type(err).__name__}: {err}") from err
         self.latency_ms = (time.perf_counter() - t0) * 1e3
-        self._results = Results(self._compiled.outputs, outs)
+        self._results = Results(self._out_ports, outs)
         return self._results
 
     def start_async(self, inputs: Inputs = None, userdata: Any = None) -> None:

@@ -13,10 +13,12 @@ from opforge.graph import Model, Output
 from opforge.shape import shape_str
 
 
-def bind_inputs(model: Model, inputs: Sequence[Any] | Mapping[Any, Any] | np.ndarray) -> list[np.ndarray]:
+def bind_inputs(model: Model, inputs: Sequence[Any] | Mapping[Any, Any] | np.ndarray,
+                ports: Sequence[Output] | None = None) -> list[np.ndarray]:
     """Match user inputs (a list, or a dict by name/index/port) to the model's parameters and
-    check their element types and shapes."""
-    ports = model.inputs
+    check their element types and shapes. ``ports``: ``model.inputs`` when the caller keeps them
+    (an infer request, once per inference: the list is built anew on each access)."""
+    ports = model.inputs if ports is None else ports
     if isinstance(inputs, Mapping):
         bound: list[Any] = [None] * len(ports)
         for key, value in inputs.items():
@@ -79,7 +81,9 @@ def check_input(port: Output, value: Any) -> np.ndarray:
     if want is not Type.dynamic and arr.dtype != want.np:
         got = str(arr.dtype) if arr.dtype.kind != "O" else "object"
         raise InputTypeError(f"Input '{name}' has wrong element type: got {got}, expected {want}")
-    if not port.partial_shape.compatible(arr.shape):
+    shape = port.partial_shape
+    # equal to a static shape (the common case): compatible without the per-dimension walk
+    if shape != arr.shape and not shape.compatible(arr.shape):
         raise InferenceInputError(
             f"Input '{name}' has wrong shape: got {shape_str(arr.shape)}, "
             f"expected {shape_str(port.partial_shape)}"

@@ -6,6 +6,7 @@ checks which implementation ran, so that a change in the choice cannot hide a pa
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import numpy as np
@@ -153,3 +154,36 @@ def test_longer_sequence_wider_state(core: Any, op: str) -> None:
     ins[1 + lengths_const(op)] = np.array([40, 33], np.int32)
     impl = run(core, op, ins, consts, rtol=1e-4, atol=1e-4, hidden_size=48, direction="bidirectional")
     assert impl.startswith("rnn_gemm"), impl
+
+
+@pytest.mark.parametrize("lengths_fed", [False, True])
+def test_concurrent_requests_equal_serial(core: Any, lengths_fed: bool) -> None:
+    # requests at once on one compiled bidirectional LSTM: per-request scratch and streams (the
+    # per-direction threads), and, with lengths fed, the GEMM path some requests take
+    op = "LSTMSequence"
+    base = inputs(op, 2, [T] * B, seed=23)
+    consts = weight_indices(op) + ([] if lengths_fed else [3])
+    model, _ = single(op, base, {i: base[i] for i in consts}, hidden_size=H, direction="bidirectional")
+    compiled = core.compile_model(model, "CPU", {"NUM_STREAMS": 4, "INFERENCE_NUM_THREADS": 2})
+    feeds = []
+    for k in range(4):
+        ins = inputs(op, 2, [T, T - k, T] if lengths_fed else [T] * B, seed=30 + k)
+        feeds.append([ins[i] for i in range(len(ins)) if i not in consts])
+    serial = [[o.copy() for o in compiled.create_infer_request().infer(f).to_tuple()] for f in feeds]
+    errors: list[BaseException] = []
+
+    def worker(i: int) -> None:
+        req = compiled.create_infer_request()
+        try:
+            for _ in range(20):
+                for got, want in zip(req.infer(feeds[i]).to_tuple(), serial[i]):
+                    np.testing.assert_array_equal(got, want)
+        except BaseException as err:  # noqa: BLE001 - reported by the main thread
+            errors.append(err)
+
+    workers = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join()
+    assert not errors, errors[0]

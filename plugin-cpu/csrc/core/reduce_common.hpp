@@ -1,15 +1,82 @@
-// Reduce*: a reduction over constant axes. Kept and reduced dimensions are each collapsed
-// where contiguous; floats accumulate in double (like the reference), integers in int64.
+// Reduce*: a reduction over constant axes. Kept and reduced dimensions are each collapsed where
+// contiguous, then one of three loops runs, each with the operation fixed at compile time (no
+// switch per element) and threaded over kept rows:
+//  - a contiguous reduced run (ReduceMean over the last axes): 16 interleaved accumulators per row;
+//  - kept elements contiguous, reduced axes outside them (a spatial reduction of an nChw16c or
+//    nhwc tensor, a reduction over axis 0): one accumulator per kept element, a row of them
+//    vectorised;
+//  - anything else: a strided scalar loop.
+// Floats accumulate sums and products in double (so a 1e6-element row is as exact as the
+// reference's), max/min in the element type with ONNX's NaN propagation; integers in 64 bits.
+// A blocked (oneDNN-chosen) input is read in place when the axes are its spatial ones, else
+// reordered to plain into the request's scratch first.
 #pragma once
 
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <optional>
 
+#include "core/dnnl_util.hpp"
 #include "core/elementwise.hpp"
 
 namespace opforge_cpu {
 
 enum class Reduce { Sum, Mean, Max, Min, Prod, L1, L2, And, Or };
+
+// One reduction's accumulator type, start value, step and result.
+template <Reduce OP, class T> struct ReduceOp {
+  static constexpr bool kFloat = std::is_floating_point_v<T>;
+  static constexpr bool kExtreme = OP == Reduce::Max || OP == Reduce::Min;
+  using Acc = std::conditional_t<kExtreme || OP == Reduce::And || OP == Reduce::Or, T,
+                                 std::conditional_t<kFloat, double, std::conditional_t<std::is_unsigned_v<T>, uint64_t, int64_t>>>;
+  static Acc init() {
+    if constexpr (OP == Reduce::Max) return kFloat ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
+    else if constexpr (OP == Reduce::Min) return kFloat ? std::numeric_limits<T>::infinity() : std::numeric_limits<T>::max();
+    else if constexpr (OP == Reduce::Prod || OP == Reduce::And) return Acc(1);
+    else return Acc(0);
+  }
+  // Written as selects so that the loops over lanes vectorise; a NaN stays once taken.
+  static Acc step(Acc a, T v) {
+    if constexpr (OP == Reduce::Max) {
+      if constexpr (kFloat) return (v > a) | (v != v) ? v : a;
+      else return v > a ? v : a;
+    } else if constexpr (OP == Reduce::Min) {
+      if constexpr (kFloat) return (v < a) | (v != v) ? v : a;
+      else return v < a ? v : a;
+    } else if constexpr (OP == Reduce::Prod) {
+      return a * static_cast<Acc>(v);
+    } else if constexpr (OP == Reduce::L1) {
+      Acc w = static_cast<Acc>(v);
+      if constexpr (std::is_unsigned_v<Acc>) return a + w;
+      else return a + (w < 0 ? -w : w);
+    } else if constexpr (OP == Reduce::L2) {
+      Acc w = static_cast<Acc>(v);
+      return a + w * w;
+    } else if constexpr (OP == Reduce::And) {
+      return static_cast<Acc>((a != Acc(0)) & (v != T(0)));
+    } else if constexpr (OP == Reduce::Or) {
+      return static_cast<Acc>((a != Acc(0)) | (v != T(0)));
+    } else {
+      return a + static_cast<Acc>(v);
+    }
+  }
+  static Acc combine(Acc a, Acc b) {
+    if constexpr (kExtreme || OP == Reduce::And || OP == Reduce::Or) return step(a, static_cast<T>(b));
+    else if constexpr (OP == Reduce::Prod) return a * b;
+    else return a + b;
+  }
+  static T finish(Acc a, int64_t count) {
+    if constexpr (OP == Reduce::Mean) {
+      if constexpr (kFloat) return static_cast<T>(count ? a / static_cast<Acc>(count) : NAN);
+      else return static_cast<T>(count ? a / static_cast<Acc>(count) : 0);
+    } else if constexpr (OP == Reduce::L2) {
+      return static_cast<T>(std::sqrt(static_cast<double>(a)));
+    } else {
+      return static_cast<T>(a);
+    }
+  }
+};
 
 template <class T> class ReduceKernel : public Kernel {
  public:
@@ -20,6 +87,17 @@ template <class T> class ReduceKernel : public Kernel {
     auto axes = n.const_ints(1);
     identity_ = axes.empty();
     for (auto a : axes) red[normalize_axis(a, r)] = true;
+    for (int64_t i = 0; i < r; ++i) (red[i] ? count_ : kept_) *= s[i];
+    if (n.in(0).blocked && !identity_ && plan_blocked_spatial(n.in(0), red)) return;
+    if (n.in(0).blocked) {
+      // Any other blocked layout: a oneDNN reorder to plain into scratch, then the plain loops.
+      src_md_ = n.in(0).md;
+      plain_md_ = plain_md(n.in(0).dtype, s);
+      dnnl::reorder::primitive_desc pd(cpu_engine(), src_md_, cpu_engine(), plain_md_, default_attr());
+      if (pd.scratchpad_desc().get_size() != 0) throw CompileFailure("the reorder of a blocked Reduce input needs scratch memory");
+      reorder_ = dnnl::reorder(pd);
+      scratch_ = plain_md_.get_size();
+    }
     Shape st = strides_of(s);
     auto push = [](std::vector<int64_t>& dims, std::vector<int64_t>& strides, int64_t d, int64_t stv) {
       if (d == 1) return;
@@ -35,82 +113,222 @@ template <class T> class ReduceKernel : public Kernel {
       if (red[i]) push(rdims_, rstr_, s[i], st[i]);
       else push(kdims_, kstr_, s[i], st[i]);
     }
-    count_ = 1;
-    for (auto d : rdims_) count_ *= d;
-    kept_ = 1;
-    for (auto d : kdims_) kept_ *= d;
   }
-  std::string impl_name() const override { return "reduce"; }
+  std::string impl_name() const override {
+    if (lanes_) return "reduce:blocked";
+    return reorder_ ? "reduce:reorder" : "reduce";
+  }
+  size_t scratch_bytes() const override { return scratch_; }
   void run(RunContext& ctx, const TensorView* in, TensorView* out, Bound*) override {
     const T* x = in[0].ptr<T>();
     T* y = out[0].ptr<T>();
+    if (reorder_) {
+      dnnl::memory src(src_md_, cpu_engine(), in[0].data), dst(plain_md_, cpu_engine(), ctx.scratch);
+      reorder_->execute(*ctx.stream, src, dst);
+      ctx.stream->wait();
+      x = static_cast<const T*>(ctx.scratch);
+    }
     if (identity_) {
       std::memcpy(y, x, out[0].bytes());
       return;
     }
-    const int kr = static_cast<int>(kdims_.size()), rr = static_cast<int>(rdims_.size());
-    parallel_range(kept_, ctx.num_threads, [&](int64_t b, int64_t e) {
-      for (int64_t o = b; o < e; ++o) {
-        int64_t base = 0, rem = o;
-        for (int d = kr - 1; d >= 0; --d) {
-          base += (rem % kdims_[d]) * kstr_[d];
-          rem /= kdims_[d];
-        }
-        y[o] = reduce_one(x + base, rr);
-      }
-    }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, count_)));
+    switch (op_) {
+      case Reduce::Sum: return run_op<Reduce::Sum>(ctx, x, y);
+      case Reduce::Mean: return run_op<Reduce::Mean>(ctx, x, y);
+      case Reduce::Max: return run_op<Reduce::Max>(ctx, x, y);
+      case Reduce::Min: return run_op<Reduce::Min>(ctx, x, y);
+      case Reduce::Prod: return run_op<Reduce::Prod>(ctx, x, y);
+      case Reduce::L1: return run_op<Reduce::L1>(ctx, x, y);
+      case Reduce::L2: return run_op<Reduce::L2>(ctx, x, y);
+      case Reduce::And: return run_op<Reduce::And>(ctx, x, y);
+      case Reduce::Or: return run_op<Reduce::Or>(ctx, x, y);
+    }
   }
 
  private:
-  using Acc = std::conditional_t<std::is_floating_point_v<T>, double,
-                                 std::conditional_t<std::is_unsigned_v<T>, uint64_t, int64_t>>;
-  T reduce_one(const T* x, int rr) const {
-    Acc acc;
-    switch (op_) {
-      case Reduce::Prod: case Reduce::And: acc = 1; break;
-      case Reduce::Max: acc = static_cast<Acc>(std::numeric_limits<T>::lowest()); break;
-      case Reduce::Min: acc = static_cast<Acc>(std::numeric_limits<T>::max()); break;
-      default: acc = 0;
+  static constexpr int kLanes = 16;
+
+  // The clean blocked cases: every spatial axis (and only they) reduced on a tensor whose
+  // spatial positions are evenly strided runs of channels, nC[d]hw{8,16}c (runs of the block)
+  // or n[d]hwc (runs of all channels), as oneDNN's convolutions write them.
+  bool plan_blocked_spatial(const TensorInfo& t, const std::vector<bool>& red) {
+    const auto& md = t.md;
+    const int r = static_cast<int>(t.shape.size());
+    if (!std::is_same_v<T, float> || r < 3 || red[0] || red[1]) return false;
+    for (int i = 2; i < r; ++i)
+      if (!red[i]) return false;
+    if (md.get_format_kind() != dnnl::memory::format_kind::blocked || md.get_submemory_offset() != 0) return false;
+    const auto strides = md.get_strides();
+    const auto dims = md.get_dims();
+    const int nblks = md.get_inner_nblks();
+    if (nblks == 1 && md.get_inner_idxs()[0] == 1) {
+      lanes_ = md.get_inner_blks()[0];
+      pos_stride_ = lanes_;
+      block_stride_ = strides[1];
+    } else if (nblks == 0 && strides[1] == 1) {
+      lanes_ = dims[1];
+      pos_stride_ = strides[r - 1];
+      block_stride_ = 0;
+    } else {
+      return false;
     }
-    if constexpr (std::is_floating_point_v<T>) {
-      if (op_ == Reduce::Max) acc = -std::numeric_limits<double>::infinity();
-      if (op_ == Reduce::Min) acc = std::numeric_limits<double>::infinity();
-    }
-    const int64_t inner = rr ? rdims_[rr - 1] : 1, is = rr ? rstr_[rr - 1] : 1;
-    const int64_t outer = inner ? count_ / inner : 0;
-    for (int64_t q = 0; q < outer; ++q) {
-      int64_t off = 0, rem = q;
-      for (int d = rr - 2; d >= 0; --d) {
-        off += (rem % rdims_[d]) * rstr_[d];
-        rem /= rdims_[d];
+    int64_t want = pos_stride_;
+    for (int i = r - 1; i >= 2; --i) {
+      if (strides[i] != want || want < lanes_) {
+        lanes_ = 0;
+        return false;
       }
-      const T* p = x + off;
-      for (int64_t i = 0; i < inner; ++i) {
-        Acc v = static_cast<Acc>(p[i * is]);
-        switch (op_) {
-          case Reduce::Sum: case Reduce::Mean: acc += v; break;
-          case Reduce::Max: if (v > acc || v != v) acc = v; break;
-          case Reduce::Min: if (v < acc || v != v) acc = v; break;
-          case Reduce::Prod: acc *= v; break;
-          case Reduce::L1: acc += v < 0 ? -v : v; break;
-          case Reduce::L2: acc += v * v; break;
-          case Reduce::And: acc = acc && v; break;
-          case Reduce::Or: acc = acc || v; break;
+      want *= dims[i];
+    }
+    batch_ = dims[0];
+    channels_ = dims[1];
+    batch_stride_ = strides[0];
+    return true;
+  }
+
+  template <Reduce OP> void run_op(RunContext& ctx, const T* x, T* y) const {
+    if (count_ == 0) {  // an empty reduction: every output is the start value
+      for (int64_t o = 0; o < kept_; ++o) y[o] = ReduceOp<OP, T>::finish(ReduceOp<OP, T>::init(), 0);
+      return;
+    }
+    if (lanes_) return run_blocked<OP>(ctx, x, y);
+    const int rr = static_cast<int>(rdims_.size());
+    const int kr = static_cast<int>(kdims_.size());
+    if (rr && rstr_.back() == 1) return run_rows<OP>(ctx, x, y);
+    if (kr && kstr_.back() == 1 && kdims_.back() > 1) return run_columns<OP>(ctx, x, y);
+    return run_strided<OP>(ctx, x, y);
+  }
+
+  int64_t kept_base(int64_t o) const {
+    int64_t base = 0;
+    for (int d = static_cast<int>(kdims_.size()) - 1; d >= 0; --d) {
+      base += (o % kdims_[d]) * kstr_[d];
+      o /= kdims_[d];
+    }
+    return base;
+  }
+  // Offset of the q-th run of the reduced dims except the last `skip`.
+  int64_t reduced_offset(int64_t q, int skip) const {
+    int64_t off = 0;
+    for (int d = static_cast<int>(rdims_.size()) - 1 - skip; d >= 0; --d) {
+      off += (q % rdims_[d]) * rstr_[d];
+      q /= rdims_[d];
+    }
+    return off;
+  }
+  int64_t row_grain() const { return std::max<int64_t>(1, 16384 / std::max<int64_t>(1, count_)); }
+
+  // Reduced elements contiguous (innermost reduced dim has stride 1).
+  template <Reduce OP> void run_rows(RunContext& ctx, const T* x, T* y) const {
+    using R = ReduceOp<OP, T>;
+    using Acc = typename R::Acc;
+    const int64_t inner = rdims_.back(), outer = count_ / inner;
+    parallel_range(kept_, ctx.num_threads, [&](int64_t b, int64_t e) {
+      for (int64_t o = b; o < e; ++o) {
+        const T* row = x + kept_base(o);
+        Acc lane[kLanes];
+        for (int l = 0; l < kLanes; ++l) lane[l] = R::init();
+        Acc tail = R::init();
+        for (int64_t q = 0; q < outer; ++q) {
+          const T* p = row + reduced_offset(q, 1);
+          int64_t i = 0;
+          for (; i + kLanes <= inner; i += kLanes)
+            for (int l = 0; l < kLanes; ++l) lane[l] = R::step(lane[l], p[i + l]);
+          for (; i < inner; ++i) tail = R::step(tail, p[i]);
         }
+        // Pairwise over the lanes.
+        for (int w = kLanes / 2; w >= 1; w /= 2)
+          for (int l = 0; l < w; ++l) lane[l] = R::combine(lane[l], lane[l + w]);
+        y[o] = R::finish(R::combine(lane[0], tail), count_);
       }
-    }
-    if (op_ == Reduce::Mean) {
-      if constexpr (std::is_floating_point_v<T>) return static_cast<T>(count_ ? acc / count_ : NAN);
-      else return static_cast<T>(count_ ? acc / static_cast<Acc>(count_) : 0);
-    }
-    if (op_ == Reduce::L2) return static_cast<T>(std::sqrt(static_cast<double>(acc)));
-    return static_cast<T>(acc);
+    }, row_grain());
+  }
+
+  // Kept elements contiguous, reduced dims strided: a vector of accumulators per kept chunk.
+  template <Reduce OP> void run_columns(RunContext& ctx, const T* x, T* y) const {
+    using R = ReduceOp<OP, T>;
+    using Acc = typename R::Acc;
+    constexpr int64_t kChunk = 64;
+    const int64_t width = kdims_.back(), groups = kept_ / width;
+    const int64_t chunks = (width + kChunk - 1) / kChunk;
+    parallel_range(groups * chunks, ctx.num_threads, [&](int64_t b, int64_t e) {
+      Acc acc[kChunk];
+      for (int64_t t = b; t < e; ++t) {
+        const int64_t g = t / chunks, j0 = (t % chunks) * kChunk, w = std::min(kChunk, width - j0);
+        const T* base = x + kept_base(g * width) + j0;
+        for (int64_t j = 0; j < w; ++j) acc[j] = R::init();
+        for (int64_t q = 0; q < count_; ++q) {
+          const T* p = base + reduced_offset(q, 0);
+          if (w == kChunk) {
+            for (int64_t j = 0; j < kChunk; ++j) acc[j] = R::step(acc[j], p[j]);
+          } else {
+            for (int64_t j = 0; j < w; ++j) acc[j] = R::step(acc[j], p[j]);
+          }
+        }
+        T* dst = y + g * width + j0;
+        for (int64_t j = 0; j < w; ++j) dst[j] = R::finish(acc[j], count_);
+      }
+    }, std::max<int64_t>(1, row_grain() / kChunk));
+  }
+
+  template <Reduce OP> void run_strided(RunContext& ctx, const T* x, T* y) const {
+    using R = ReduceOp<OP, T>;
+    const int rr = static_cast<int>(rdims_.size());
+    const int64_t inner = rr ? rdims_.back() : 1, is = rr ? rstr_.back() : 1;
+    const int64_t outer = inner ? count_ / inner : 0;
+    parallel_range(kept_, ctx.num_threads, [&](int64_t b, int64_t e) {
+      for (int64_t o = b; o < e; ++o) {
+        const T* row = x + kept_base(o);
+        auto acc = R::init();
+        for (int64_t q = 0; q < outer; ++q) {
+          const T* p = row + reduced_offset(q, 1);
+          for (int64_t i = 0; i < inner; ++i) acc = R::step(acc, p[i * is]);
+        }
+        y[o] = R::finish(acc, count_);
+      }
+    }, row_grain());
+  }
+
+  // Spatial reduction of a blocked tensor: a channel block's positions are runs of `lanes_`
+  // channels `pos_stride_` apart, accumulated a chunk of lanes at a time.
+  template <Reduce OP> void run_blocked(RunContext& ctx, const T* x, T* y) const {
+    using R = ReduceOp<OP, T>;
+    using Acc = typename R::Acc;
+    constexpr int64_t kChunk = 64;
+    const int64_t blocks = (channels_ + lanes_ - 1) / lanes_, chunks = (lanes_ + kChunk - 1) / kChunk;
+    const int64_t positions = count_, ps = pos_stride_;
+    parallel_range(batch_ * blocks * chunks, ctx.num_threads, [&](int64_t b, int64_t e) {
+      Acc acc[kChunk];
+      for (int64_t t = b; t < e; ++t) {
+        const int64_t nb = t / (blocks * chunks), cb = t / chunks % blocks, j0 = t % chunks * kChunk;
+        const int64_t c0 = cb * lanes_ + j0;
+        const int64_t w = std::min({kChunk, lanes_ - j0, channels_ - c0});
+        if (w <= 0) continue;
+        const T* p = x + nb * batch_stride_ + cb * block_stride_ + j0;
+        for (int64_t l = 0; l < kChunk; ++l) acc[l] = R::init();
+        if (w == 16) {  // nChw16c, and nhwc with 16 channels
+          for (int64_t i = 0; i < positions; ++i, p += ps)
+            for (int l = 0; l < 16; ++l) acc[l] = R::step(acc[l], p[l]);
+        } else {
+          for (int64_t i = 0; i < positions; ++i, p += ps)
+            for (int64_t l = 0; l < w; ++l) acc[l] = R::step(acc[l], p[l]);
+        }
+        T* dst = y + nb * channels_ + c0;
+        for (int64_t l = 0; l < w; ++l) dst[l] = R::finish(acc[l], count_);
+      }
+    }, std::max<int64_t>(1, row_grain() / 16));
   }
 
   Reduce op_;
   bool identity_ = false;
   std::vector<int64_t> kdims_, kstr_, rdims_, rstr_;
   int64_t count_ = 1, kept_ = 1;
+  // Blocked spatial reduction (lanes_ > 0).
+  int64_t lanes_ = 0, pos_stride_ = 0, batch_ = 0, channels_ = 0, batch_stride_ = 0, block_stride_ = 0;
+  // Other blocked inputs: reordered to plain into scratch.
+  std::optional<dnnl::reorder> reorder_;
+  dnnl::memory::desc src_md_, plain_md_;
+  size_t scratch_ = 0;
 };
 
 inline std::unique_ptr<Kernel> make_reduce(const NodeDesc& n, Reduce op) {

@@ -7,6 +7,6 @@ std::unique_ptr<Kernel> make_reduce_l1(NodeDesc& n) { return make_reduce(n, Redu
 
 std::string check_reduce_l1(const NodeDesc& n) { return check_reduce(n); }
 
-OPFORGE_KERNEL(ReduceL1, make_reduce_l1, check_reduce_l1);
+OPFORGE_KERNEL(ReduceL1, make_reduce_l1, check_reduce_l1).layout_flexible();
 
 }  // namespace opforge_cpu

@@ -7,6 +7,6 @@ std::unique_ptr<Kernel> make_reduce_logical_and(NodeDesc& n) { return make_reduc
 
 std::string check_reduce_logical_and(const NodeDesc& n) { return check_reduce(n); }
 
-OPFORGE_KERNEL(ReduceLogicalAnd, make_reduce_logical_and, check_reduce_logical_and);
+OPFORGE_KERNEL(ReduceLogicalAnd, make_reduce_logical_and, check_reduce_logical_and).layout_flexible();
 
 }  // namespace opforge_cpu

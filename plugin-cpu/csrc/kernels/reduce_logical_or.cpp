@@ -7,6 +7,6 @@ std::unique_ptr<Kernel> make_reduce_logical_or(NodeDesc& n) { return make_reduce
 
 std::string check_reduce_logical_or(const NodeDesc& n) { return check_reduce(n); }
 
-OPFORGE_KERNEL(ReduceLogicalOr, make_reduce_logical_or, check_reduce_logical_or);
+OPFORGE_KERNEL(ReduceLogicalOr, make_reduce_logical_or, check_reduce_logical_or).layout_flexible();
 
 }  // namespace opforge_cpu

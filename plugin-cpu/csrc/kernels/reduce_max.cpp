@@ -7,6 +7,6 @@ std::unique_ptr<Kernel> make_reduce_max(NodeDesc& n) { return make_reduce(n, Red
 
 std::string check_reduce_max(const NodeDesc& n) { return check_reduce(n); }
 
-OPFORGE_KERNEL(ReduceMax, make_reduce_max, check_reduce_max);
+OPFORGE_KERNEL(ReduceMax, make_reduce_max, check_reduce_max).layout_flexible();
 
 }  // namespace opforge_cpu

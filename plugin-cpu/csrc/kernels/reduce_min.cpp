@@ -7,6 +7,6 @@ std::unique_ptr<Kernel> make_reduce_min(NodeDesc& n) { return make_reduce(n, Red
 
 std::string check_reduce_min(const NodeDesc& n) { return check_reduce(n); }
 
-OPFORGE_KERNEL(ReduceMin, make_reduce_min, check_reduce_min);
+OPFORGE_KERNEL(ReduceMin, make_reduce_min, check_reduce_min).layout_flexible();
 
 }  // namespace opforge_cpu

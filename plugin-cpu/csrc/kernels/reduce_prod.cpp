@@ -7,6 +7,6 @@ std::unique_ptr<Kernel> make_reduce_prod(NodeDesc& n) { return make_reduce(n, Re
 
 std::string check_reduce_prod(const NodeDesc& n) { return check_reduce(n); }
 
-OPFORGE_KERNEL(ReduceProd, make_reduce_prod, check_reduce_prod);
+OPFORGE_KERNEL(ReduceProd, make_reduce_prod, check_reduce_prod).layout_flexible();
 
 }  // namespace opforge_cpu

@@ -7,6 +7,6 @@ std::unique_ptr<Kernel> make_reduce_sum(NodeDesc& n) { return make_reduce(n, Red
 
 std::string check_reduce_sum(const NodeDesc& n) { return check_reduce(n); }
 
-OPFORGE_KERNEL(ReduceSum, make_reduce_sum, check_reduce_sum);
+OPFORGE_KERNEL(ReduceSum, make_reduce_sum, check_reduce_sum).layout_flexible();
 
 }  // namespace opforge_cpu

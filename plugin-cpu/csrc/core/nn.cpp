@@ -1,5 +1,7 @@
 #include "core/nn.hpp"
 
+#include "core/fully_connected.hpp"
+
 #include <algorithm>
 #include <limits>
 #include <unordered_map>
@@ -538,6 +540,10 @@ std::unique_ptr<Kernel> make_dnnl_matmul(NodeDesc& n) {
     }
   }
   auto bmd = w_const ? dnnl::memory::desc(bd, dnnl::memory::data_type::f32, dnnl::memory::format_tag::any) : bmd_user;
+  if (w_const) {
+    // activations x constant weights as an inner product, where chosen (fully_connected.hpp)
+    if (auto fc = make_fully_connected(n)) return fc;
+  }
   auto pd = mk(amd, bmd);
   auto k = std::make_unique<MatMulKernel>();
   k->setup(dnnl::matmul(pd), pd);

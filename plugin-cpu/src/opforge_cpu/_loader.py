@@ -35,16 +35,21 @@ def load_core() -> ModuleType:
     """The ``opforge_cpu._core`` extension module.
 
     Unless the user chose a wait policy, OpenMP threads spin briefly between parallel regions
-    and then sleep (``GOMP_SPINCOUNT=20000``, a few tens of microseconds). Measured on the bench
-    models at 2 threads, opforge/OpenVINO: sleeping at once (``OMP_WAIT_POLICY=PASSIVE``) pays a
-    wake-up per op, 1.08 / 1.87 / 1.52 / 0.96 (resnet18 / mobilenet_v2 / bert_small / mlp);
-    libgomp's default long spin, 1.01 / 0.97 / 1.04 / 0.89 on a quiet machine but 5-8x slower when
-    the cores are shared (spinning threads steal the time of the ones with work); the short spin,
-    1.02 / 0.88 / 0.96 / 0.66, keeps consecutive ops of one inference on awake threads and lets
-    them sleep as soon as the inference is over. Takes effect only if libgomp is not loaded yet.
+    and then sleep (``GOMP_SPINCOUNT=1000``). A spin is one ``pause``: ~40 ns on Sapphire Rapids
+    (~140 cycles), a few ns on older cores, so 1000 spins keep the threads awake across the
+    microsecond gaps between the ops of one inference and let them sleep within tens of
+    microseconds after it. Sleeping at once (``OMP_WAIT_POLICY=PASSIVE``) pays a wake-up per op:
+    opforge/OpenVINO 1.08 / 1.87 / 1.52 / 0.96 at 2 threads (resnet18 / mobilenet_v2 / bert_small
+    / mlp). Spinning long (libgomp's default 300000, or the 20000 used before) steals the time of
+    the threads that have work when the cores are shared: oneDNN splits each primitive
+    statically, so a preempted thread holds up the whole op. Measured with chains of the
+    bert_small/mlp primitives at 2 threads on a quiet 16-core Xeon (docs/kernel-library.md):
+    quiet, 1000 / 20000 / passive / default = 2.87 / 2.90 / 3.19 / 3.58 ms (bert), with a busy
+    loop on one of the two cores 6.5 / 24.9 / 5.7 / 224 ms (1 thread: 5.4 ms). Takes effect only
+    if libgomp is not loaded yet.
     """
     if "OMP_WAIT_POLICY" not in os.environ:
-        os.environ.setdefault("GOMP_SPINCOUNT", "20000")
+        os.environ.setdefault("GOMP_SPINCOUNT", "1000")
     try:
         from opforge_cpu import _core  # type: ignore[attr-defined]  # compiled at install
     except ImportError:

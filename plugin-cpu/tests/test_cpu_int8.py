@@ -216,6 +216,27 @@ def test_qdq_matmuls_run_int8_and_match_onnxruntime(tmp_path: Path, per_channel:
     assert not [r for r in rows if r.node_type == "MatMul"]
 
 
+def test_weights_dequantized_at_run_time_run_int8(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Weights too large to fold while converting (a VGG's 100M-weight FC layers: over the
+    folding limits) stay DequantizeLinear(constant s8) in the graph; the int8 MatMul reads the s8
+    values and scales from there. The limits are lowered here so that a small model has such
+    weights (w1, 3 KiB) next to folded ones (w2, under 1 KiB)."""
+    import opforge.frontend.node_context as node_context
+    import opforge.planning.folding as planning_folding
+    import opforge.transformations.constant_folding as constant_folding
+
+    for module, name in ((node_context, "FOLD_ON_CREATE_BYTES"), (constant_folding, "MAX_FOLDED_BYTES"),
+                         (planning_folding, "MAX_FOLDED_BYTES")):
+        monkeypatch.setattr(module, name, 1024)
+    src = matmul_model(tmp_path / "f32.onnx", np.random.default_rng(2))
+    q = quantize(src, tmp_path / "q.onnx", (6, 32), True, "u8")
+    x = np.random.default_rng(3).standard_normal((6, 32)).astype(np.float32)
+    got, want, rows = run_both(q, x)
+    assert_close_steps(got, want, output_scale(q))
+    assert len(int8_steps(rows, "QuantizedMatMul")) == 2
+    assert not [r for r in rows if r.node_type in ("MatMul", "Convert", "Multiply") and r.status != "OPTIMIZED_OUT"]
+
+
 # ------------------------------------------------------------------------------ QLinear models
 def _qlinear_conv(path: Path, group: int) -> Path:
     rng = np.random.default_rng(4)

@@ -224,6 +224,30 @@ def _channel_vector(v: np.ndarray | None, rank: int, channels: int, conv: bool) 
     return np.broadcast_to(a.reshape(-1), (channels,)).copy()
 
 
+def dequantized_constant(out: Output) -> tuple[np.ndarray, np.ndarray] | None:
+    """``out`` as DequantizeLinear of a constant s8 tensor with zero point 0:
+    ``Convert(C) [- 0] * s`` -> (C, s)."""
+    n = out.node
+    if out.element_type is not Type.f32 or not _std(n, "Multiply"):
+        return None
+    for a, b in ((0, 1), (1, 0)):
+        s = n.inputs[b].node.constant_value()
+        if s is None or not np.all(np.asarray(s) > 0):
+            continue
+        inner = n.inputs[a].node
+        if _std(inner, "Subtract"):
+            z = inner.inputs[1].node.constant_value()
+            if z is None or np.any(np.asarray(z) != 0):
+                continue
+            inner = inner.inputs[0].node
+        if not _std(inner, "Convert") or inner.inputs[0].element_type is not Type.i8:
+            continue
+        q = inner.inputs[0].node.constant_value()
+        if q is not None:
+            return np.asarray(q), np.asarray(s)
+    return None
+
+
 def int8_weights(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """``rows`` ([C_out, R] f32, one output channel per row) as int8 values times one scale per
     row, when that is exact (see the module docstring); else None. Per-channel and per-tensor
@@ -260,7 +284,7 @@ class QuantizedOpFusion(p.MatcherPass):
     name: ClassVar[str] = "cpu_int8_quantized_ops"
 
     def pattern(self) -> p.PatternNode:
-        return p.op(["Convolution", "GroupConvolution", "MatMul"], p.capture("x"), p.capture("w", p.constant()),
+        return p.op(["Convolution", "GroupConvolution", "MatMul"], p.capture("x"), p.capture("w"),
                     predicate=lambda out: out.node.op.is_standard and out.partial_shape.is_static)
 
     def callback(self, match: p.Match, model: Model) -> bool:
@@ -273,7 +297,10 @@ class QuantizedOpFusion(p.MatcherPass):
         if src is None:
             return False
         is_mm = node.type_name == "MatMul"
-        w = match.value("w")
+        wv = match["w"].node.constant_value()
+        if wv is None:
+            return self._dequantized_weights(match, model, src)
+        w = wv
         if is_mm:
             if node.attrs.transpose_a or w.ndim != 2 or len(x.shape) < 2:  # type: ignore[attr-defined]
                 return False
@@ -282,7 +309,6 @@ class QuantizedOpFusion(p.MatcherPass):
         else:
             rows = w.reshape(-1, int(np.prod(w.shape[2:] if node.type_name == "GroupConvolution" else w.shape[1:])))
         channels = rows.shape[0]
-        uses = model.consumers()
         if integer:
             got = self._integer_weights(rows)
         else:
@@ -291,6 +317,37 @@ class QuantizedOpFusion(p.MatcherPass):
             return False
         q_rows, w_scale = got
         q_w = np.ascontiguousarray(q_rows.T) if is_mm else q_rows.reshape(w.shape)
+        return self._replace(match, model, src, q_w, w_scale, channels, integer)
+
+    def _dequantized_weights(self, match: p.Match, model: Model, src: QuantizedInput) -> bool:
+        """Weights still computed at run time as DequantizeLinear of a constant s8 tensor: those
+        too large to fold while converting (a VGG's 100M-weight FC layers), where the int8
+        values and scales are there to read."""
+        node = match.root.node
+        got = dequantized_constant(match["w"])
+        if got is None or node.type_name == "GroupConvolution":
+            return False
+        q, scale = got
+        if node.type_name == "MatMul":
+            if node.attrs.transpose_a or q.ndim != 2 or len(match["x"].shape) < 2:  # type: ignore[attr-defined]
+                return False
+            axis = 0 if node.attrs.transpose_b else 1  # type: ignore[attr-defined]
+            q_w = np.ascontiguousarray(q.T if node.attrs.transpose_b else q)  # type: ignore[attr-defined]
+        else:
+            axis, q_w = 0, q
+        channels = q.shape[axis]
+        s = np.asarray(scale, np.float64)
+        s = s.reshape((1,) * (q.ndim - s.ndim) + s.shape)
+        if any(d != 1 for i, d in enumerate(s.shape) if i != axis) or s.shape[axis] not in (1, channels):
+            return False
+        w_scale = np.broadcast_to(s.reshape(-1), (channels,)).astype(np.float32)
+        return self._replace(match, model, src, q_w, w_scale, channels, False)
+
+    def _replace(self, match: p.Match, model: Model, src: QuantizedInput, q_w: np.ndarray, w_scale: np.ndarray,
+                 channels: int, integer: bool) -> bool:
+        node = match.root.node
+        is_mm = node.type_name == "MatMul"
+        uses = model.consumers()
         fused = [node]
         cur = node.output(0)
         bias: np.ndarray | None = None

@@ -40,9 +40,10 @@ std::vector<float> permute_gates(const float* src, int64_t dirs, int gates, int6
 
 class RnnDnnlKernel : public Kernel {
   // One primitive over directions [d0, d0 + dirs): all of them (bidirectional_concat), or, for
-  // a bidirectional node with 2+ threads, one unidirectional primitive per direction, the two
-  // run side by side on their own threads: one fork per inference where threads inside the
-  // recurrence would fork at every step (see recurrence_threads).
+  // a bidirectional node with 2+ threads and steps too narrow for 3+ threads, one
+  // unidirectional primitive per direction, the two run side by side on their own threads: one
+  // fork per inference where threads inside the recurrence would fork at every step (see
+  // recurrence_threads).
   struct Part {
     int64_t d0 = 0, dirs = 1;
     dnnl::primitive prim;
@@ -60,7 +61,8 @@ class RnnDnnlKernel : public Kernel {
   RnnDnnlKernel(const NodeDesc& n, const RnnSpec& s, std::unique_ptr<Kernel> fallback)
       : s_(s), fallback_(std::move(fallback)) {
     const int64_t N = s.batch, L = s.seq, I = s.input, H = s.hidden, D = s.dirs, G = s.gates;
-    split_ = D == 2 && n.num_threads >= 2;
+    // (a wide step with 3+ threads for its recurrence keeps one primitive using them all)
+    split_ = D == 2 && n.num_threads >= 2 && recurrence_threads(s, n.num_threads) <= 2;
     src_layer_ = dnnl::memory::desc({L, N, I}, dt::f32, tag::ntc);
     // oneDNN fixes a primitive's thread count when it is created (OpenMP's default then): create
     // it under the count it runs with (see recurrence_threads; one per part when split).

@@ -187,3 +187,13 @@ def test_concurrent_requests_equal_serial(core: Any, lengths_fed: bool) -> None:
     for t in workers:
         t.join()
     assert not errors, errors[0]
+
+
+@pytest.mark.parametrize("lengths", [[3] * 64, [3, 1] * 32])
+def test_wide_step_threads(core: Any, lengths: list[int]) -> None:
+    # batch 64, hidden 512: a step wide enough (134 MFLOP) for the recurrence to use 2 threads,
+    # in the primitive (full lengths) and in the GEMM path's per-step products (short ones)
+    op = "LSTMSequence"
+    ins = inputs(op, 1, lengths, seed=29, batch=64, seq=3, hidden=512)
+    impl = run(core, op, ins, [3, *weight_indices(op)], atol=1e-4, hidden_size=512)
+    assert impl.startswith("onednn_rnn" if min(lengths) == 3 else "rnn_gemm"), impl

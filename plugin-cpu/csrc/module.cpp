@@ -6,8 +6,10 @@
 
 #include <omp.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -263,9 +265,76 @@ class AbiKernel : public Kernel {
 };
 
 // ------------------------------------------------------------------ Python-facing objects
+// Large output blocks of one request, reused once every array handed out over them is gone.
+// A fresh 64 MB NumPy array costs its page faults on every inference (~10 ms, as much as a
+// simple kernel over it); a block that comes back here is already mapped. A block returns only
+// when its last array (or view of one) dies, so a returned array never shares memory with a
+// later inference's output.
+struct OutputPool {
+  static constexpr size_t kMinBytes = size_t{1} << 20;  // smaller: malloc reuses mapped heap
+  static constexpr size_t kMaxFree = 8;                  // blocks kept, per request
+  std::mutex mu;
+  std::vector<std::pair<size_t, void*>> free_blocks;
+  ~OutputPool() {
+    for (auto& b : free_blocks) std::free(b.second);
+  }
+  void* take(size_t bytes) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      for (size_t i = 0; i < free_blocks.size(); ++i) {
+        if (free_blocks[i].first != bytes) continue;
+        void* p = free_blocks[i].second;
+        free_blocks.erase(free_blocks.begin() + static_cast<std::ptrdiff_t>(i));
+        return p;
+      }
+    }
+    void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (!p) throw std::bad_alloc();
+    return p;
+  }
+  void give_back(size_t bytes, void* p) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (free_blocks.size() < kMaxFree) {
+        free_blocks.emplace_back(bytes, p);
+        return;
+      }
+    }
+    std::free(p);
+  }
+};
+
+// What an output array's base capsule owns: its block, and the pool it goes back to (kept alive
+// by the block when the request is gone first).
+struct PooledBlock {
+  std::shared_ptr<OutputPool> pool;
+  size_t bytes;
+  void* data;
+};
+
 struct PyState {
   std::unique_ptr<State> state;
+  std::shared_ptr<OutputPool> pool = std::make_shared<OutputPool>();
 };
+
+// A new C-contiguous array for an output of `bytes`: a pooled block for large ones.
+py::array new_output_array(PyState& st, DType dtype, const Shape& shape_, size_t bytes) {
+  std::vector<py::ssize_t> shape(shape_.begin(), shape_.end());
+  if (bytes < OutputPool::kMinBytes) return py::array(np_dtype(dtype), shape);
+  auto* block = new PooledBlock{st.pool, bytes, nullptr};
+  try {
+    block->data = st.pool->take(bytes);
+  } catch (...) {
+    delete block;
+    throw;
+  }
+  py::capsule owner(block, [](void* p) {
+    auto* b = static_cast<PooledBlock*>(p);
+    b->pool->give_back(b->bytes, b->data);
+    delete b;
+  });
+  return py::array(np_dtype(dtype), shape, block->data, owner);
+}
 
 class PyProgram {
  public:
@@ -350,15 +419,16 @@ class PyProgram {
                                     " bytes, the program expects " + std::to_string(t.info.bytes()));
       ptrs.push_back(a.data());
     }
-    // New arrays every time, so a returned output never aliases memory the next inference
-    // writes; the program writes most outputs straight into them (output_direct).
+    // New arrays every time (large ones over blocks no live array uses any more, see
+    // OutputPool), so a returned output never aliases memory the next inference writes; the
+    // program writes most outputs straight into them (output_direct).
     const auto& out_ids = prog_.outputs();
     std::vector<py::array> arrays;
     std::vector<void*> out_ptrs(out_ids.size(), nullptr);
     arrays.reserve(out_ids.size());
     for (size_t j = 0; j < out_ids.size(); ++j) {
       const TensorView& v = st.state->views[out_ids[j]];
-      arrays.emplace_back(np_dtype(v.dtype), std::vector<py::ssize_t>(v.shape.begin(), v.shape.end()));
+      arrays.push_back(new_output_array(st, v.dtype, v.shape, v.bytes()));
       if (prog_.output_direct(j)) out_ptrs[j] = arrays.back().mutable_data();
     }
     {

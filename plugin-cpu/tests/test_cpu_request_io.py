@@ -126,3 +126,33 @@ def test_exp_within_two_ulp_over_the_float_range(core: Any) -> None:
     np.testing.assert_allclose(got[~normal], want[~normal], rtol=0, atol=2 * np.finfo(np.float32).smallest_subnormal)
     assert np.isinf(got[feed > 88.73]).all() and np.isfinite(got[feed < 88.72]).all()
     assert (got[feed < -104] == 0).all()
+
+
+def test_large_outputs_reuse_only_blocks_no_array_holds(core: Any) -> None:
+    # outputs of 1 MiB and more live in blocks the request takes back when their arrays die
+    x = param("x", [512, 1024])
+    model = Model([opforge.op("Negative", x, name="neg")], [x], name="big")
+    compiled = core.compile_model(model, "CPU")
+    req = compiled.create_infer_request()
+    feeds = [rand((512, 1024), seed=s) for s in range(4)]
+    r0 = req.infer([feeds[0]])[0]
+    view = r0[::3]  # a view keeps the block of r0 as much as r0 does
+    del r0
+    r1 = req.infer([feeds[1]])[0]
+    r2 = req.infer([feeds[2]])[0]
+    r3 = req.infer([feeds[3]])[0]
+    for r in (r1, r2, r3):
+        assert not np.shares_memory(view, r)
+    assert not np.shares_memory(r1, r2) and not np.shares_memory(r2, r3) and not np.shares_memory(r1, r3)
+    np.testing.assert_array_equal(view, -feeds[0][::3])
+    for r, f in zip((r1, r2, r3), feeds[1:]):
+        np.testing.assert_array_equal(r, -f)
+        assert r.flags.c_contiguous and r.flags.writeable
+    # a dropped output's block serves a later inference; results are still right
+    del r1, r2, r3, view
+    for f in feeds:
+        np.testing.assert_array_equal(req.infer([f])[0], -f)
+    # the compiled model outlives no request: its arrays outlive both
+    keep = compiled([feeds[0]])[0]
+    del compiled, req
+    np.testing.assert_array_equal(keep, -feeds[0])

@@ -15,6 +15,7 @@ import argparse
 import statistics
 import time
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import onnxruntime as ort
@@ -40,6 +41,11 @@ def one_node_model(op: str, shape: tuple[int, ...]) -> bytes:
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(shape))], inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     return m.SerializeToString()  # type: ignore[no-any-return]
+
+
+def engines(req: Any, sess: Any, f: Callable[[np.ndarray], np.ndarray],
+            x: np.ndarray) -> dict[str, Callable[[], object]]:
+    return {"opforge": lambda: req.infer([x]), "ort": lambda: sess.run(None, {"x": x}), "numpy": lambda: f(x)}
 
 
 def timed(fns: dict[str, Callable[[], object]], runs: int, rounds: int) -> dict[str, float]:
@@ -77,9 +83,7 @@ def main() -> None:
             so.intra_op_num_threads = 1
             sess = ort.InferenceSession(m, so, providers=["CPUExecutionProvider"])
             f = NUMPY[op]
-            r = timed({"opforge": lambda req=req, x=x: req.infer([x]),  # type: ignore[misc]
-                       "ort": lambda sess=sess, x=x: sess.run(None, {"x": x}),  # type: ignore[misc]
-                       "numpy": lambda f=f, x=x: f(x)}, runs, args.rounds)  # type: ignore[misc]
+            r = timed(engines(req, sess, f, x), runs, args.rounds)
             print(f"{op + ' ' + text:<18}{r['opforge']:>10.3f}{r['ort']:>10.3f}{r['numpy']:>10.3f}"
                   f"{r['opforge'] / r['ort']:>9.2f}")
 

@@ -156,3 +156,28 @@ def test_large_outputs_reuse_only_blocks_no_array_holds(core: Any) -> None:
     keep = compiled([feeds[0]])[0]
     del compiled, req
     np.testing.assert_array_equal(keep, -feeds[0])
+
+
+@pytest.mark.parametrize("channels", [16, 10])
+def test_relu_of_a_blocked_convolution_output_keeps_nan(core: Any, channels: int) -> None:
+    # The convolution's output has a second reader, so Relu is not fused and reads oneDNN's
+    # blocked layout: 16 channels fill the blocks (the flat loop runs over them), 10 may leave a
+    # padded block (oneDNN's relu, then the NaN pass)
+    x = param("x", [1, 4, 9, 9])
+    w = const(rand((channels, 4, 3, 3), seed=1) * 0.2)
+    conv = opforge.op("Convolution", x, w, strides=[1, 1], pads_begin=[1, 1], pads_end=[1, 1], dilations=[1, 1],
+                      name="conv")
+    relu = opforge.op("Relu", conv, name="act")
+    pool = opforge.op("MaxPool", conv, strides=[1, 1], pads_begin=[0, 0], pads_end=[0, 0], kernel=[2, 2], dilations=[1, 1],
+                      name="pool")
+    model = Model([relu, pool.output(0)], [x], name="blocked")
+    feed = rand((1, 4, 9, 9), seed=2)
+    feed[0, 1, 4, 4] = np.nan  # NaN reaches every channel around (4, 4) through the convolution
+    got = check(core, model, [feed], rtol=1e-4, atol=1e-4)[0]
+    assert np.isnan(got[0, :, 4, 4]).all() and not np.isnan(got[0, :, 0, 0]).any()
+    req = core.compile_model(model, "CPU", {"ENABLE_PROFILING": True}).create_infer_request()
+    req.infer([feed])
+    (row,) = [r for r in req.get_profiling_info() if r.node_name == "act"]
+    # full blocks: the loop; 10 channels: oneDNN picks nChw16c (padded: its relu + the NaN pass)
+    # or a layout without padding (the loop) depending on the host and thread count
+    assert row.exec_type == "loop:nan_safe" or channels == 10, row.exec_type

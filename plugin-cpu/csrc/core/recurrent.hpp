@@ -3,9 +3,10 @@
 //  - rnn_onednn.cpp: oneDNN's own RNN primitives (vanilla_rnn, lstm, gru, lbr_gru) with the
 //    weights permuted to oneDNN's gate order and packed once at compile time. They cover the
 //    common configuration: f32, default activations, no clip, constant weights, every sequence
-//    as long as the input.
+//    as long as the input; two directions or a batch above 4 (below that, with one direction,
+//    the GEMM path measured faster).
 //  - rnn_gemm.cpp: everything else (clip, other activations, per-batch sequence lengths, weights
-//    computed at run time, f64): the input projection of all time steps as one matrix product,
+//    computed at run time, f64, one direction with a small batch): the input projection of all time steps as one matrix product,
 //    one product per step for the recurrence (both directions batched), gates element-wise.
 // Layouts are OpenVINO's (see core/src/opforge/opset/_rnn.py): X [batch, seq, input], states
 // [batch, dirs, hidden], W [dirs, gates*hidden, input], R [dirs, gates*hidden, hidden],

@@ -1,7 +1,7 @@
 // The general recurrent path (see recurrent.hpp): every configuration the op allows. Per node:
 //   xp = X W^T for all time steps and both directions at once (one matrix product),
 // then per step s (every direction and batch element at the same step index):
-//   rec = H R^T, both directions batched in one product; gates element-wise in T.
+//   rec = H R^T, one product per direction; gates element-wise in T.
 // GRU without linear_before_reset needs (r * H) R_h^T, so its step is two products: z and r
 // first, then the candidate. A batch element past its own length keeps its state; its rows are
 // computed with the others (cheaper than compacting) and ignored.

@@ -206,3 +206,16 @@ def test_wide_step_threads(core: Any, lengths: list[int]) -> None:
     ins = inputs(op, 1, lengths, seed=29, batch=64, seq=3, hidden=512)
     impl = run(core, op, ins, [3, *weight_indices(op)], atol=1e-4, hidden_size=512)
     assert impl.startswith("onednn_rnn" if min(lengths) == 3 else "rnn_gemm"), impl
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the reference's NaN arithmetic
+@pytest.mark.parametrize(("op", "dirs", "batch", "clip"), [("LSTMSequence", 2, 6, 0.0), ("GRUSequence", 1, 6, 0.0),
+                                                          ("GRUSequence", 1, 2, 0.0), ("LSTMSequence", 1, 2, 0.5)])
+def test_nan_and_inf_inputs(core: Any, op: str, dirs: int, batch: int, clip: float) -> None:
+    # a NaN and an inf in X spread through their own batch element only, as in the reference,
+    # on the primitive (first two) and the GEMM path (vectorised activations, clip)
+    ins = inputs(op, dirs, [T] * batch, seed=37, batch=batch)
+    ins[0][0, 2, 1] = np.nan
+    ins[0][1, 3, 0] = np.inf
+    run(core, op, ins, [1 + lengths_const(op), *weight_indices(op)], hidden_size=H,
+        direction="bidirectional" if dirs == 2 else "forward", clip=clip)

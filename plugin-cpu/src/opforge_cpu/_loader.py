@@ -35,21 +35,20 @@ def load_core() -> ModuleType:
     """The ``opforge_cpu._core`` extension module.
 
     Unless the user chose a wait policy, OpenMP threads spin briefly between parallel regions
-    and then sleep (``GOMP_SPINCOUNT=1000``). A spin is one ``pause``: ~40 ns on Sapphire Rapids
-    (~140 cycles), a few ns on older cores, so 1000 spins keep the threads awake across the
-    microsecond gaps between the ops of one inference and let them sleep within tens of
-    microseconds after it. Sleeping at once (``OMP_WAIT_POLICY=PASSIVE``) pays a wake-up per op:
-    opforge/OpenVINO 1.08 / 1.87 / 1.52 / 0.96 at 2 threads (resnet18 / mobilenet_v2 / bert_small
-    / mlp). Spinning long (libgomp's default 300000, or the 20000 used before) steals the time of
-    the threads that have work when the cores are shared: oneDNN splits each primitive
-    statically, so a preempted thread holds up the whole op. Measured with chains of the
-    bert_small/mlp primitives at 2 threads on a quiet 16-core Xeon (docs/kernel-library.md):
-    quiet, 1000 / 20000 / passive / default = 2.87 / 2.90 / 3.19 / 3.58 ms (bert), with a busy
-    loop on one of the two cores 6.5 / 24.9 / 5.7 / 224 ms (1 thread: 5.4 ms). Takes effect only
-    if libgomp is not loaded yet.
+    and then sleep (``GOMP_SPINCOUNT=300``). A spin is one ``pause``, ~140 cycles (~40 ns) on
+    Sapphire Rapids, so 300 spins (~12 us there) keep the threads awake across the gaps between
+    the ops of one inference and give the core back soon after it. oneDNN splits each primitive
+    statically, so at 2 threads a preempted thread holds up every op, and threads that spin long
+    (libgomp's default 300000, or the 20000 used before, ~1 ms) take the core from the threads
+    with work. Sleeping at once (``OMP_WAIT_POLICY=PASSIVE``) pays a wake-up per op instead.
+    Chains of primitives at 2 threads on a quiet 16-core Xeon (median ms; mlp / bert_small-like /
+    100 small ops; docs/kernel-library.md): quiet, spin 20000 1.57 / 3.45 / 2.18, 1000 1.73 /
+    3.82 / 2.11, 300 1.66 / 3.80 / 2.36, passive 1.65 / 4.30 / 3.77; with a busy loop on one of
+    the two cores 5.72 / 30.8 / 81.9, 2.79 / 6.81 / 6.73, 3.51 / 6.01 / 4.37, 3.83 / 5.81 / 3.41
+    (1 thread 3.33 / 6.80 / 2.97). Takes effect only if libgomp is not loaded yet.
     """
     if "OMP_WAIT_POLICY" not in os.environ:
-        os.environ.setdefault("GOMP_SPINCOUNT", "1000")
+        os.environ.setdefault("GOMP_SPINCOUNT", "300")
     try:
         from opforge_cpu import _core  # type: ignore[attr-defined]  # compiled at install
     except ImportError:

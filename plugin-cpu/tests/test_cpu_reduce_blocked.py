@@ -206,3 +206,31 @@ def test_empty_reduction_gives_the_start_value(core: opforge.Core) -> None:
     got = core.compile_model(model, "CPU")([np.zeros((3, 0), np.float32)]).to_tuple()
     np.testing.assert_array_equal(got[0], np.zeros(3, np.float32))
     np.testing.assert_array_equal(got[1], np.ones(3, np.float32))
+
+
+@pytest.mark.parametrize("kind", ["ReduceMean", "ReduceSum"])
+def test_a_large_blocked_spatial_sum_stays_within_a_few_ulp(core: opforge.Core, kind: str) -> None:
+    # 250x250 positions: groups of 8 pairwise in f32, groups summed in double, so the error does
+    # not grow with the count (a f32 running sum would be off by ~1e-4 relative here)
+    x = param("x", (1, 1, 250, 250))
+    w = const(np.linspace(0.5, 1.5, 16).reshape(16, 1, 1, 1))
+    c = opforge.op("Convolution", x, w, strides=[1, 1], pads_begin=[0, 0], pads_end=[0, 0], dilations=[1, 1], name="c")
+    model = Model([reduce_node(kind, c, [2, 3], True, "r"), conv(c, 16, 4, 60, "next", k=1)])
+    feed = (1000.0 + np.random.default_rng(61).standard_normal((1, 1, 250, 250))).astype(np.float32)
+    got, rows = run_profiled(core, model, [feed])
+    assert rows_of(rows, kind)[0].exec_type == "reduce:blocked"
+    conv_out = (feed.astype(np.float64) * np.linspace(0.5, 1.5, 16).astype(np.float32).reshape(1, 16, 1, 1))
+    conv_out = conv_out.astype(np.float32).astype(np.float64)
+    exact = conv_out.sum((2, 3), keepdims=True) / (conv_out[0, 0].size if kind == "ReduceMean" else 1)
+    np.testing.assert_allclose(got[0], exact.astype(np.float32), rtol=4e-7, atol=0)
+
+
+def test_a_blocked_spatial_mean_of_huge_values_does_not_overflow(core: opforge.Core) -> None:
+    x = param("x", (1, 1, 6, 6))
+    w = const(np.ones((16, 1, 1, 1)))
+    c = opforge.op("Convolution", x, w, strides=[1, 1], pads_begin=[0, 0], pads_end=[0, 0], dilations=[1, 1], name="c")
+    model = Model([reduce_node("ReduceMean", c, [2, 3], True, "r"), conv(c, 16, 4, 62, "next", k=1)])
+    feed = np.full((1, 1, 6, 6), 3.0e38, np.float32)
+    got, rows = run_profiled(core, model, [feed])
+    assert rows_of(rows, "ReduceMean")[0].exec_type == "reduce:blocked"
+    np.testing.assert_allclose(got[0], np.full((1, 16, 1, 1), 3.0e38, np.float32), rtol=1e-6)

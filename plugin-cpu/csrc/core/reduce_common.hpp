@@ -7,7 +7,8 @@
 //    vectorised;
 //  - anything else: a strided scalar loop.
 // Floats accumulate sums and products in double (so a 1e6-element row is as exact as the
-// reference's), max/min in the element type with ONNX's NaN propagation; integers in 64 bits.
+// reference's; a blocked spatial f32 Sum/Mean adds groups of 8 positions pairwise in f32 first),
+// max/min in the element type with ONNX's NaN propagation; integers in 64 bits.
 // A blocked (oneDNN-chosen) input is read in place when the axes are its spatial ones, else
 // reordered to plain into the request's scratch first.
 #pragma once
@@ -290,11 +291,15 @@ template <class T> class ReduceKernel : public Kernel {
   }
 
   // Spatial reduction of a blocked tensor: a channel block's positions are runs of `lanes_`
-  // channels `pos_stride_` apart, accumulated a chunk of lanes at a time.
+  // channels `pos_stride_` apart, accumulated 16 lanes at a time (one nChw16c block, or 16
+  // channels of an nhwc run).
   template <Reduce OP> void run_blocked(RunContext& ctx, const T* x, T* y) const {
     using R = ReduceOp<OP, T>;
     using Acc = typename R::Acc;
-    constexpr int64_t kChunk = 64;
+    constexpr int64_t kChunk = 16;
+    // Sum/Mean of f32: each 8 positions are added pairwise in f32 (error <= 3 ulp of their sum,
+    // whatever the count), the groups in double: twice the speed of converting every element.
+    constexpr bool kGrouped = std::is_same_v<T, float> && (OP == Reduce::Sum || OP == Reduce::Mean);
     const int64_t blocks = (channels_ + lanes_ - 1) / lanes_, chunks = (lanes_ + kChunk - 1) / kChunk;
     const int64_t positions = count_, ps = pos_stride_;
     parallel_range(batch_ * blocks * chunks, ctx.num_threads, [&](int64_t b, int64_t e) {
@@ -306,15 +311,37 @@ template <class T> class ReduceKernel : public Kernel {
         if (w <= 0) continue;
         const T* p = x + nb * batch_stride_ + cb * block_stride_ + j0;
         for (int64_t l = 0; l < kChunk; ++l) acc[l] = R::init();
-        if (w == 16) {  // nChw16c, and nhwc with 16 channels
-          for (int64_t i = 0; i < positions; ++i, p += ps)
-            for (int l = 0; l < 16; ++l) acc[l] = R::step(acc[l], p[l]);
+        int64_t i = 0;
+        if (w == kChunk) {
+          if constexpr (kGrouped) {
+            for (; i + 8 <= positions; i += 8, p += 8 * ps) {
+              float g[kChunk];
+              for (int l = 0; l < kChunk; ++l)
+                g[l] = ((p[l] + p[ps + l]) + (p[2 * ps + l] + p[3 * ps + l])) +
+                       ((p[4 * ps + l] + p[5 * ps + l]) + (p[6 * ps + l] + p[7 * ps + l]));
+              for (int l = 0; l < kChunk; ++l) acc[l] += g[l];
+            }
+          }
+          for (; i < positions; ++i, p += ps)
+            for (int l = 0; l < kChunk; ++l) acc[l] = R::step(acc[l], p[l]);
         } else {
-          for (int64_t i = 0; i < positions; ++i, p += ps)
+          for (; i < positions; ++i, p += ps)
             for (int64_t l = 0; l < w; ++l) acc[l] = R::step(acc[l], p[l]);
         }
         T* dst = y + nb * channels_ + c0;
-        for (int64_t l = 0; l < w; ++l) dst[l] = R::finish(acc[l], count_);
+        for (int64_t l = 0; l < w; ++l) {
+          dst[l] = R::finish(acc[l], count_);
+          if constexpr (kGrouped) {
+            // An f32 group can overflow where the double sum would not (a mean of values near
+            // FLT_MAX): any non-finite result is redone element by element in double.
+            if (!std::isfinite(dst[l])) {
+              Acc exact = R::init();
+              const T* q = x + nb * batch_stride_ + cb * block_stride_ + j0 + l;
+              for (int64_t k = 0; k < positions; ++k) exact = R::step(exact, q[k * ps]);
+              dst[l] = R::finish(exact, count_);
+            }
+          }
+        }
       }
     }, std::max<int64_t>(1, row_grain() / 16));
   }

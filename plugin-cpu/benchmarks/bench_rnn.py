@@ -97,7 +97,7 @@ def use_core(path: Path) -> None:
     import importlib.machinery
     import importlib.util
 
-    os.environ.setdefault("GOMP_SPINCOUNT", "20000")  # as opforge_cpu._loader does
+    os.environ.setdefault("GOMP_SPINCOUNT", "300")  # as opforge_cpu._loader does
     loader = importlib.machinery.ExtensionFileLoader("opforge_cpu._core", str(path))
     spec = importlib.util.spec_from_file_location("opforge_cpu._core", str(path), loader=loader)
     if spec is None:

@@ -23,15 +23,12 @@ from opforge.shape import PartialShape
 
 from opforge_cpu.ops import emit_cpu_op
 
-#: ops the C++ Reshape kernel runs (a view of the same buffer: never an index map)
-_RESHAPES = {"Squeeze", "Unsqueeze", "Reshape"}
-
 
 def index_mapped(node: Node, builtin: Collection[str]) -> bool:
     """Whether standard ``node`` is lowered to one IndexMap kernel (when its parameters are
     constants): an op that only rearranges its input 0 (``Op.rearranges_input``) and has no C++
     kernel of its own, evaluated on element indices (``Emitter.emit_index_map``)."""
-    return node.op.rearranges_input and node.type_name not in _RESHAPES and node.type_name not in builtin
+    return node.op.rearranges_input and node.type_name not in builtin
 
 
 def contiguous(value: Any) -> np.ndarray:
@@ -215,7 +212,7 @@ class Emitter:
         if index_mapped(node, self.core.kernel_types()) and self.emit_index_map(node):
             return
         ins = [self.tensor(i) for i in node.inputs]
-        self.add(node, t if t not in _RESHAPES else "Reshape", attrs_dict(node), ins, node.outputs(), [node.name])
+        self.add(node, t, attrs_dict(node), ins, node.outputs(), [node.name])
 
     def emit_plugin(self, node: Node, kernel: Any) -> None:
         plugin = self.kernel_plugins.get((node.type_name, node.version)) or self.kernel_plugins.get(
@@ -260,6 +257,7 @@ class Emitter:
         fusable = set(self.core.post_op_types())
         has_bias = False
         sum_input = -1
+        scale: float | None = None  # a constant scalar Multiply/Divide (oneDNN eltwise_linear)
         base = len(node.inputs)
         while True:
             user = single_user(self.uses, cur)
@@ -267,8 +265,8 @@ class Emitter:
                 break
             if user.type_name == "Add" and getattr(user.attrs, "auto_broadcast", "numpy") == "numpy":
                 other = user.inputs[1] if user.inputs[0] == cur else user.inputs[0]
-                if user.inputs[0] == user.inputs[1]:
-                    break
+                if user.inputs[0] == user.inputs[1] or scale is not None:
+                    break  # (a bias or sum would come before the scale in oneDNN's chain)
                 bias = self._bias_value(other, out_shape, is_mm)
                 if bias is not None and not has_bias and sum_input < 0 and not post:
                     has_bias = True
@@ -279,6 +277,11 @@ class Emitter:
                     sum_input = -2  # resolved below once the bias position is known
                 else:
                     break
+            elif (is_mm and self._runs_bf16(node) and scale is None and sum_input < 0 and not post
+                  and (s := self._scalar_factor(user, cur)) is not None):
+                # attention's Q x K^T / sqrt(d) in bf16: the scale becomes a post-op of the
+                # MatMul (x * (1/c) for x / c: within bf16's own rounding)
+                scale = s
             elif user.type_name in fusable and user.op.is_standard and len(user.inputs) == 1:
                 # one input only: a post-op is built from attributes, so an input such as
                 # Swish's beta would be lost
@@ -292,6 +295,8 @@ class Emitter:
         if sum_input == -2:
             sum_input = base + (1 if has_bias else 0)
         attrs = attrs_dict(node) | {"has_bias": has_bias, "sum_input": sum_input, "post_ops": post}
+        if scale is not None:
+            attrs["out_scale"] = scale
         if self._runs_bf16(node):
             # bf16 operands, f32 accumulation and output (see core/nn.cpp); constant weights
             # packed as bf16 once
@@ -299,6 +304,23 @@ class Emitter:
             attrs["bf16_output"] = not is_mm and sum_input < 0 and self._only_bf16_convs_read(cur)
         self.prog.add_node(fused[-1] if len(fused) > 1 else node.name, node.type_name, node.version, attrs, ins,
                            [self.tensor(cur)], fused)
+
+    @staticmethod
+    def _scalar_factor(user: Node, cur: Output) -> float | None:
+        """The factor of ``user`` when it is ``cur * c``, ``c * cur`` or ``cur / c`` for a finite
+        constant scalar ``c`` (non-zero to divide) that leaves ``cur``'s shape as it is."""
+        if user.type_name not in ("Multiply", "Divide") or not user.op.is_standard or user.inputs[0] == user.inputs[1]:
+            return None
+        if user.type_name == "Divide" and user.inputs[0] != cur:
+            return None
+        other = user.inputs[1] if user.inputs[0] == cur else user.inputs[0]
+        v = other.node.constant_value()
+        if v is None or v.size != 1 or v.dtype.kind != "f" or tuple(user.output(0).shape) != tuple(cur.shape):
+            return None
+        c = float(np.asarray(v).reshape(()))
+        if not np.isfinite(c) or (user.type_name == "Divide" and c == 0.0):
+            return None
+        return c if user.type_name == "Multiply" else 1.0 / c
 
     def _runs_bf16(self, node: Node) -> bool:
         """Whether a Convolution/GroupConvolution/MatMul runs in bf16 under the bf16 hint: every

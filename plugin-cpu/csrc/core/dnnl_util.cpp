@@ -54,6 +54,10 @@ dnnl::primitive_attr default_attr() {
 
 void append_post_ops(dnnl::post_ops& ops, const Attrs& attrs) {
   if (attrs.i("sum_input", -1) >= 0) ops.append_sum(1.f);
+  // a constant scalar Multiply/Divide the emitter folded in (attention's 1/sqrt(d), emit.py
+  // _scalar_factor); never after a bias or sum in the graph, so its place here is right
+  if (attrs.has("out_scale"))
+    ops.append_eltwise(dnnl::algorithm::eltwise_linear, static_cast<float>(attrs.f("out_scale")), 0.f);
   append_fused_ops(ops, attrs.fused_ops("post_ops"));
 }
 

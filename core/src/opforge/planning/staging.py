@@ -200,10 +200,9 @@ class StagedExecutable(Executable):
         feed = [values[o] for o in self.cut]
         if self.in_suffix:
             return self.suffix.infer(feed, st.suffix)
-        if self.on_host:
+        if self.middle is None:  # neither in the suffix nor a one-node stage: a host op
             point_outs = self._run_host(values, st)
         else:
-            assert self.middle is not None
             point_outs = self.middle.infer([values[i] for i in self.point_feed], st.middle)
         return self.suffix.infer(feed + list(point_outs), st.suffix)
 

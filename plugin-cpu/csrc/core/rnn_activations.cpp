@@ -13,41 +13,19 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/fast_exp.hpp"
+
 namespace opforge_cpu {
 
 namespace {
-inline float bits_to_float(int32_t i) {
-  float f;
-  std::memcpy(&f, &i, sizeof f);
-  return f;
-}
-
-inline float exp_approx(float x) {
-  // std::max/std::min keep a NaN (their comparisons are false), which then flows through the
-  // polynomial; the exponent is computed from 0 instead, as converting NaN to int is undefined.
-  x = std::min(std::max(x, -87.3f), 87.3f);
-  const float t = x * 1.44269504088896341f;
-  float fn = (t + 12582912.f) - 12582912.f;  // round to nearest: 1.5 * 2^23 drops the fraction
-  fn = fn == fn ? fn : 0.f;
-  const int32_t n = static_cast<int32_t>(fn);
-  const float r = (x - fn * 0.693359375f) + fn * 2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  return (p * r * r + r + 1.0f) * bits_to_float((n + 127) << 23);
-}
-
-inline float sigmoid_approx(float x) { return 1.0f / (1.0f + exp_approx(-x)); }
+inline float sigmoid_approx(float x) { return 1.0f / (1.0f + fast_exp(-x)); }
 
 inline float tanh_approx(float x) {
   const float a = std::fabs(x);
   const float z = a * a;
   const float small = ((((-5.70498872745e-3f * z + 2.06390887954e-2f) * z - 5.37397155531e-2f) * z +
                         1.33314422036e-1f) * z - 3.33332819422e-1f) * z * a + a;
-  const float e = exp_approx(-2.0f * a);
+  const float e = fast_exp(-2.0f * a);
   const float large = (1.0f - e) / (1.0f + e);
   // a NaN fails a < 0.625 and takes `large`, which is NaN too
   return std::copysign(a < 0.625f ? small : large, x);

@@ -50,15 +50,27 @@ class QuantizedOp(Op):
     max_inputs = 5
     #: run by the CPU device's C++ kernel of this type name (see ``opforge_cpu.ops``)
     cpu_internal: ClassVar[bool] = True
+    #: what each quantized op defines (checked when the subclass is created, not at first use)
+    _HOOKS: ClassVar[tuple[str, ...]] = ("inner_op", "inner_attrs", "scale_weights", "channel_shaped")
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        missing = [h for h in cls._HOOKS if getattr(cls, h).__func__ is getattr(QuantizedOp, h).__func__]
+        if missing:
+            raise TypeError(f"{cls.__name__} (a QuantizedOp) must define {', '.join(missing)}")
+
+    @classmethod
+    def _base_hook(cls, name: str) -> TypeError:
+        return TypeError(f"QuantizedOp.{name} is defined by each quantized op, not by the base class")
 
     @classmethod
     def inner_op(cls, data_rank: int | None, weights_rank: int | None) -> type[Op]:
         """The standard op computing the real-valued product (shape inference, reference)."""
-        raise NotImplementedError
+        raise cls._base_hook("inner_op")
 
     @classmethod
     def inner_attrs(cls, attrs: Any) -> OpAttrs:
-        raise NotImplementedError
+        raise cls._base_hook("inner_attrs")
 
     @classmethod
     def infer(cls, ctx: InferContext) -> list[TensorSpec]:
@@ -99,12 +111,12 @@ class QuantizedOp(Op):
 
     @classmethod
     def scale_weights(cls, w: np.ndarray, scales: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
+        raise cls._base_hook("scale_weights")
 
     @classmethod
     def channel_shaped(cls, v: np.ndarray, rank: int) -> np.ndarray:
         """A per-output-channel vector shaped to broadcast against the output."""
-        raise NotImplementedError
+        raise cls._base_hook("channel_shaped")
 
 
 def apply_post_ops(y: np.ndarray, post_ops: list[tuple[str, dict[str, float]]]) -> np.ndarray:

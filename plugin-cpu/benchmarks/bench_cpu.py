@@ -5,7 +5,9 @@ Uses the real benchmark models of ``shared/bench`` when ``--models`` points at t
 residual + ReLU), a MobileNetV2-like CNN (depthwise + Clip), an MLP (3 Gemm + ReLU) and a
 BERT-like encoder (LayerNormalization, erf GELU, attention). opforge reads the same ONNX file
 through its ONNX frontend. Prints the host's CPU, oneDNN ISA and load, then median latencies
-(ms, engines timed in alternating rounds) and ratios opforge / peer.
+(ms, engines timed in alternating rounds) and ratios opforge / peer. Each engine runs in its own
+process (``engine_process.py``: in one process ONNX Runtime's spinning workers slow the others
+down at 2 threads); ``--same-process`` keeps them together.
 
 ``--precision f32`` compares opforge f32 with OpenVINO f32; ``--precision bf16`` compares opforge
 with INFERENCE_PRECISION_HINT=bf16 against OpenVINO at its default precision (bf16 on hosts with
@@ -42,6 +44,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # engine_process, also in its children
+from engine_process import SETTLE_S, EngineProcess, interleaved_medians_remote
 
 
 # ------------------------------------------------------------------------------ stand-in models
@@ -336,6 +341,11 @@ def prepare_ort(path: Path, feeds: dict[str, np.ndarray], threads: int) -> Prepa
     return (lambda: sess.run(None, feeds)), np.asarray(out), "f32"
 
 
+#: engine -> its preparer, for --same-process
+LOCAL_PREPARERS: dict[str, Callable[..., Prepared]] = {
+    "opforge": prepare_opforge, "openvino": prepare_openvino, "onnxruntime": prepare_ort}
+
+
 def run_opforge(path: Path, feeds: dict[str, np.ndarray], threads: int, runs: int) -> tuple[float, np.ndarray]:
     fn, out, _ = prepare_opforge(path, feeds, threads)
     return median_ms(fn, runs), out
@@ -359,6 +369,7 @@ def interleaved_medians(fns: dict[str, Callable[[], Any]], runs: int, rounds: in
     for fn in fns.values():
         for _ in range(warmup):
             fn()
+        time.sleep(SETTLE_S)
     per_round = max(1, runs // rounds)
     times: dict[str, list[float]] = {k: [] for k in fns}
     for _ in range(rounds):
@@ -367,6 +378,7 @@ def interleaved_medians(fns: dict[str, Callable[[], Any]], runs: int, rounds: in
                 t0 = time.perf_counter()
                 fn()
                 times[k].append((time.perf_counter() - t0) * 1e3)
+            time.sleep(SETTLE_S)  # let the engine's spinning workers go idle before the next one
     return {k: statistics.median(v) for k, v in times.items()}
 
 
@@ -508,6 +520,9 @@ def main() -> int:
                     help="top node types by time, opforge and OpenVINO f32 at the first thread count, of "
                          "the N models slowest against OpenVINO f32")
     ap.add_argument("--only", nargs="*", help="model names to run")
+    ap.add_argument("--same-process", action="store_true",
+                    help="time all three engines in this process (their thread pools then compete: "
+                         "ONNX Runtime's spinning workers slow the others down at 2 threads)")
     args = ap.parse_args()
 
     models: dict[str, tuple[Path, dict[str, np.ndarray]]] = {}
@@ -538,6 +553,8 @@ def main() -> int:
     ratios: dict[tuple[str, int, str], list[float]] = {}  # (precision, threads, peer) -> opforge/peer
     of_vs_ov: dict[str, float] = {}  # model -> opforge / OpenVINO f32 at the first thread count
     print(host_header())
+    # each engine in its own process unless asked otherwise: see engine_process.py for why
+    procs = {} if args.same_process else {k: EngineProcess(k) for k in ("opforge", "openvino", "onnxruntime")}
     print(f"# median of {args.runs} runs per engine in {args.rounds} alternating rounds; ms")
     width = max([14, *(len(n) + 1 for n in models)])
     print(f"{'model':<{width}}{'prec':>6}{'thr':>4}{'opforge':>10}{'openvino':>14}{'onnxrt':>12}"
@@ -549,20 +566,27 @@ def main() -> int:
             run_path = int8_models[name] if prec == "int8" else path
             for t in args.threads:
                 prepared: dict[str, Prepared] = {}
-                makers: dict[str, Callable[..., Prepared]] = {
+                extra: dict[str, tuple[Any, ...]] = {
                     # int8 rows: the QDQ graph decides what runs in int8; the rest in f32 everywhere
-                    "opforge": lambda p, f, n: prepare_opforge(p, f, n, "f32" if prec == "int8" else prec),  # noqa: B023 - called at once
+                    "opforge": ("f32" if prec == "int8" else prec,),
                     # bf16 rows: OpenVINO at its own default precision, not forced
-                    "openvino": lambda p, f, n: prepare_openvino(p, f, n, None if prec == "bf16" else "f32"),  # noqa: B023
-                    "onnxruntime": prepare_ort,
+                    "openvino": (None if prec == "bf16" else "f32",),
+                    "onnxruntime": (),
                 }
-                for k, prepare in makers.items():
+                for k, more in extra.items():
                     try:
-                        prepared[k] = prepare(run_path, feeds, t)
+                        if procs:
+                            out, got = procs[k].prepare(run_path, feeds, t, *more)
+                            prepared[k] = (procs[k].drop, out, got)  # the callable is unused: timed remotely
+                        else:
+                            prepared[k] = LOCAL_PREPARERS[k](run_path, feeds, t, *more)
                     except Exception as err:  # noqa: BLE001 - one failing engine must not hide the others
                         print(f"  {k} failed on {name}: {type(err).__name__}: {str(err)[:300]}", file=sys.stderr)
                         failures[f"{name} {k} {prec}"] = f"{type(err).__name__}: {err}"
-                res = interleaved_medians({k: v[0] for k, v in prepared.items()}, args.runs, args.rounds)
+                if procs:
+                    res = interleaved_medians_remote({k: procs[k] for k in prepared}, args.runs, args.rounds)
+                else:
+                    res = interleaved_medians({k: v[0] for k, v in prepared.items()}, args.runs, args.rounds)
                 ov_prec = prepared["openvino"][2] if "openvino" in prepared else "-"
                 cols = "".join(f"{res[k]:>10.3f}" if k in res else f"{'-':>10}" for k in ["opforge"])
                 cols += f"{res['openvino']:>8.3f} {ov_prec:<5}" if "openvino" in res else f"{'-':>14}"
@@ -585,6 +609,8 @@ def main() -> int:
                 print(f"{name:<{width}}{of_prec:>6}{t:>4}{cols}{r_ov}{r_ort}{rel:>12}{diff:>9}"
                       f"{os.getloadavg()[0]:>6.1f}", flush=True)
                 prepared.clear()
+    for proc in procs.values():
+        proc.close()
     print_summary(models, args, failures, ratios, of_vs_ov)
     return 0
 

@@ -178,6 +178,14 @@ def test_constant_trip_count_is_still_unrolled() -> None:
     _check(model, feeds, REFERENCE)
 
 
+def test_a_constant_trip_count_of_several_values_is_refused() -> None:
+    model = _accumulate_model()
+    model.graph.input.pop(0)
+    model.graph.initializer.append(onnx.numpy_helper.from_array(np.array([3, 4], np.int64), "M"))
+    with pytest.raises(opforge.OpforgeError, match=r"Loop.*input 0 \(M\) must hold one value, got shape \(2,\)"):
+        opforge.convert_model(model.SerializeToString(), framework="onnx")
+
+
 def test_body_is_self_contained_and_gpu_does_not_claim_loop() -> None:
     converted = opforge.convert_model(_accumulate_model().SerializeToString(), framework="onnx")
     loop = next(n for n in converted.get_ordered_ops() if n.type_name == "Loop")

@@ -48,7 +48,7 @@ def _unroll(ctx: NodeContext, trip: int | None, cond_v: bool) -> ConversionResul
         c = const_value(outs[0])
         if c is None:
             raise _NotUnrollable
-        cond_v = bool(np.asarray(c).reshape(-1)[0])
+        cond_v = bool(_first_element(c))
         carried = list(outs[1:1 + n_carried])
         scans.append(list(outs[1 + n_carried:]))
         it += 1
@@ -114,25 +114,36 @@ def to_scalar(ctx: NodeContext, v: Output, t: Type) -> Output:
     return v
 
 
+class _Unknown:
+    """An optional input whose value is not known while converting."""
+
+
+_UNKNOWN = _Unknown()
+
+
+def _first_element(v: Any) -> Any:
+    """ONNX gives M and cond as scalars or one-element tensors: their one value."""
+    return np.asarray(v).reshape(-1)[0]
+
+
+def _constant_input(ctx: NodeContext, index: int) -> Any:
+    """Input ``index`` (M or cond)'s one value as a NumPy scalar, None when the input is absent,
+    or ``_UNKNOWN`` when it is computed at run time."""
+    if not ctx.has_input(index):
+        return None
+    v = const_value(ctx.get_input(index))
+    if v is None:
+        return _UNKNOWN
+    if np.size(v) != 1:
+        raise ctx.error(f"input {index} ({('M', 'cond')[index]}) must hold one value, got shape {np.shape(v)}")
+    return _first_element(v)
+
+
 def convert(ctx: NodeContext) -> ConversionResult:
-    trip: int | None = None
-    known = True
-    if ctx.has_input(0):
-        v = const_value(ctx.get_input(0))
-        if v is None:
-            known = False
-        else:
-            trip = int(np.asarray(v).reshape(-1)[0])
-    cond_v = True
-    if ctx.has_input(1):
-        c = const_value(ctx.get_input(1))
-        if c is None:
-            known = False
-        else:
-            cond_v = bool(np.asarray(c).reshape(-1)[0])
-    if known:
+    trip, cond = _constant_input(ctx, 0), _constant_input(ctx, 1)
+    if trip is not _UNKNOWN and cond is not _UNKNOWN:
         try:
-            return _unroll(ctx, trip, cond_v)
+            return _unroll(ctx, None if trip is None else int(trip), True if cond is None else bool(cond))
         except _NotUnrollable:
             pass  # the nodes made so far are unreachable: nothing reads them
     return _loop_op(ctx)

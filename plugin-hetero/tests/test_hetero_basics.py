@@ -134,6 +134,23 @@ def test_per_device_properties_are_passed_through(core: opforge.Core, swish_mode
     assert by_dev["FAST"]["ENABLE_PROFILING"] is True and by_dev["SLOW"]["ENABLE_PROFILING"] is True
 
 
+def test_precision_is_each_devices_default_unless_set_and_is_reported(
+        core: opforge.Core, swish_model: Model, log: Log) -> None:
+    # SLOW's own default stands for the CPU's bf16 on a bf16 host
+    core.set_property("SLOW", {"INFERENCE_PRECISION_HINT": "bf16"})
+    compiled = compile_quietly(core, swish_model, "HETERO:FAST,SLOW")
+    by_dev = {r.device: r.config for r in log.compiles}
+    assert (by_dev["FAST"]["INFERENCE_PRECISION_HINT"], by_dev["SLOW"]["INFERENCE_PRECISION_HINT"]) == ("f32", "bf16")
+    # reported as the parts computed, not as HETERO's own (unused) default f32
+    assert compiled.get_property("HETERO_INFERENCE_PRECISIONS") == {"FAST": "f32", "SLOW": "bf16"}
+    assert compiled.get_property("INFERENCE_PRECISION_HINT") == "FAST:f32,SLOW:bf16"
+    # a precision set on HETERO reaches every part, even when it equals HETERO's default
+    log.compiles.clear()
+    compiled = compile_quietly(core, swish_model, "HETERO:FAST,SLOW", {"INFERENCE_PRECISION_HINT": "f32"})
+    assert {r.device: r.config["INFERENCE_PRECISION_HINT"] for r in log.compiles} == {"FAST": "f32", "SLOW": "f32"}
+    assert compiled.get_property("INFERENCE_PRECISION_HINT") == "f32"
+
+
 def test_per_device_properties_are_validated(core: opforge.Core, swish_model: Model) -> None:
     with pytest.raises(PropertyError, match="DEVICE_PROPERTIES has settings for MID, which is not one of the "
                                             r"devices of HETERO:FAST,SLOW \(FAST, SLOW\)"):

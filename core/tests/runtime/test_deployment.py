@@ -127,7 +127,10 @@ def test_export_import_round_trip(dcore: opforge.Core, relu_add_model: Model, tm
     compiled = dcore.compile_model(relu_add_model, "TEMPLATE", {"TEMPLATE_DELAY_S": 0.0, "PERFORMANCE_HINT": "THROUGHPUT"})
     blob = compiled.export_model()
     m = _manifest(blob)
-    assert (m["format"], m["format_version"], m["device"]) == ("opforge-compiled-model", 1, "TEMPLATE")
+    assert (m["format"], m["format_version"], m["device"]) == ("opforge-compiled-model", 2, "TEMPLATE")
+    # what the compile set is kept; the rest were the device's defaults (resolved again on import)
+    assert "PERFORMANCE_HINT" not in m["defaulted"] and "TEMPLATE_DELAY_S" not in m["defaulted"]
+    assert "INFERENCE_NUM_THREADS" in m["defaulted"] and "INFERENCE_PRECISION_HINT" in m["defaulted"]
     assert m["versions"] == {"opforge": opforge.__version__, "opforge-test-template": "0.0"}
     assert m["config"]["PERFORMANCE_HINT"] == "THROUGHPUT" and "CACHE_DIR" not in m["config"]
     with zipfile.ZipFile(io.BytesIO(blob)) as z:
@@ -173,7 +176,7 @@ def test_import_refuses_other_versions_with_a_clear_message(dcore: opforge.Core,
     missing = _rewrite(blob, versions={**versions, "opforge-acme": "2.0"})
     with pytest.raises(BlobVersionError, match=r"opforge-acme 2\.0 is not installed"):
         dcore.import_model(missing)
-    with pytest.raises(BlobVersionError, match=r"blob format version 7 is not readable.*versions 1..1"):
+    with pytest.raises(BlobVersionError, match=r"blob format version 7 is not readable.*versions 1..2"):
         dcore.import_model(_rewrite(blob, format_version=7))
 
 

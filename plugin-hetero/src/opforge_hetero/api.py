@@ -31,7 +31,8 @@ def explain(core: Core, model: Model, device: str, config: Mapping[str, Any] | N
     # without a registered HETERO device keeps the defaults.
     with contextlib.suppress(DeviceNotFoundError):
         table.values = {s.name: core.get_property("HETERO", s.name) for s in HETERO_PROPERTIES}
-    ctx = CompileContext(device_name=name, config=table.merged(config), plugins=core.plugins, core=core)
+    merged, explicit = table.merged_with_explicit(config)
+    ctx = CompileContext(device_name=name, config=merged, plugins=core.plugins, core=core, explicit=explicit)
     placement = plan(model, ctx, strict=False).placement
     if single:
         placement.device_name = parsed.full

@@ -126,8 +126,11 @@ def target_devices(ctx: CompileContext) -> tuple[str, ...]:
 
 
 def device_configs(ctx: CompileContext, devices: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """The properties each device is compiled with: common HETERO properties changed from their
-    defaults (when the device declares them), overridden by ``DEVICE_PROPERTIES[device]``."""
+    """The properties each device is compiled with: common HETERO properties the caller set or
+    changed from their defaults (when the device declares them), overridden by
+    ``DEVICE_PROPERTIES[device]``. One left unset takes each device's own default (the CPU's
+    precision: bf16 on a bf16 host, as in OpenVINO's HETERO); one set to HETERO's default
+    (``INFERENCE_PRECISION_HINT=f32``) is passed on all the same."""
     per_device = ctx.config.get("DEVICE_PROPERTIES") or {}
     wanted: dict[str, Mapping[str, Any]] = {}
     for key, value in per_device.items():
@@ -141,7 +144,7 @@ def device_configs(ctx: CompileContext, devices: Sequence[str]) -> dict[str, dic
                 f"DEVICE_PROPERTIES['{key}'] must be a dict of properties for {dev}, got {value!r}")
         wanted[dev] = value
     defaults = {s.name: s.default for s in COMMON_PROPERTIES}
-    forwarded = {k: v for k, v in ctx.config.items() if k in defaults and v != defaults[k]}
+    forwarded = {k: v for k, v in ctx.config.items() if k in defaults and (k in ctx.explicit or v != defaults[k])}
     out: dict[str, dict[str, Any]] = {}
     for dev in devices:
         cfg: dict[str, Any] = {}

@@ -8,6 +8,7 @@ second on another. A request whose model is a single sub-graph skips the queues 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import threading
 import time
@@ -17,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
+from opforge.errors import OpforgeError
 from opforge.runtime.compiled_model import CompiledModel
 from opforge.runtime.device import Executable
 from opforge.runtime.infer_request import InferRequest
@@ -187,7 +189,23 @@ class HeteroExecutable(Executable):
             "HETERO_PLACEMENT_REPORT": p.report(),
             "HETERO_SUBGRAPHS": [s.to_dict() for s in p.subgraphs],
             "HETERO_PARTITION_POLICY_SOURCE": self.policy_source,
+            **self._precisions(),
         }
+
+    def _precisions(self) -> dict[str, Any]:
+        """What each device's part computes in (``HETERO_INFERENCE_PRECISIONS``: a part left
+        without a hint has its device's default, bf16 for the CPU on a bf16 host) and
+        ``INFERENCE_PRECISION_HINT``: that precision when all parts agree, else
+        ``"CPU:bf16,GPU.0:f32"``, never HETERO's own unused default."""
+        per_device: dict[str, str] = {}
+        for s in self.subgraphs:
+            with contextlib.suppress(OpforgeError):  # a device without the property reports none
+                per_device[s.device] = str(s.compiled.get_property("INFERENCE_PRECISION_HINT"))
+        if not per_device:
+            return {}
+        distinct = set(per_device.values())
+        summary = distinct.pop() if len(distinct) == 1 else ",".join(f"{d}:{p}" for d, p in sorted(per_device.items()))
+        return {"HETERO_INFERENCE_PRECISIONS": per_device, "INFERENCE_PRECISION_HINT": summary}
 
     def submodels(self) -> list[CompiledModel]:
         """The compiled sub-graphs, in execution order (for benchmarks and debugging)."""

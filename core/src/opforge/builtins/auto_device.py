@@ -135,15 +135,17 @@ def candidates(ctx: CompileContext) -> list[str]:
 
 
 def device_config(ctx: CompileContext, dev: str) -> dict[str, Any]:
-    """The common properties changed from their defaults (where ``dev`` takes them), then
-    ``DEVICE_PROPERTIES[dev]``."""
+    """The common properties the caller set or changed from their defaults (where ``dev`` takes
+    them), then ``DEVICE_PROPERTIES[dev]``. One left unset takes ``dev``'s own default (the CPU's
+    precision: bf16 on a bf16 host), as OpenVINO's AUTO does; one set to AUTO's default
+    (``INFERENCE_PRECISION_HINT=f32``) is passed on all the same."""
     per_device: Mapping[str, Any] = ctx.config.get("DEVICE_PROPERTIES") or {}
     wanted = {str(k).strip().upper(): v for k, v in per_device.items()}
     own = wanted.get(dev.upper(), wanted.get(parse_device_name(dev).base, {}))
     if not isinstance(own, Mapping):
         raise PropertyError(f"DEVICE_PROPERTIES['{dev}'] must be a dict of properties, got {own!r}")
     defaults = {s.name: s.default for s in COMMON_PROPERTIES}
-    changed = {k: v for k, v in ctx.config.items() if k in defaults and v != defaults[k]}
+    changed = {k: v for k, v in ctx.config.items() if k in defaults and (k in ctx.explicit or v != defaults[k])}
     cfg: dict[str, Any] = {}
     if changed:
         supported = set(ctx.core.get_property(dev, "SUPPORTED_PROPERTIES"))

@@ -2,8 +2,9 @@
 
 A blob is a zip archive, readable with any unzip tool:
 
-* ``manifest.json``: ``format``, ``format_version``, the device, the compile config, the model's
-  hash, and the versions of opforge and of the plugins the compilation depends on;
+* ``manifest.json``: ``format``, ``format_version``, the device, the compile config, which of
+  its properties were left at the device's defaults (``defaulted``, format version 2), the
+  model's hash, and the versions of opforge and of the plugins the compilation depends on;
 * ``model.xml`` + ``model.bin``: the model as IR v11 (before the device's own transformations);
 * ``device.payload`` (optional): what the device's ``Executable.export_payload`` returned, handed
   back to its ``Device.import_compiled`` on import. A device without one is compiled from the IR.
@@ -23,8 +24,10 @@ from typing import IO, Any
 from opforge.errors import BlobVersionError, ModelFormatError
 
 FORMAT = "opforge-compiled-model"
-#: the blob layout this opforge writes and the newest it reads
-FORMAT_VERSION = 1
+#: the blob layout this opforge writes and the newest it reads. 2: the manifest says which config
+#: properties were the device's defaults (``defaulted``), which import resolves on its own host;
+#: a version 1 blob's config is taken as chosen, all of it
+FORMAT_VERSION = 2
 _MANIFEST, _XML, _BIN, _PAYLOAD = "manifest.json", "model.xml", "model.bin", "device.payload"
 
 
@@ -38,12 +41,20 @@ class Blob:
     weights: bytes
     payload: bytes | None = None
     format_version: int = FORMAT_VERSION
+    #: the keys of ``config`` the compile left at the device's defaults (not set by the caller):
+    #: a default may depend on the host (the CPU's precision is bf16 where it has bf16
+    #: arithmetic), so import gives these the importing host's defaults
+    defaulted: list[str] = dataclasses.field(default_factory=list)
+
+    def chosen_config(self) -> dict[str, Any]:
+        """The config the exporting compile chose: without the properties left at defaults."""
+        return {k: v for k, v in self.config.items() if k not in set(self.defaulted)}
 
     def to_bytes(self) -> bytes:
         manifest = {
             "format": FORMAT, "format_version": self.format_version, "device": self.device,
-            "config": self.config, "versions": self.versions, "model_hash": self.model_hash,
-            "payload": _PAYLOAD if self.payload is not None else None,
+            "config": self.config, "defaulted": sorted(self.defaulted), "versions": self.versions,
+            "model_hash": self.model_hash, "payload": _PAYLOAD if self.payload is not None else None,
         }
         sink = io.BytesIO()
         # Weights are stored, not deflated: they barely compress and import can then read them
@@ -81,8 +92,13 @@ class Blob:
                 if missing:
                     raise ModelFormatError(f"{label}: blob lacks {', '.join(sorted(missing))}")
                 payload = z.read(_PAYLOAD) if manifest.get("payload") and _PAYLOAD in names else None
+                defaulted = manifest.get("defaulted", [])
+                if not isinstance(defaulted, list) or not all(isinstance(k, str) for k in defaulted):
+                    raise ModelFormatError(f"{label}: {_MANIFEST}'s 'defaulted' must be a list of property "
+                                           f"names, got {defaulted!r}")
                 return cls(str(manifest["device"]), dict(manifest["config"]), dict(manifest["versions"]),
-                           str(manifest["model_hash"]), z.read(_XML), z.read(_BIN), payload, version)
+                           str(manifest["model_hash"]), z.read(_XML), z.read(_BIN), payload, version,
+                           list(defaulted))
         except zipfile.BadZipFile as err:
             raise ModelFormatError(f"{label}: not an opforge compiled-model blob ({err}); expected what "
                                    "CompiledModel.export_model() wrote") from None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -25,7 +25,7 @@ class CompiledModel:
 
     def __init__(self, core: Core, model: Model, executable: Executable, device: str,
                  config: dict[str, Any], *, source: Model | Callable[[], Model] | None = None,
-                 loaded_from_cache: bool = False) -> None:
+                 loaded_from_cache: bool = False, explicit: Collection[str] | None = None) -> None:
         self._core = core
         self._model = model
         # The model as given to compile_model, before the device's transformations: what
@@ -37,6 +37,9 @@ class CompiledModel:
         self._executable = executable
         self.device = device
         self._config = dict(config)
+        # The config keys the caller set; the others are the device's (host-dependent) defaults,
+        # which an exported blob leaves to the importing host. None: all of them were set.
+        self._explicit = frozenset(self._config if explicit is None else explicit)
         self._local = threading.local()
         self._executor: ThreadPoolExecutor | None = None
         self._executor_lock = threading.Lock()
@@ -116,10 +119,12 @@ class CompiledModel:
         from opforge.runtime.fingerprint import model_hash, relevant_versions
 
         xml, weights = serialize(source, plugins=self._core.plugins)
-        blob = Blob(device=self.device, config={k: v for k, v in self._config.items() if k != "CACHE_DIR"},
+        config = {k: v for k, v in self._config.items() if k != "CACHE_DIR"}
+        blob = Blob(device=self.device, config=config,
                     versions=relevant_versions(self._core.plugins, source, self.device),
                     model_hash=model_hash(source), xml=xml, weights=weights,
-                    payload=self._executable.export_payload())
+                    payload=self._executable.export_payload(),
+                    defaulted=sorted(k for k in config if k not in self._explicit))
         return blob.to_bytes()
 
     def _pool(self) -> ThreadPoolExecutor:

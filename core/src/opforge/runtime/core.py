@@ -365,7 +365,7 @@ class Core:
         # caller of compile_model (HETERO's fallback warning, AUTO's).
         executable = dev.compile_model(clone, ctx)
         return CompiledModel(self, clone, executable, parsed.full, ctx.config,
-                             source=source if source is not None else model.clone())
+                             source=source if source is not None else model.clone(), explicit=ctx.explicit)
 
     def _rereader(self, model: str | os.PathLike[str] | bytes) -> Callable[[], Model]:
         """How export_model gets the source of a model compiled from a file or bytes: reading it
@@ -394,7 +394,7 @@ class Core:
             executable = dev.compile_model(clone, ctx)
         return CompiledModel(self, clone, executable, parsed.full, ctx.config,
                              source=source if source is not None else model.clone(),
-                             loaded_from_cache=loaded_from_cache)
+                             loaded_from_cache=loaded_from_cache, explicit=ctx.explicit)
 
     def _compile_cached(self, model: Model | str | os.PathLike[str] | bytes, parsed: DeviceName, dev: Device,
                         ctx: CompileContext, cache_dir: str) -> CompiledModel:
@@ -442,7 +442,11 @@ class Core:
         """A compiled model from what :meth:`CompiledModel.export_model` wrote (bytes, a path or
         a binary stream). The blob's versions of opforge and of the plugins it depends on must be
         the installed ones; ``device_name`` (default: the blob's) must be the blob's device;
-        ``config`` overrides the blob's compile config."""
+        ``config`` overrides the blob's compile config.
+
+        The properties the exporting compile set keep their values; those it left at the device's
+        defaults take this host's defaults (a CPU model compiled without a precision runs in this
+        host's default precision, bf16 or f32, not in the exporting host's)."""
         data, label = read_source(model_stream)
         blob = Blob.from_bytes(data, label)
         check_versions(label, blob.versions, loaded_versions(self.plugins))
@@ -451,15 +455,32 @@ class Core:
                 f"{label} was compiled for {blob.device}, not {device_name}: import it with device "
                 f"'{blob.device}', or compile the model again for {device_name}")
         parsed, dev = self._resolve(blob.device)
-        ctx = self._context(parsed, {**blob.config, **dict(config or {})})
-        return self._from_blob(blob, parsed, dev, ctx)
+        chosen = blob.chosen_config()
+        overrides = dict(config or {})
+        ctx = self._context(parsed, {**chosen, **overrides})
+        try:
+            return self._from_blob(blob, parsed, dev, ctx)
+        except PropertyError as err:
+            # e.g. INFERENCE_PRECISION_HINT=bf16 chosen on a bf16 host, imported on one without
+            kept = {k: v for k, v in chosen.items() if k not in {str(o).upper() for o in overrides}}
+            settings = ", ".join(f"{k}={v}" for k, v in sorted(kept.items())) or "none"
+            raise PropertyError(
+                f"{label} cannot be imported on this host: {err}. Its compile set {settings}; import it with "
+                f"config={{...}} overriding the setting this host refuses (e.g. "
+                f"config={{'INFERENCE_PRECISION_HINT': 'f32'}}), or compile the model again for {blob.device} "
+                "without that setting (or with one this host supports) and export it again") from err
 
     def _from_blob(self, blob: Blob, parsed: DeviceName, dev: Device, ctx: CompileContext, *,
                    loaded_from_cache: bool = False) -> CompiledModel:
         from opforge.ir.reader import read_ir
 
         model = read_ir(blob.xml, blob.weights, self.plugins)
-        return self._compile(model, parsed, dev, ctx, payload=blob.payload, loaded_from_cache=loaded_from_cache)
+        payload = blob.payload
+        if payload is not None and any(k in ctx.config and ctx.config[k] != blob.config.get(k) for k in blob.defaulted):
+            # The payload was compiled for the exporting host's default of a property this host
+            # defaults otherwise (CPU precision): compile the IR again for this host's.
+            payload = None
+        return self._compile(model, parsed, dev, ctx, payload=payload, loaded_from_cache=loaded_from_cache)
 
     def query_model(self, model: Model, device_name: str,
                     config: Mapping[str, Any] | None = None) -> dict[str, str]:
@@ -468,8 +489,9 @@ class Core:
         return dev.query_model(model, self._context(parsed, config))
 
     def _context(self, parsed: DeviceName, config: Mapping[str, Any] | None) -> CompileContext:
-        merged = self._table(parsed.base).merged(config)
-        return CompileContext(device_name=parsed.full, config=merged, plugins=self.plugins, core=self)
+        merged, explicit = self._table(parsed.base).merged_with_explicit(config)
+        return CompileContext(device_name=parsed.full, config=merged, plugins=self.plugins, core=self,
+                              explicit=explicit)
 
     def get_versions(self, device_name: str) -> dict[str, str]:
         base = parse_device_name(device_name).base

@@ -39,6 +39,9 @@ class CompileContext:
     plugins: PluginSystem
     #: the Core itself, for meta-devices (HETERO) that compile parts on other devices
     core: Core
+    #: the keys of ``config`` the caller chose (compile config, ``set_property``); the others are
+    #: the device's defaults, which may depend on the host (CPU: bf16 where it has bf16)
+    explicit: frozenset[str] = frozenset()
 
     def kernels(self, device: str | None = None) -> dict[tuple[str, str | None], Any]:
         """Kernels registered by plugins for ``device`` (default: this device's base name)."""

@@ -91,6 +91,9 @@ class PropertyTable:
         self.device = device
         self.specs = {s.name: s for s in specs}
         self.values: dict[str, Any] = {s.name: s.default for s in specs}
+        #: the properties someone set (``set``), as opposed to the device's defaults: exported
+        #: blobs keep those and let the others take the importing host's defaults
+        self.explicit: set[str] = set()
 
     def spec(self, name: str) -> PropertySpec:
         key = name.upper() if name.upper() in self.specs else name
@@ -109,14 +112,21 @@ class PropertyTable:
                 raise PropertyError(f"property '{s.name}' of device {self.device} is read-only")
             converted[s.name] = s.convert(self.device, v)
         self.values.update(converted)
+        self.explicit.update(converted)
 
     def get(self, name: str) -> Any:
         return self.values[self.spec(name).name]
 
     def merged(self, overrides: Mapping[str, Any] | None) -> dict[str, Any]:
         """Current values with per-call ``overrides`` applied (validated), without storing them."""
+        return self.merged_with_explicit(overrides)[0]
+
+    def merged_with_explicit(self, overrides: Mapping[str, Any] | None) -> tuple[dict[str, Any], frozenset[str]]:
+        """:meth:`merged`, and the names of the properties in it that were set (on this table or
+        in ``overrides``) rather than left at their defaults."""
         table = PropertyTable(self.device, list(self.specs.values()))
         table.values = dict(self.values)
+        table.explicit = set(self.explicit)
         if overrides:
             table.set(overrides)
-        return table.values
+        return table.values, frozenset(table.explicit)

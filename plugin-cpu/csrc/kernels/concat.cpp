@@ -1,4 +1,10 @@
-// Concat: for each outer index, one memcpy per input of its slab along the axis.
+// Concat. Plain inputs: for each outer index, one memcpy per input of its slab along the axis.
+// Layout-flexible: when a convolution wrote an input in oneDNN's layout (nhwc, nChw16c), oneDNN's
+// concat reads it there and writes the output in that layout too (when every reader takes a
+// blocked tensor), so the next convolution or pooling reads it as it is. Before, each blocked
+// input was reordered to plain by the planner, copied, and reordered back by the convolution that
+// read the result: three passes over the data of every Inception/Fire module instead of one.
+#include "core/dnnl_util.hpp"
 #include "kernels/common.hpp"
 
 namespace opforge_cpu {
@@ -39,10 +45,109 @@ class ConcatKernel : public Kernel {
   std::vector<size_t> chunk_;
   size_t row_ = 0;
 };
+
+// oneDNN's concat over inputs in any layout (each its own descriptor). Empty inputs add nothing
+// and oneDNN refuses zero-sized sources, so they are left out of the primitive.
+class DnnlConcatKernel : public DnnlKernel {
+ public:
+  DnnlConcatKernel(NodeDesc& n, int axis) {
+    std::vector<dnnl::memory::desc> srcs;
+    std::vector<int> index;
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      if (numel(n.in(static_cast<int>(i)).shape) == 0) continue;
+      srcs.push_back(md_of(n.in(static_cast<int>(i))));
+      index.push_back(static_cast<int>(i));
+    }
+    const TensorInfo& y = n.outputs[0];
+    const auto plain = plain_md(y.dtype, y.shape);
+    dnnl::concat::primitive_desc pd;
+    bool made = false;
+    if (!n.allow_blocked_output.empty() && n.allow_blocked_output[0]) {
+      // The layout of the first blocked input, when oneDNN can place every input in it (a
+      // channel block that divides each input's channel offset, or nhwc at any offset).
+      for (size_t i = 0; i < srcs.size() && !made; ++i) {
+        if (!n.in(index[i]).blocked) continue;
+        try {
+          auto want = dst_like(srcs[i], y);
+          pd = dnnl::concat::primitive_desc(cpu_engine(), want, axis, srcs, default_attr());
+          made = true;
+        } catch (const dnnl::error&) {
+        }
+      }
+    }
+    if (!made) pd = dnnl::concat::primitive_desc(cpu_engine(), plain, axis, srcs, default_attr());
+    set_primitive(dnnl::concat(pd), pd);
+    for (size_t i = 0; i < srcs.size(); ++i) arg_input(DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i), index[i], srcs[i]);
+    const auto dst = pd.dst_desc();
+    arg_output(DNNL_ARG_DST, 0, dst);
+    n.outputs[0].md = dst;
+    n.outputs[0].blocked = dst != plain;
+  }
+
+ private:
+  // A descriptor of the output's dims in the layout of `src` (same dimension order and inner
+  // blocks; dense strides recomputed for the output's sizes).
+  static dnnl::memory::desc dst_like(const dnnl::memory::desc& src, const TensorInfo& y) {
+    const auto dims = to_dims(y.shape);
+    const int nd = static_cast<int>(dims.size());
+    const auto sstr = src.get_strides();
+    const auto blks = src.get_inner_blks();
+    const auto idxs = src.get_inner_idxs();
+    if (static_cast<int>(sstr.size()) != nd) throw dnnl::error(dnnl_invalid_arguments, "rank");
+    // outer (blocked-over) sizes of each dim, and the inner block's element count
+    dnnl::memory::dims outer(dims), block_of(nd, 1);
+    int64_t inner = 1;
+    for (size_t b = 0; b < blks.size(); ++b) {
+      block_of[idxs[b]] *= blks[b];
+      inner *= blks[b];
+    }
+    for (int d = 0; d < nd; ++d) outer[d] = (dims[d] + block_of[d] - 1) / block_of[d];
+    // dims ordered by the source's strides, outermost first (ties: the lower dim first)
+    std::vector<int> order(nd);
+    for (int d = 0; d < nd; ++d) order[d] = d;
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return sstr[a] > sstr[b]; });
+    dnnl::memory::dims strides(nd);
+    int64_t s = inner;
+    for (int k = nd - 1; k >= 0; --k) {
+      strides[order[k]] = s;
+      s *= outer[order[k]];
+    }
+    // (the output's own type: a bf16 input does not make the output bf16)
+    const auto dt = dnnl_type(y.dtype);
+    if (blks.empty()) return dnnl::memory::desc(dims, dt, strides);
+    // Rebuild with the inner blocks: the C API's blocking descriptor through a format tag is not
+    // reachable generically, so only the layouts oneDNN's convolutions choose are rebuilt here.
+    using t = dnnl::memory::format_tag;
+    if (nd == 4 && blks.size() == 1 && idxs[0] == 1 && blks[0] == 16) return dnnl::memory::desc(dims, dt, t::aBcd16b);
+    if (nd == 4 && blks.size() == 1 && idxs[0] == 1 && blks[0] == 8) return dnnl::memory::desc(dims, dt, t::aBcd8b);
+    if (nd == 5 && blks.size() == 1 && idxs[0] == 1 && blks[0] == 16) return dnnl::memory::desc(dims, dt, t::aBcde16b);
+    if (nd == 5 && blks.size() == 1 && idxs[0] == 1 && blks[0] == 8) return dnnl::memory::desc(dims, dt, t::aBcde8b);
+    if (nd == 3 && blks.size() == 1 && idxs[0] == 1 && blks[0] == 16) return dnnl::memory::desc(dims, dt, t::aBc16b);
+    if (nd == 3 && blks.size() == 1 && idxs[0] == 1 && blks[0] == 8) return dnnl::memory::desc(dims, dt, t::aBc8b);
+    throw dnnl::error(dnnl_unimplemented, "layout");
+  }
+};
 }  // namespace
 
-std::unique_ptr<Kernel> make_concat(NodeDesc& n) { return std::make_unique<ConcatKernel>(n); }
+std::string check_concat(const NodeDesc& n) {
+  bool blocked = false;
+  for (const auto& in : n.inputs) blocked = blocked || in.info.blocked;
+  for (const auto& in : n.inputs)
+    if (blocked && in.info.dtype != n.outputs[0].dtype)
+      return std::string("inputs of different element types (") + dtype_name(in.info.dtype) + ", " +
+             dtype_name(n.outputs[0].dtype) + ")";
+  return "";
+}
 
-OPFORGE_KERNEL(Concat, make_concat, nullptr);
+std::unique_ptr<Kernel> make_concat(NodeDesc& n) {
+  const Shape& ys = n.outputs[0].shape;
+  int64_t axis = normalize_axis(n.attrs.i("axis"), static_cast<int64_t>(ys.size()));
+  bool blocked = false;
+  for (const auto& in : n.inputs) blocked = blocked || in.info.blocked;
+  if (blocked && numel(ys) > 0) return std::make_unique<DnnlConcatKernel>(n, static_cast<int>(axis));
+  return std::make_unique<ConcatKernel>(n);
+}
+
+OPFORGE_KERNEL(Concat, make_concat, check_concat).layout_flexible();
 
 }  // namespace opforge_cpu

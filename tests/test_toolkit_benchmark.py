@@ -93,6 +93,24 @@ def test_benchmark_cli_json_report(device: str, mlp_xml: Path, tmp_path: Path,
     assert report["config"]["PERFORMANCE_HINT"] == "LATENCY" and report["config"]["ENABLE_PROFILING"] is True
     assert report["input_shapes"] == {"x": [2, 16]}
     assert report["counters"] and all(set(ProfilingInfo.COLUMNS) <= set(c) for c in report["counters"])
+    # the precision it ran in (the suite pins the CPU's default to f32; the VPU's is f16), and
+    # that it was the device's default
+    precision = report["inference_precision"]
+    assert precision == ("f16" if device.startswith("VPU") else "f32")
+    assert report["inference_precision_source"] == "device default"
+    assert f"precision:    {precision} (the device's default here; -infer_precision to choose)" in text
+
+
+def test_benchmark_infer_precision_is_passed_and_reported(mlp_xml: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from opforge_cpu._loader import load_core
+
+    wanted = "bf16" if load_core().native_bf16() else "f32"
+    assert main(["benchmark", "-m", str(mlp_xml), "-d", "CPU", "-niter", "2", "-infer_precision", wanted.upper()]) == 0
+    assert f"precision:    {wanted} (set by -infer_precision)" in capsys.readouterr().out
+    report = run_benchmark(BenchmarkSettings(str(mlp_xml), "CPU", niter=2, infer_precision=wanted))
+    assert (report.precision, report.precision_chosen) == (wanted, True)
+    assert report.config["INFERENCE_PRECISION_HINT"] == wanted
+    assert report.to_dict()["inference_precision_source"] == "-infer_precision"
 
 
 def test_benchmark_throughput_with_several_requests(mlp_xml: Path) -> None:

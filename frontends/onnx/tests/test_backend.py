@@ -84,3 +84,60 @@ def test_a_real_device_compiles_when_available() -> None:
     except opforge.errors.OpforgeError as err:
         pytest.skip(f"device {devices[0]} cannot run this model yet: {err}")
     np.testing.assert_allclose(y, [0, 0, 3])
+
+
+class _Core:
+    """Stands for a Core whose devices have these default precisions (None: no such property)."""
+
+    def __init__(self, defaults: dict[str, str | None]) -> None:
+        self.defaults = defaults
+
+    def get_property(self, device: str, name: str) -> str:
+        from opforge.errors import PropertyError
+
+        value = self.defaults[device]
+        if value is None:
+            raise PropertyError(f"device {device} has no property '{name}'")
+        return value
+
+
+def test_onnx_semantics_pin_f32_only_over_a_bf16_default() -> None:
+    from opforge_onnx.backend import onnx_semantics_config
+
+    core = _Core({"CPU": "bf16", "GPU.0": "f32", "VPU.0": "f16", "HETERO:GPU,CPU": None})
+    assert onnx_semantics_config(core, "CPU") == {"INFERENCE_PRECISION_HINT": "f32"}
+    assert onnx_semantics_config(core, "CPU", {"NUM_STREAMS": 2}) == {"NUM_STREAMS": 2, "INFERENCE_PRECISION_HINT": "f32"}
+    # the caller's precision wins, whatever its spelling
+    assert onnx_semantics_config(core, "CPU", {"inference_precision_hint": "bf16"}) == {"inference_precision_hint": "bf16"}
+    assert onnx_semantics_config(core, "GPU.0") is None
+    assert onnx_semantics_config(core, "VPU.0") is None  # f16 is what the VPU computes in
+    assert onnx_semantics_config(core, "HETERO:GPU,CPU") is None
+
+
+def test_the_cpu_backend_runs_f32_on_a_bf16_host_and_says_so() -> None:
+    import os
+    import subprocess
+    import sys
+    import textwrap
+
+    import opforge
+
+    if "CPU" not in opforge.Core().available_devices:
+        pytest.skip("no CPU device here")
+    # the host's own default (the suite pins f32): a subprocess without the pin
+    script = textwrap.dedent("""
+        import opforge
+        from opforge_onnx.backend import OpforgeBackend
+        from test_backend import model
+        default = opforge.Core().get_property("CPU", "INFERENCE_PRECISION_HINT")
+        print(default, OpforgeBackend.prepare(model(), "CPU").precision,
+              OpforgeBackend.prepare(model(), "CPU", config={"INFERENCE_PRECISION_HINT": default}).precision)
+    """)
+    env = {k: v for k, v in os.environ.items() if k != "OPFORGE_CPU_DEFAULT_PRECISION"}
+    env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(__file__), env.get("PYTHONPATH", "")])
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    default, ran, asked = out.stdout.split()
+    # f32 without a hint even where the default is bf16; the default itself when asked for
+    assert default in ("bf16", "f32") and (ran, asked) == ("f32", default), out.stdout
+    assert OpforgeBackend.prepare(model(), REFERENCE).precision == "f32"

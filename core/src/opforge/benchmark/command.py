@@ -26,6 +26,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:  # t
     sb.add_argument("-hint", dest="hint", default="latency", choices=("latency", "throughput"),
                     type=str.lower, help="PERFORMANCE_HINT")
     sb.add_argument("-nthreads", dest="nthreads", type=int, help="INFERENCE_NUM_THREADS")
+    sb.add_argument("-infer_precision", dest="infer_precision", type=str.lower,
+                    help="INFERENCE_PRECISION_HINT (f32, bf16, f16); default: the device's own (CPU: bf16 on a host "
+                         "with bf16 arithmetic, as OpenVINO's benchmark_app); the report says which ran")
     sb.add_argument("-extensions", dest="extensions", action="append", default=[],
                     help="extension(s) to load first: plugin name, module, .py file (comma separated or repeated)")
     sb.add_argument("-c", dest="config_file", help="CONFIG_FILE of custom kernels (GPU/VPU XML)")
@@ -41,6 +44,7 @@ def benchmark_command(args: argparse.Namespace) -> int:
     settings = BenchmarkSettings(
         model=args.model, device=args.device, inputs=args.inputs, shape=args.shape, batch=args.batch,
         niter=args.niter, time_s=args.time_s, nireq=args.nireq, hint=args.hint, nthreads=args.nthreads,
+        infer_precision=args.infer_precision,
         extensions=extensions, config_file=args.config_file, perf_counts=args.perf_counts, progress=args.progress)
     report = run_benchmark(settings)
     if args.json_file == "-":
@@ -67,6 +71,9 @@ def print_report(r: BenchmarkReport) -> None:
     print(f"model:        {r.model}", file=out)
     print(f"device:       {r.device} (executed on {', '.join(r.execution_devices)})", file=out)
     print(f"hint:         {r.hint}, {r.nireq} infer request(s), batch {r.batch}", file=out)
+    if r.precision:
+        how = "set by -infer_precision" if r.precision_chosen else "the device's default here; -infer_precision to choose"
+        print(f"precision:    {r.precision} ({how})", file=out)
     print("inputs:       " + ", ".join(f"{k}{v}" for k, v in r.input_shapes.items()), file=out)
     print(f"read {r.read_ms:.1f} ms, compile {r.compile_ms:.1f} ms, first inference {r.first_inference_ms:.2f} ms",
           file=out)

@@ -37,6 +37,7 @@ class BenchmarkSettings:
     nireq: int | None = None
     hint: str = "latency"              # latency | throughput
     nthreads: int | None = None
+    infer_precision: str | None = None  # INFERENCE_PRECISION_HINT; None: the device's default
     extensions: list[str] = dataclasses.field(default_factory=list)
     config_file: str | None = None     # the GPU/VPU CONFIG_FILE of custom kernels
     perf_counts: bool = False
@@ -74,6 +75,11 @@ class BenchmarkReport:
     config: dict[str, Any]
     input_shapes: dict[str, list[int]]
     counters: list[ProfilingInfo] = dataclasses.field(default_factory=list)
+    #: what the compiled model computes in (INFERENCE_PRECISION_HINT as it reports it: the CPU's
+    #: default is bf16 on a bf16 host), "" for a device that does not say
+    precision: str = ""
+    #: whether -infer_precision chose it or it is the device's default
+    precision_chosen: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -84,6 +90,8 @@ class BenchmarkReport:
             "throughput_fps": round(self.throughput_fps, 3),
             "first_inference_ms": round(self.first_inference_ms, 4),
             "read_ms": round(self.read_ms, 3), "compile_ms": round(self.compile_ms, 3),
+            "inference_precision": self.precision or None,
+            "inference_precision_source": "-infer_precision" if self.precision_chosen else "device default",
             "config": {k: _jsonable(v) for k, v in self.config.items()},
             "input_shapes": self.input_shapes,
             "counters": [c.to_dict() for c in self.counters],
@@ -110,6 +118,8 @@ def device_config(core: Core, s: BenchmarkSettings) -> dict[str, Any]:
         wanted["ENABLE_PROFILING"] = True
     if s.config_file:
         wanted["CONFIG_FILE"] = s.config_file
+    if s.infer_precision:
+        wanted["INFERENCE_PRECISION_HINT"] = s.infer_precision
     parsed = parse_device_name(s.device)
     supported = set(core.get_property(parsed.base, "SUPPORTED_PROPERTIES"))
     config: dict[str, Any] = {}
@@ -122,7 +132,7 @@ def device_config(core: Core, s: BenchmarkSettings) -> dict[str, Any]:
                   if key in set(core.get_property(t, "SUPPORTED_PROPERTIES"))] if "DEVICE_PROPERTIES" in supported else []
         if not takers:
             flag = {"PERFORMANCE_HINT": "-hint", "INFERENCE_NUM_THREADS": "-nthreads", "ENABLE_PROFILING": "-pc",
-                    "CONFIG_FILE": "-c"}[key]
+                    "CONFIG_FILE": "-c", "INFERENCE_PRECISION_HINT": "-infer_precision"}[key]
             raise PropertyError(f"device {s.device} does not support {key} (asked for by {flag}); "
                                 f"it supports: {', '.join(sorted(supported))}")
         for t in takers:
@@ -170,13 +180,17 @@ def run_benchmark(s: BenchmarkSettings, core: Core | None = None, progress_strea
         executing = [str(d) for d in compiled.get_property("EXECUTION_DEVICES")]
     except PropertyError:
         executing = [compiled.device]
+    try:
+        precision = str(compiled.get_property("INFERENCE_PRECISION_HINT"))
+    except PropertyError:
+        precision = ""
     return BenchmarkReport(
         model=s.model, device=compiled.device, execution_devices=executing, hint=s.hint.lower(), nireq=nireq,
         batch=batch, iterations=len(latencies), duration_s=duration, latency=LatencyStats.of(latencies),
         throughput_fps=len(latencies) * batch / duration if duration > 0 else 0.0,
         first_inference_ms=first_ms, read_ms=read_ms, compile_ms=compile_ms, config=config,
         input_shapes={k: list(np.shape(v)) for k, v in feeds.items()},
-        counters=counters if s.perf_counts else [],
+        counters=counters if s.perf_counts else [], precision=precision, precision_chosen=bool(s.infer_precision),
     )
 
 

@@ -10,6 +10,11 @@ for tests and for checking devices against), not a device.
 
     rep = OpforgeBackend.prepare(model_proto, "REFERENCE")
     (y,) = rep.run([x])
+
+Precision: the ONNX backend API promises ONNX's semantics (its test suite compares with f32
+results at rtol 1e-3, as ONNX Runtime's backend computes them), so a device whose default
+precision is bf16 (the CPU on a host with bf16 arithmetic) compiles in f32 here unless
+``config`` names an ``INFERENCE_PRECISION_HINT``. ``rep.precision`` says what ran.
 """
 
 from __future__ import annotations
@@ -45,6 +50,22 @@ def _core() -> Any:
     return opforge.Core()
 
 
+def onnx_semantics_config(core: Any, device: str, config: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+    """``config`` for ``device`` with ``INFERENCE_PRECISION_HINT=f32`` added when the device would
+    otherwise compute in bf16 by default (its f16 devices keep theirs: f16 is what they run) and
+    the caller named no precision; None when there is nothing to pass."""
+    out = dict(config or {})
+    if any(str(k).upper() == "INFERENCE_PRECISION_HINT" for k in out):
+        return out
+    try:
+        default = str(core.get_property(device, "INFERENCE_PRECISION_HINT")).lower()
+    except OpforgeError:  # a device without the property (a meta device) keeps its own defaults
+        default = ""
+    if default == "bf16":
+        out["INFERENCE_PRECISION_HINT"] = "f32"
+    return out or None
+
+
 class OpforgeBackendRep(BackendRep):
     """A converted (and, for devices, compiled) model; ``run(inputs)`` returns its outputs in the
     ONNX graph's output order, as a named tuple keyed by the output names."""
@@ -56,6 +77,17 @@ class OpforgeBackendRep(BackendRep):
         self.output_names = list(output_names)
         self.device = device
         self._compiled = compiled
+
+    @property
+    def precision(self) -> str:
+        """What the compiled model computes in (``INFERENCE_PRECISION_HINT``); ``"f32"`` for the
+        reference evaluation; ``""`` for a device that does not say."""
+        if self._compiled is None:
+            return "f32"
+        try:
+            return str(self._compiled.get_property("INFERENCE_PRECISION_HINT"))
+        except OpforgeError:
+            return ""
 
     def _feeds(self, inputs: Any) -> dict[str, np.ndarray]:
         if isinstance(inputs, Mapping):
@@ -102,7 +134,8 @@ class OpforgeBackend(Backend):
     def prepare(cls, model: onnx.ModelProto, device: str = "CPU", **kwargs: Any) -> OpforgeBackendRep:
         """Convert ``model`` and compile it for ``device``. ``kwargs`` go to the conversion
         (``extension=``, ``input=``), except ``config`` (a mapping of device properties for
-        ``compile_model``)."""
+        ``compile_model``; without a precision in it, a device whose default is bf16 gets f32: see
+        the module's docstring)."""
         config = kwargs.pop("config", None)
         converted = convert_model(model.SerializeToString(), framework="onnx", **kwargs)
         inits = {t.name for t in model.graph.initializer} | {t.values.name for t in model.graph.sparse_initializer}
@@ -116,7 +149,8 @@ class OpforgeBackend(Backend):
                 f"opforge device '{device}' is not available here (available: "
                 f"{', '.join(core.available_devices) or 'none'}; '{REFERENCE}' evaluates by reference)"
             )
-        compiled = _core().compile_model(converted, device, config)
+        core = _core()
+        compiled = core.compile_model(converted, device, onnx_semantics_config(core, device, config))
         return OpforgeBackendRep(converted, input_names, output_names, device, compiled)
 
     @classmethod

@@ -28,16 +28,6 @@ def _core() -> Any:
     return _CORE
 
 
-def _f32_config(device: str) -> dict[str, str] | None:
-    from opforge.errors import OpforgeError
-
-    try:
-        default = str(_core().get_property(device, "INFERENCE_PRECISION_HINT")).lower()
-    except OpforgeError:  # a device without the property (a meta device) keeps its own defaults
-        return None
-    return {"INFERENCE_PRECISION_HINT": "f32"} if default == "bf16" else None
-
-
 def backend_for(device: str) -> tuple[Callable[[str], Runner], Callable[[str, Sequence[Any]], list[np.ndarray]]]:
     """``(prepare, run)`` for ``device`` ("CPU", "GPU.1", "REFERENCE", ...)."""
 
@@ -56,8 +46,10 @@ def backend_for(device: str) -> tuple[Callable[[str], Runner], Callable[[str, Se
 
             return run_reference
         # the node tests' expected outputs are f32 results (rtol 1e-3): a device computing in bf16
-        # by default (CPU on a bf16 host, as OpenVINO's) runs them in f32
-        compiled = _core().compile_model(model, device, _f32_config(device))
+        # by default (CPU on a bf16 host, as OpenVINO's) runs them in f32, as the ONNX backend does
+        from opforge_onnx.backend import onnx_semantics_config
+
+        compiled = _core().compile_model(model, device, onnx_semantics_config(_core(), device))
 
         def run_inputs(inputs: Sequence[Any]) -> list[np.ndarray]:
             return list(compiled({n: np.asarray(v) for n, v in zip(names, inputs)}).to_tuple())

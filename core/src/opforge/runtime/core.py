@@ -465,7 +465,8 @@ class Core:
             kept = {k: v for k, v in chosen.items() if k not in {str(o).upper() for o in overrides}}
             settings = ", ".join(f"{k}={v}" for k, v in sorted(kept.items())) or "none"
             raise PropertyError(
-                f"{label} cannot be imported on this host: {err}. Its compile set {settings}; import it with "
+                f"{label} cannot be imported on this host: {str(err).rstrip('.')}. Its compile set {settings}; "
+                "import it with "
                 f"config={{...}} overriding the setting this host refuses (e.g. "
                 f"config={{'INFERENCE_PRECISION_HINT': 'f32'}}), or compile the model again for {blob.device} "
                 "without that setting (or with one this host supports) and export it again") from err

@@ -1,8 +1,10 @@
 #include "core/nn.hpp"
 
+#include "core/elementwise.hpp"
 #include "core/fully_connected.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <limits>
 #include <unordered_map>
 #include <vector>
@@ -84,11 +86,19 @@ class WindowKernel : public Kernel {
     ctx.stream->wait();
     const float* x = static_cast<const float*>(args.at(DNNL_ARG_SRC).get_data_handle());
     const int64_t nx = static_cast<int64_t>(src_md_.get_size() / sizeof(float));
-    // (an int |-reduction without short-circuit vectorises: 4x faster than `any = any || ...`,
-    // which cost 0.5 ms per resnet18 inference)
-    int any = 0;
-#pragma omp parallel for simd num_threads(ctx.num_threads) reduction(| : any) schedule(static) if (nx > 65536)
-    for (int64_t i = 0; i < nx; ++i) any |= x[i] != x[i];
+    // A screen first: v - v is NaN exactly for NaN and +-inf, and a plain float sum of it is a
+    // vector subtract-and-add (an int |-reduction of x != x under `omp parallel for simd ... if`
+    // stayed scalar: 0.44 ms for resnet18's 64x112x112 input, 9x the pooling itself (0.05);
+    // the screen takes 0.16). Only a flagged chunk (an inf is fine) gets the exact test.
+    std::atomic<int> any{0};
+    parallel_range(nx, ctx.num_threads, [&](int64_t b, int64_t e) {
+      float screen = 0.0f;
+#pragma omp simd reduction(+ : screen)
+      for (int64_t i = b; i < e; ++i) screen += x[i] - x[i];
+      if (screen == screen) return;
+      for (int64_t i = b; i < e; ++i)
+        if (x[i] != x[i]) { any = 1; return; }
+    }, 65536);
     if (!any) return;
     std::vector<float> xm(nx), ym(dst_md_.get_size() / sizeof(float));
     const float inf = std::numeric_limits<float>::infinity();

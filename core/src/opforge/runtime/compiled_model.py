@@ -13,6 +13,7 @@ from opforge.errors import PropertyError
 from opforge.graph import Model, Output
 from opforge.runtime.device import Executable
 from opforge.runtime.infer_request import InferRequest, Inputs
+from opforge.runtime.inputs import InputBinder
 from opforge.runtime.results import Results
 
 if TYPE_CHECKING:
@@ -41,6 +42,8 @@ class CompiledModel:
         # which an exported blob leaves to the importing host. None: all of them were set.
         self._explicit = frozenset(self._config if explicit is None else explicit)
         self._local = threading.local()
+        #: matches inputs to the model's (shared by its requests: built once, read only)
+        self._binder = InputBinder(model, model.inputs)
         self._executor: ThreadPoolExecutor | None = None
         self._executor_lock = threading.Lock()
 

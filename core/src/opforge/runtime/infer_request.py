@@ -17,7 +17,7 @@ from opforge.errors import (
     RequestBusyError,
     ResourceLimitError,
 )
-from opforge.runtime.inputs import bind_inputs, check_input
+from opforge.runtime.inputs import check_input
 from opforge.runtime.profiling import ProfilingInfo, normalize
 from opforge.runtime.results import Results
 
@@ -33,6 +33,8 @@ class InferRequest:
 
     def __init__(self, compiled: CompiledModel) -> None:
         self._compiled = compiled
+        self._executable = compiled._executable
+        self._binder = compiled._binder
         self._state = compiled._executable.create_state()
         # the ports, kept: each access to compiled.inputs/outputs builds the list anew
         self._in_ports = compiled.inputs
@@ -123,7 +125,7 @@ class InferRequest:
     def _run(self, inputs: Inputs) -> Results:
         if inputs is not None:
             # every input bound and checked (bind_inputs raises for a missing one)
-            feed: list[np.ndarray] = bind_inputs(self._compiled._model, inputs, self._in_ports)
+            feed: list[np.ndarray] = self._binder.bind(inputs)
             self._inputs = list(feed)
         else:
             missing = [p.any_name for p, v in zip(self._in_ports, self._inputs) if v is None]
@@ -132,7 +134,7 @@ class InferRequest:
             feed = [v for v in self._inputs if v is not None]
         t0 = time.perf_counter()
         try:
-            outs = self._compiled._executable.infer(feed, self._state)
+            outs = self._executable.infer(feed, self._state)
         except OpforgeError:
             raise
         except MemoryError as err:  # the devices check sizes first; this is the net under them
@@ -160,7 +162,7 @@ class InferRequest:
         # Bind inputs now, in the caller's thread, so input errors surface here.
         try:
             if inputs is not None:
-                self._inputs = list(bind_inputs(self._compiled._model, inputs))
+                self._inputs = list(self._binder.bind(inputs))
             self._inputs = _snapshot(self._compiled.inputs, self._inputs)
         except Exception:
             self._busy.release()
@@ -265,7 +267,7 @@ class AsyncInferQueue:
         req = self._requests[rid]
         if inputs is not None:
             try:
-                inputs = _snapshot(req._compiled.inputs, bind_inputs(req._compiled._model, inputs))
+                inputs = _snapshot(req._compiled.inputs, req._binder.bind(inputs))
             except Exception as err:  # noqa: BLE001 - re-raised from wait_all()
                 self._errors.append(err)
                 with self._cond:

@@ -12,11 +12,8 @@ the tests also check that at least 99 % are.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import numpy as np
-import onnx
-import opforge
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 from opforge.errors import ShapeInferenceError
@@ -27,18 +24,12 @@ from opforge.opset.parameter import Parameter
 ort = pytest.importorskip("onnxruntime")
 quantization = pytest.importorskip("onnxruntime.quantization")
 
+from int8_testing import assert_close_steps, int8_steps, output_scale, quantize, run_both, save_model  # noqa: E402
 from opforge_cpu.ops.quantized_convolution import QuantizedConvolution  # noqa: E402
 from opforge_cpu.passes.int8 import int8_weights  # noqa: E402
 
 
 # ------------------------------------------------------------------------------ model makers
-def _save(nodes: list[Any], inputs: list[Any], outputs: list[Any], inits: list[np.ndarray | Any], path: Path,
-          opset: int = 17) -> Path:
-    g = helper.make_graph(nodes, "g", inputs, outputs, inits)
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]), str(path))
-    return path
-
-
 def conv_model(path: Path, rng: np.random.Generator) -> Path:
     """Conv(+bias) -> Relu -> MaxPool -> depthwise Conv(+bias) -> Relu -> strided Conv: the three
     kinds of convolution a CNN quantizes, and a pooling between them."""
@@ -56,7 +47,7 @@ def conv_model(path: Path, rng: np.random.Generator) -> Path:
         helper.make_node("Conv", ["r2", "w3"], ["y"], strides=[2, 2]),
     ]
     inits = [numpy_helper.from_array(a, n) for a, n in ((w1, "w1"), (b1, "b1"), (w2, "w2"), (b2, "b2"), (w3, "w3"))]
-    return _save(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 12, 12])],
+    return save_model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 12, 12])],
                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 12, 6, 6])], inits, path)
 
 
@@ -73,63 +64,8 @@ def matmul_model(path: Path, rng: np.random.Generator) -> Path:
         helper.make_node("Gemm", ["r1", "w2", "b2"], ["y"], transB=1),
     ]
     inits = [numpy_helper.from_array(a, n) for a, n in ((w1, "w1"), (b1, "b1"), (w2, "w2"), (b2, "b2"))]
-    return _save(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [6, 32])],
+    return save_model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [6, 32])],
                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [6, 10])], inits, path)
-
-
-class _Calibration(quantization.CalibrationDataReader):  # type: ignore[misc]
-    """Eight seeded N(0, 1) inputs."""
-
-    def __init__(self, shape: tuple[int, ...]) -> None:
-        rng = np.random.default_rng(11)
-        self._it = iter([{"x": rng.standard_normal(shape).astype(np.float32)} for _ in range(8)])
-
-    def get_next(self) -> dict[str, np.ndarray] | None:
-        return next(self._it, None)
-
-
-def quantize(src: Path, dst: Path, shape: tuple[int, ...], per_channel: bool, activation: str) -> Path:
-    """ONNX Runtime's static quantizer, QDQ format, s8 weights."""
-    q = quantization
-    q.quantize_static(str(src), str(dst), _Calibration(shape), quant_format=q.QuantFormat.QDQ, per_channel=per_channel,
-                      activation_type=q.QuantType.QUInt8 if activation == "u8" else q.QuantType.QInt8,
-                      weight_type=q.QuantType.QInt8)
-    return dst
-
-
-# ------------------------------------------------------------------------------ helpers
-def run_both(path: Path, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[Any]]:
-    core = opforge.Core()
-    compiled = core.compile_model(core.read_model(str(path)), "CPU", {"ENABLE_PROFILING": True})
-    req = compiled.create_infer_request()
-    got = np.asarray(req.infer({0: x})[0])
-    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    want = sess.run(None, {sess.get_inputs()[0].name: x})[0]
-    return got, want, list(req.get_profiling_info())
-
-
-def output_scale(path: Path) -> float:
-    """The scale of the DequantizeLinear that produces the model's output (QDQ) or of the last
-    QLinear node's output."""
-    m = onnx.load(str(path))
-    inits = {i.name: numpy_helper.to_array(i) for i in m.graph.initializer}
-    out = m.graph.output[0].name
-    for n in m.graph.node:
-        if out in n.output:
-            name = n.input[1] if n.op_type == "DequantizeLinear" else n.input[6]
-            return float(inits[name])
-    raise AssertionError("no quantized output")
-
-
-def assert_close_steps(got: np.ndarray, want: np.ndarray, step: float) -> None:
-    assert got.shape == want.shape and got.dtype == want.dtype
-    diff = np.abs(got.astype(np.float64) - want.astype(np.float64)) / step
-    assert diff.max() <= 1.0 + 1e-4, f"max difference {diff.max():.3f} quantization steps"
-    assert np.mean(diff < 1e-4) >= 0.99, f"only {np.mean(diff < 1e-4):.3%} of the elements are exact"
-
-
-def int8_steps(rows: list[Any], node_type: str) -> list[Any]:
-    return [r for r in rows if r.node_type == node_type and r.status != "OPTIMIZED_OUT"]
 
 
 # ------------------------------------------------------------------------------ QDQ models
@@ -160,7 +96,7 @@ def test_dequantize_of_a_blocked_int8_output(tmp_path: Path, size: int) -> None:
     rng = np.random.default_rng(12)
     w = (rng.standard_normal((64, 64, 1, 1)) * 0.1).astype(np.float32)
     b = (rng.standard_normal(64) * 0.1).astype(np.float32)
-    src = _save([helper.make_node("Conv", ["x", "w", "b"], ["y"])],
+    src = save_model([helper.make_node("Conv", ["x", "w", "b"], ["y"])],
                 [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64, size, size])],
                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64, size, size])],
                 [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")], tmp_path / "f32.onnx")
@@ -187,7 +123,7 @@ def test_residual_add_runs_as_the_convolution_sum(tmp_path: Path) -> None:
         helper.make_node("Add", ["c2", "xr"], ["s"]),
         helper.make_node("Relu", ["s"], ["y"]),
     ]
-    src = _save(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 9, 9])],
+    src = save_model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 9, 9])],
                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 9, 9])],
                 [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(w2, "w2")], tmp_path / "f32.onnx")
     q = quantize(src, tmp_path / "q.onnx", (1, 16, 9, 9), True, "u8")
@@ -255,7 +191,7 @@ def _qlinear_conv(path: Path, group: int) -> Path:
     ]
     node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"], ["y"],
                             pads=[1, 1, 1, 1], group=group)
-    return _save([node], [helper.make_tensor_value_info("x", TensorProto.UINT8, [1, cin, 10, 10])],
+    return save_model([node], [helper.make_tensor_value_info("x", TensorProto.UINT8, [1, cin, 10, 10])],
                  [helper.make_tensor_value_info("y", TensorProto.UINT8, [1, cout, 10, 10])], inits, path)
 
 
@@ -279,7 +215,7 @@ def test_qlinear_matmul_runs_int8_and_matches_onnxruntime(tmp_path: Path) -> Non
         numpy_helper.from_array(np.array(0.2, np.float32), "ys"), numpy_helper.from_array(np.array(-5, np.int8), "yz"),
     ]
     node = helper.make_node("QLinearMatMul", ["a", "as", "az", "b", "bs", "bz", "ys", "yz"], ["y"])
-    path = _save([node], [helper.make_tensor_value_info("a", TensorProto.INT8, [5, 20])],
+    path = save_model([node], [helper.make_tensor_value_info("a", TensorProto.INT8, [5, 20])],
                  [helper.make_tensor_value_info("y", TensorProto.INT8, [5, 16])], inits, tmp_path / "qlm.onnx")
     x = rng.integers(-128, 128, (5, 20), dtype=np.int8)
     got, want, rows = run_both(path, x)
@@ -299,7 +235,7 @@ def test_float_weights_that_are_not_int8_stay_f32(tmp_path: Path) -> None:
     nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
              helper.make_node("DequantizeLinear", ["q", "s", "z"], ["d"]),
              helper.make_node("Conv", ["d", "w"], ["y"])]
-    path = _save(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 6, 6])],
+    path = save_model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 6, 6])],
                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 4, 4])], inits, tmp_path / "m.onnx")
     x = rng.standard_normal((1, 3, 6, 6)).astype(np.float32)
     got, want, rows = run_both(path, x)

@@ -33,6 +33,7 @@ from opforge.transformations import pattern as p
 
 from opforge_cpu.ops.dequantize import Dequantize
 from opforge_cpu.ops.quantize import Quantize
+from opforge_cpu.ops.quantized_concat import QuantizedConcat
 from opforge_cpu.ops.quantized_convolution import QuantizedConvolution
 from opforge_cpu.ops.quantized_mat_mul import QuantizedMatMul
 from opforge_cpu.ops.quantized_max_pool import QuantizedMaxPool
@@ -543,17 +544,57 @@ class MaxPoolFusion(p.MatcherPass):
         return True
 
 
+class ConcatFusion(p.MatcherPass):
+    """Quantize(Concat(Dequantize(q_1), ..., Dequantize(q_n))) -> QuantizedConcat(q_1, ..., q_n):
+    the QDQ graph's arithmetic exactly (inputs on the output's grid are copied, others mapped
+    through a table of their 256 values), with no f32 tensor in between (GoogLeNet, Inception,
+    SqueezeNet and DenseNet concatenate the quantized branches of every block)."""
+
+    name: ClassVar[str] = "cpu_int8_concat"
+
+    def pattern(self) -> p.PatternNode:
+        return p.op(Quantize, p.op("Concat"))
+
+    def callback(self, match: p.Match, model: Model) -> bool:
+        quant = match.root.node
+        cat = quant.inputs[0].node
+        uses = model.consumers()
+        deqs = [i.node for i in cat.inputs]
+        if (not cat.op.is_standard or _single_user(uses, cat.output(0)) is not quant
+                or not all(_is(d, Dequantize) for d in deqs)):
+            return False
+        a = quant.attrs
+        attrs = {"axis": cat.attrs.axis, "scales": [float(d.attrs.scale) for d in deqs],  # type: ignore[attr-defined]
+                 "zero_points": [int(d.attrs.zero_point) for d in deqs],  # type: ignore[attr-defined]
+                 "dst_scale": float(a.scale), "dst_zero_point": int(a.zero_point),  # type: ignore[attr-defined]
+                 "output_type": a.output_type}  # type: ignore[attr-defined]
+        new = Node.create(QuantizedConcat, [d.inputs[0] for d in deqs], attrs, name=quant.name)
+        new.rt_info["fused_names"] = _fused_names(*deqs, cat, quant)
+        model.replace_output(quant.output(0), new.output(0))
+        return True
+
+
+def _fused_names(*nodes: Node) -> list[str]:
+    """The original nodes behind ``nodes`` (their own fused names, or themselves), each once."""
+    names: list[str] = []
+    for n in nodes:
+        for name in n.rt_info.get("fused_names") or [n.name]:
+            if name not in names:
+                names.append(name)
+    return names
+
+
 class Int8Fusion(p.GraphRewrite):
     """The CPU's int8 pass: quantized convolutions and MatMuls first (they absorb the quantize
     and dequantize chains around them), then the chains left over become Quantize/Dequantize,
-    then residual Adds between them go into the convolution before them and max poolings between
-    them run on the integers."""
+    then residual Adds between them go into the convolution before them and max poolings and
+    concatenations between them run on the integers."""
 
     name: ClassVar[str] = "cpu_int8_fusion"
 
     def __init__(self) -> None:
         super().__init__(QuantizedOpFusion(), QuantizeFusion(), DequantizeFusion(), ResidualSumFusion(),
-                         MaxPoolFusion())
+                         MaxPoolFusion(), ConcatFusion())
 
 
 def fuse_int8(model: Model) -> bool:

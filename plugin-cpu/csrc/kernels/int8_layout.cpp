@@ -1,0 +1,104 @@
+// See int8_layout.hpp.
+#include "kernels/int8_layout.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+namespace opforge_cpu {
+
+std::vector<int> dense_order(const dnnl::memory::desc& md) {
+  const int rank = md.get_ndims();
+  if (md.get_format_kind() != dnnl::memory::format_kind::blocked || md.get_inner_nblks() != 0) return {};
+  const auto dims = md.get_dims();
+  if (md.get_padded_dims() != dims) return {};
+  const auto strides = md.get_strides();
+  std::vector<int> order(rank);
+  std::iota(order.begin(), order.end(), 0);
+  // outermost first: larger strides first; among equal strides (size-1 dimensions) the plain order
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    bool a1 = dims[a] == 1, b1 = dims[b] == 1;
+    if (a1 || b1) return false;
+    return strides[a] > strides[b];
+  });
+  // dense: each non-unit axis' stride is the product of the sizes inside it
+  int64_t expect = 1;
+  for (int i = rank - 1; i >= 0; --i) {
+    if (dims[order[i]] == 1) continue;
+    if (strides[order[i]] != expect) return {};
+    expect *= dims[order[i]];
+  }
+  return order;
+}
+
+std::vector<int> channels_last_order(size_t rank) {
+  std::vector<int> o(rank);
+  std::iota(o.begin(), o.end(), 0);
+  if (rank >= 3) {
+    o.erase(o.begin() + 1);
+    o.push_back(1);
+  }
+  return o;
+}
+
+dnnl::memory::desc ordered_md(DType t, const Shape& shape, const std::vector<int>& order) {
+  if (shape.empty() || order.size() != shape.size()) return plain_md(t, shape);
+  const Shape& dims = shape;
+  dnnl::memory::dims strides(dims.size());
+  int64_t s = 1;
+  for (int i = static_cast<int>(order.size()) - 1; i >= 0; --i) {
+    strides[order[i]] = s;
+    s *= dims[order[i]];
+  }
+  return dnnl::memory::desc(to_dims(dims), dnnl_type(t), strides);
+}
+
+bool same_dense_layout(const Shape& shape, const std::vector<int>& a, const std::vector<int>& b) {
+  if (a.size() != b.size()) return false;
+  std::vector<int> ka, kb;  // the non-unit axes in each order
+  for (int x : a)
+    if (shape[x] != 1) ka.push_back(x);
+  for (int x : b)
+    if (shape[x] != 1) kb.push_back(x);
+  return ka == kb;
+}
+
+void StagedInputs::add(const TensorInfo& info, const std::vector<int>& order) {
+  Input in;
+  in.user = md_of(info);
+  std::vector<int> have(info.shape.size());
+  std::iota(have.begin(), have.end(), 0);
+  if (info.blocked) have = dense_order(in.user);  // empty when not dense: always reordered
+  if ((info.blocked && have.empty()) || !same_dense_layout(info.shape, have, order)) {
+    in.want = ordered_md(info.dtype, info.shape, order);
+    in.reorder = dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), in.user, cpu_engine(), in.want));
+    in.staged = true;
+    in.offset = scratch_;
+    scratch_ += (in.want.get_size() + 63) / 64 * 64;
+  }
+  inputs_.push_back(std::move(in));
+}
+
+void StagedInputs::bind(Bound& b, const TensorView* in, char* scratch) const {
+  b.reorders.assign(inputs_.size(), {});
+  b.data.assign(inputs_.size(), nullptr);
+  auto& eng = cpu_engine();
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    const Input& x = inputs_[i];
+    if (!x.staged) {
+      b.data[i] = in[i].data;
+      continue;
+    }
+    b.data[i] = scratch + x.offset;
+    b.reorders[i] = {{DNNL_ARG_FROM, dnnl::memory(x.user, eng, in[i].data)},
+                     {DNNL_ARG_TO, dnnl::memory(x.want, eng, scratch + x.offset)}};
+  }
+}
+
+void StagedInputs::run(RunContext& ctx, Bound& b) const {
+  if (!any()) return;
+  for (size_t i = 0; i < inputs_.size(); ++i)
+    if (inputs_[i].staged) inputs_[i].reorder.execute(*ctx.stream, b.reorders[i]);
+  ctx.stream->wait();
+}
+
+}  // namespace opforge_cpu

@@ -1,0 +1,52 @@
+// What the int8 byte-wise kernels (QuantizedConcat, QuantizedLookup, QuantizedEltwise) share:
+// they work on u8/s8 tensors in one dense layout, plain or channels-last (a quantized
+// convolution's nhwc output is read where it lies), and bring an input in any other layout (a
+// blocked one) into that layout in scratch first.
+#pragma once
+
+#include <unordered_map>
+#include <vector>
+
+#include "core/dnnl_util.hpp"
+
+namespace opforge_cpu {
+
+// Axis order of a dense, unblocked descriptor from outermost to innermost (dimensions of size 1
+// placed where the plain order has them); empty for a blocked (nChw16c) or padded one.
+std::vector<int> dense_order(const dnnl::memory::desc& md);
+// The channels-last order (0, 2, 3, ..., 1) of a rank >= 3 tensor; the plain order otherwise.
+std::vector<int> channels_last_order(size_t rank);
+// The dense descriptor of `shape` with its axes laid out in `order` (outermost first).
+dnnl::memory::desc ordered_md(DType t, const Shape& shape, const std::vector<int>& order);
+// Whether two dense descriptors of the same shape put every element at the same offset (they may
+// differ only in where dimensions of size 1 sit).
+bool same_dense_layout(const Shape& shape, const std::vector<int>& a, const std::vector<int>& b);
+
+// Inputs read in one wanted dense order: in place when they already are in it, else reordered
+// into the kernel's scratch before each run.
+class StagedInputs {
+ public:
+  struct Bound {
+    std::vector<std::unordered_map<int, dnnl::memory>> reorders;  // per staged input
+    std::vector<const void*> data;                                  // where each input is read
+  };
+  // Adds input `info`, wanted in `order`; scratch is laid out from `scratch_offset` on.
+  void add(const TensorInfo& info, const std::vector<int>& order);
+  size_t scratch_bytes() const { return scratch_; }
+  bool any() const { return scratch_ > 0; }
+  void bind(Bound& b, const TensorView* in, char* scratch) const;
+  // Runs the reorders (and waits for them) so that b.data can be read.
+  void run(RunContext& ctx, Bound& b) const;
+
+ private:
+  struct Input {
+    dnnl::memory::desc user, want;
+    dnnl::reorder reorder;
+    bool staged = false;
+    size_t offset = 0;
+  };
+  std::vector<Input> inputs_;
+  size_t scratch_ = 0;
+};
+
+}  // namespace opforge_cpu

@@ -84,6 +84,10 @@ class WindowKernel : public Kernel {
   // +inf, and make those outputs NaN. Works on the primitive's own (possibly blocked) layout.
   void propagate_nan(RunContext& ctx, const std::unordered_map<int, dnnl::memory>& args) const {
     ctx.stream->wait();
+    if (src_md_.get_data_type() == dnnl::memory::data_type::bf16) {
+      propagate_nan_bf16(ctx, args);
+      return;
+    }
     const float* x = static_cast<const float*>(args.at(DNNL_ARG_SRC).get_data_handle());
     const int64_t nx = static_cast<int64_t>(src_md_.get_size() / sizeof(float));
     // A screen first: v - v is NaN exactly for NaN and +-inf, and a plain float sum of it is a
@@ -113,6 +117,33 @@ class WindowKernel : public Kernel {
     for (size_t i = 0; i < ym.size(); ++i)
       if (ym[i] == inf) y[i] = std::numeric_limits<float>::quiet_NaN();
   }
+
+  // The same for a bf16 pooling (bf16 programs pool bf16 into bf16), on the bit patterns: NaN is
+  // exactly |bits| > 0x7f80, so the screen is a vector max of the 15 magnitude bits.
+  void propagate_nan_bf16(RunContext& ctx, const std::unordered_map<int, dnnl::memory>& args) const {
+    const uint16_t* x = static_cast<const uint16_t*>(args.at(DNNL_ARG_SRC).get_data_handle());
+    const int64_t nx = static_cast<int64_t>(src_md_.get_size() / sizeof(uint16_t));
+    std::atomic<int> any{0};
+    parallel_range(nx, ctx.num_threads, [&](int64_t b, int64_t e) {
+      int16_t top = 0;
+#pragma omp simd reduction(max : top)
+      for (int64_t i = b; i < e; ++i) top = std::max<int16_t>(top, static_cast<int16_t>(x[i] & 0x7fff));
+      if (top > 0x7f80) any = 1;
+    }, 65536);
+    if (!any) return;
+    const uint16_t inf = 0x7f80, lowest = 0xff7f, nan = 0x7fc0;
+    std::vector<uint16_t> xm(nx), ym(dst_md_.get_size() / sizeof(uint16_t));
+    for (int64_t i = 0; i < nx; ++i) xm[i] = (x[i] & 0x7fff) > inf ? inf : (x[i] == inf ? lowest : x[i]);
+    auto& eng = cpu_engine();
+    std::unordered_map<int, dnnl::memory> marked(args);
+    marked[DNNL_ARG_SRC] = dnnl::memory(src_md_, eng, xm.data());
+    marked[DNNL_ARG_DST] = dnnl::memory(dst_md_, eng, ym.data());
+    prim_.execute(*ctx.stream, marked);
+    ctx.stream->wait();
+    uint16_t* y = static_cast<uint16_t*>(args.at(DNNL_ARG_DST).get_data_handle());
+    for (size_t i = 0; i < ym.size(); ++i)
+      if (ym[i] == inf) y[i] = nan;
+  }
   std::unique_ptr<Bound> bind(const TensorView* in, size_t, const TensorView* out, size_t, void* scratch) override {
     auto b = std::make_unique<ConvBound>();
     auto& eng = cpu_engine();
@@ -140,6 +171,9 @@ class WindowKernel : public Kernel {
     if (bias_input_ >= 0) b->args.emplace(DNNL_ARG_BIAS, dnnl::memory(bias_md_, eng, in[bias_input_].data));
     else if (bias_) b->args.emplace(DNNL_ARG_BIAS, bias_);
     if (prim_scratch_) b->args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(scratch_md_, eng, s));
+    if (residual_input_ >= 0)
+      b->args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1,
+                      dnnl::memory(residual_md_, eng, in[residual_input_].data));
     if (workspace_bytes_) {
       b->args.emplace(DNNL_ARG_WORKSPACE, dnnl::memory(workspace_md_, eng, s + prim_scratch_ + src_bytes_));
     }
@@ -186,6 +220,9 @@ class WindowKernel : public Kernel {
   dnnl::memory weights_;
   dnnl::memory bias_;  // a constant bias converted at compile time (bf16 depthwise)
   int weights_input_ = -1, bias_input_ = -1, sum_input_ = -1;
+  // a residual read as a binary add post-op (not in place: its type differs from the destination's)
+  int residual_input_ = -1;
+  dnnl::memory::desc residual_md_;
   bool weights_packed_ = false;
   bool packs_input(int i) const override { return i == 1 && weights_packed_; }
   size_t prim_scratch_ = 0, src_bytes_ = 0, workspace_bytes_ = 0;
@@ -261,9 +298,30 @@ std::unique_ptr<Kernel> make_dnnl_conv(NodeDesc& n, bool grouped) {
   // is bf16 (half the memory traffic, no conversion in the reader). Only when a fast
   // implementation exists: a reference one would be far slower than f32.
   bool bf16 = false;
+  // The residual (sum_input) is added in place by oneDNN's sum post-op, so the destination takes
+  // its type and layout; in a bf16 program a residual stored in bf16 under an f32 destination (or
+  // the reverse) is a binary add post-op reading it where it is instead.
+  bool residual_binary = false;
+  dnnl::memory::desc residual_md;
+  if (sum_input >= 0) residual_md = md_of(n.in(sum_input));
+  auto residual_attr = [&]() {
+    dnnl::primitive_attr a = default_attr();
+    dnnl::post_ops po;
+    po.append_binary(dnnl::algorithm::binary_add, residual_md);
+    append_fused_ops(po, n.attrs.fused_ops("post_ops"));
+    a.set_post_ops(po);
+    return a;
+  };
+  const bool residual_bf16 = sum_input >= 0 && residual_md.get_data_type() == dnnl::memory::data_type::bf16;
+  const dnnl::primitive_attr f32_attr = attr;
   if (w_const && n.attrs.b("bf16", false)) {
-    bool bf16_dst = sum_input < 0 && n.attrs.b("bf16_output", false) && !n.allow_blocked_output.empty() &&
-                    n.allow_blocked_output[0];
+    bool bf16_dst = n.attrs.b("bf16_output", false) && !n.allow_blocked_output.empty() && n.allow_blocked_output[0];
+    auto conv_dst = bf16_dst ? any_md(DType::bf16, ys) : dst_md;
+    if (sum_input >= 0 && residual_bf16 != bf16_dst) {
+      residual_binary = true;
+      attr = residual_attr();
+      conv_dst = bf16_dst ? any_md(DType::bf16, ys) : any_md(DType::f32, ys);
+    }
     auto w_bf16 = dnnl::memory::desc(wdims, dnnl::memory::data_type::bf16, dnnl::memory::format_tag::any);
     // A depthwise convolution: oneDNN 3.2's fast bf16 kernel (brdgmm_dw, nhwc) takes a bf16
     // destination only with a bf16 bias; with an f32 one it falls back to jit_dw, ~1.6x slower
@@ -275,7 +333,7 @@ std::unique_ptr<Kernel> make_dnnl_conv(NodeDesc& n, bool grouped) {
     auto bias_f32 = bias_md;
     if (bias_bf16) bias_md = dnnl::memory::desc({ys[1]}, dnnl::memory::data_type::bf16, dnnl::memory::format_tag::a);
     try {
-      pd = mk(any_md(DType::bf16, xs), w_bf16, bf16_dst ? any_md(DType::bf16, ys) : dst_md);
+      pd = mk(any_md(DType::bf16, xs), w_bf16, conv_dst);
       bf16 = !is_reference_impl(pd) && !(dw && std::string(pd.impl_info_str()).rfind("jit_dw", 0) == 0);
     } catch (const dnnl::error&) {
       bf16 = false;
@@ -287,6 +345,12 @@ std::unique_ptr<Kernel> make_dnnl_conv(NodeDesc& n, bool grouped) {
     }
   }
   if (!bf16) {
+    attr = f32_attr;
+    residual_binary = residual_bf16;  // (an f32 convolution after all, over a bf16 residual)
+    if (residual_binary) {
+      attr = residual_attr();
+      dst_md = any_md(DType::f32, ys);
+    }
     try {
       pd = mk(src_md, w_const ? w_any : w_plain, dst_md);
     } catch (const dnnl::error&) {
@@ -307,7 +371,11 @@ std::unique_ptr<Kernel> make_dnnl_conv(NodeDesc& n, bool grouped) {
     k->bias_md_ = bias_md;
     k->bias_input_ = 2;
   }
-  k->sum_input_ = sum_input;
+  k->sum_input_ = residual_binary ? -1 : sum_input;
+  if (residual_binary) {
+    k->residual_input_ = sum_input;
+    k->residual_md_ = residual_md;
+  }
   n.outputs[0].md = pd.dst_desc();
   // (a bf16 destination is never the plain f32 layout: it always counts as blocked, so the
   // tensor is sized by its descriptor and any non-oneDNN reader gets a converting reorder)
@@ -424,7 +492,9 @@ std::unique_ptr<Kernel> make_dnnl_pool(NodeDesc& n, bool max_pool) {
   dnnl::memory::dims ddil;
   for (auto d : dil) ddil.push_back(d - 1);
   auto src = md_of(n.in(0));
-  auto dst = any_md(DType::f32, ys);
+  // a bf16 source (a bf16 program's convolution output, see emit.py _bf16_storable) pools into
+  // bf16: oneDNN pools in one type
+  auto dst = src.get_data_type() == dnnl::memory::data_type::bf16 ? any_md(DType::bf16, ys) : any_md(DType::f32, ys);
   dnnl::pooling_forward::primitive_desc pd(cpu_engine(), dnnl::prop_kind::forward_inference, alg, src, dst,
                                            to_dims(strides), to_dims(kernel), ddil, to_dims(pb), to_dims(pe),
                                            default_attr());

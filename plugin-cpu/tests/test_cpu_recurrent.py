@@ -1,12 +1,18 @@
 """The CPU device's recurrent sequences (RNNSequence, GRUSequence, LSTMSequence) against the
 reference, on both of its implementations: oneDNN's RNN primitives (f32, default activations, no
-clip, constant weights, full sequences) and the GEMM path for everything else (clip, other
-activations, per-batch sequence lengths, weights computed at run time, f64). Each test also
-checks which implementation ran, so that a change in the choice cannot hide a path untested."""
+clip, constant weights, full sequences, a batch above 4) and the GEMM path for everything else
+(clip, other activations, per-batch sequence lengths, weights computed at run time, f64), whose
+recurrence is PanelGemv (one direction at a time) for f32 with constant R and a batch of 1-4, and
+oneDNN matmuls otherwise. Each test also checks which implementation ran, so that a change in the
+choice cannot hide a path untested."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -15,6 +21,8 @@ from cpu_testing import check, single
 from opforge.graph import Model
 
 B, T, IN, H = 3, 7, 5, 6
+#: the smallest batch that takes oneDNN's RNN primitive (1-4 run the GEMM path's PanelGemv)
+PRIM_B = 5
 GATES = {"RNNSequence": 1, "GRUSequence": 3, "LSTMSequence": 4}
 DEFAULT_ACTS = {"RNNSequence": ["tanh"], "GRUSequence": ["sigmoid", "tanh"], "LSTMSequence": ["sigmoid", "tanh", "tanh"]}
 
@@ -70,8 +78,8 @@ CELLS = [("RNNSequence", False), ("GRUSequence", False), ("GRUSequence", True), 
 def test_onednn_primitive_path(core: Any, op: str, lbr: bool, direction: str, threads: int) -> None:
     # bidirectional at 2 threads: one primitive per direction, the two on their own threads
     dirs = 2 if direction == "bidirectional" else 1
-    # one direction with a batch of 4 or less takes the GEMM path (faster there)
-    batch = B if dirs == 2 else 5
+    # a batch of 4 or less takes the GEMM path (faster there)
+    batch = PRIM_B
     ins = inputs(op, dirs, [T] * batch, seed=len(op) + 10 * lbr + len(direction), lbr=lbr, batch=batch)
     attrs: dict[str, Any] = {"hidden_size": H, "direction": direction}
     if op == "GRUSequence":
@@ -83,7 +91,7 @@ def test_onednn_primitive_path(core: Any, op: str, lbr: bool, direction: str, th
 
 @pytest.mark.parametrize("act", ["relu", "sigmoid"])
 def test_vanilla_rnn_other_activations_on_onednn(core: Any, act: str) -> None:
-    ins = inputs("RNNSequence", 2, [T] * B, seed=3)
+    ins = inputs("RNNSequence", 2, [T] * PRIM_B, seed=3, batch=PRIM_B)
     impl = run(core, "RNNSequence", ins, [2, 3, 4, 5], hidden_size=H, direction="bidirectional", activations=[act])
     assert impl.startswith("onednn_rnn"), impl
 
@@ -95,8 +103,8 @@ def test_lengths_at_run_time(core: Any, op: str, lbr: bool) -> None:
     attrs: dict[str, Any] = {"hidden_size": H, "direction": "bidirectional"}
     if op == "GRUSequence":
         attrs["linear_before_reset"] = lbr
-    for lengths in ([T, T, T], [T, 0, 3], [1, T, T]):
-        ins = inputs(op, 2, lengths, seed=sum(lengths), lbr=lbr)
+    for lengths in ([T] * PRIM_B, [T, 0, 3, T, 2], [1, T, T, T, T]):
+        ins = inputs(op, 2, lengths, seed=sum(lengths), lbr=lbr, batch=PRIM_B)
         impl = run(core, op, ins, weight_indices(op), **attrs)
         assert impl.startswith("onednn_rnn"), impl
 
@@ -110,7 +118,77 @@ def test_gemm_path_short_constant_lengths(core: Any, op: str, lbr: bool, directi
     if op == "GRUSequence":
         attrs["linear_before_reset"] = lbr
     impl = run(core, op, ins, [1 + lengths_const(op), *weight_indices(op)], **attrs)
-    assert impl.startswith("rnn_gemm"), impl
+    assert impl.startswith("rnn_gemm:panel_gemv_"), impl
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("batch", [1, 2, 3, 4])
+@pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
+@pytest.mark.parametrize(("op", "lbr"), CELLS)
+def test_panel_gemv_path(core: Any, op: str, lbr: bool, direction: str, batch: int, threads: int) -> None:
+    # batch 1-4, constant R: the recurrence as PanelGemv, one direction at a time (side by side
+    # at 2 threads when bidirectional); full lengths, then every element shorter than the next
+    # (an empty sequence included), both constant and fed per request
+    dirs = 2 if direction == "bidirectional" else 1
+    attrs: dict[str, Any] = {"hidden_size": H, "direction": direction}
+    if op == "GRUSequence":
+        attrs["linear_before_reset"] = lbr
+    seed = len(op) + 10 * lbr + len(direction) + batch
+    for lengths in ([T] * batch, [T - 3 * i for i in range(batch)][::-1]):
+        ins = inputs(op, dirs, [max(v, 0) for v in lengths], seed=seed, lbr=lbr, batch=batch)
+        for consts in (weight_indices(op), [1 + lengths_const(op), *weight_indices(op)]):
+            impl = run(core, op, ins, consts, threads=threads, **attrs)
+            assert impl.startswith("rnn_gemm:panel_gemv_"), impl
+
+
+@pytest.mark.parametrize(("op", "hidden", "inp"), [("LSTMSequence", 37, 3), ("GRUSequence", 70, 9),
+                                                  ("RNNSequence", 1, 2), ("LSTMSequence", 16, 1)])
+def test_panel_gemv_odd_widths(core: Any, op: str, hidden: int, inp: int) -> None:
+    # panels of 32 or 64 gate columns: an odd hidden size (odd K, a partial last panel), a
+    # GRU's candidate product of its own width (70), a single-column RNN, an exact panel
+    lbr = False
+    rng = np.random.default_rng(hidden)
+    g = GATES[op]
+    for batch in (1, 3):
+        s = 1.0 / np.sqrt(hidden)
+        ins = [rng.uniform(-1, 1, (batch, T, inp)).astype(np.float32),
+               rng.uniform(-0.5, 0.5, (batch, 2, hidden)).astype(np.float32)]
+        if op == "LSTMSequence":
+            ins.append(rng.uniform(-0.5, 0.5, (batch, 2, hidden)).astype(np.float32))
+        ins += [np.array([T] * batch, np.int32), rng.uniform(-s, s, (2, g * hidden, inp)).astype(np.float32),
+                rng.uniform(-s, s, (2, g * hidden, hidden)).astype(np.float32),
+                rng.uniform(-s, s, (2, (4 if lbr else g) * hidden)).astype(np.float32)]
+        impl = run(core, op, ins, [1 + lengths_const(op), *weight_indices(op)], hidden_size=hidden,
+                   direction="bidirectional")
+        assert impl.startswith("rnn_gemm:panel_gemv_"), impl
+
+
+#: runs the PanelGemv tests of this file under another ISA (ONEDNN_MAX_CPU_ISA caps the one
+#: PanelGemv picks, as it caps oneDNN's); prints the implementation name last
+ISA_SCRIPT = """
+import sys
+import opforge
+from cpu_testing import make_plugins
+import test_cpu_recurrent as t
+core = opforge.Core(plugins=make_plugins())
+for op, lbr in t.CELLS:
+    t.test_panel_gemv_path(core, op, lbr, "bidirectional", 3, 2)
+    t.test_panel_gemv_path(core, op, lbr, "reverse", 1, 1)
+for case in [("LSTMSequence", 37, 3), ("GRUSequence", 70, 9), ("RNNSequence", 1, 2)]:
+    t.test_panel_gemv_odd_widths(core, *case)
+ins = t.inputs("LSTMSequence", 2, [t.T], seed=1, batch=1)
+print(t.run(core, "LSTMSequence", ins, t.weight_indices("LSTMSequence"), hidden_size=t.H, direction="bidirectional"))
+"""
+
+
+@pytest.mark.parametrize(("isa", "kernel"), [("AVX2", "avx2"), ("SSE41", "x86-64")])
+def test_panel_gemv_other_isas(isa: str, kernel: str) -> None:
+    # the AVX2 kernel (panels of 32) and the baseline one (GCC's generic vectors), on this host
+    here = str(Path(__file__).resolve().parent)
+    env = {**os.environ, "ONEDNN_MAX_CPU_ISA": isa, "PYTHONPATH": os.pathsep.join([here, os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, "-c", ISA_SCRIPT], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip().splitlines()[-1] == f"rnn_gemm:panel_gemv_{kernel}", proc.stdout
 
 
 @pytest.mark.parametrize("batch", [1, 4, 5])
@@ -130,7 +208,12 @@ def test_gemm_path_clip_and_activations(core: Any, op: str, lbr: bool) -> None:
     if op == "GRUSequence":
         attrs["linear_before_reset"] = lbr
     impl = run(core, op, ins, [1 + lengths_const(op), *weight_indices(op)], **attrs)
-    assert impl.startswith("rnn_gemm"), impl
+    assert impl.startswith("rnn_gemm:panel_gemv_"), impl
+    # a batch above 4: the same with oneDNN matmuls for the recurrence
+    ins = inputs(op, 2, [T] * PRIM_B, seed=12, lbr=lbr, batch=PRIM_B)
+    ins[0] = ins[0] * 3
+    impl = run(core, op, ins, [1 + lengths_const(op), *weight_indices(op)], **attrs)
+    assert impl == "rnn_gemm:onednn_matmul", impl
 
 
 @pytest.mark.parametrize(("op", "lbr"), CELLS)
@@ -140,7 +223,7 @@ def test_gemm_path_weights_at_run_time(core: Any, op: str, lbr: bool) -> None:
     if op == "GRUSequence":
         attrs["linear_before_reset"] = lbr
     impl = run(core, op, ins, [], **attrs)
-    assert impl.startswith("rnn_gemm"), impl
+    assert impl == "rnn_gemm:onednn_matmul", impl
 
 
 @pytest.mark.parametrize(("op", "lbr"), CELLS)
@@ -155,28 +238,36 @@ def test_f64(core: Any, op: str, lbr: bool) -> None:
 
 @pytest.mark.parametrize("op", ["GRUSequence", "LSTMSequence"])
 def test_longer_sequence_wider_state(core: Any, op: str) -> None:
-    # enough steps and width for f32 rounding to accumulate; both paths stay close to the f64 reference
-    ins = inputs(op, 2, [40, 40], seed=19, batch=2, seq=40, hidden=48)
+    # enough steps and width for f32 rounding to accumulate; every path stays close to the f64 reference
+    ins = inputs(op, 2, [40] * PRIM_B, seed=19, batch=PRIM_B, seq=40, hidden=48)
     consts = [1 + lengths_const(op), *weight_indices(op)]
     impl = run(core, op, ins, consts, rtol=1e-4, atol=1e-4, hidden_size=48, direction="bidirectional")
     assert impl.startswith("onednn_rnn"), impl
-    ins[1 + lengths_const(op)] = np.array([40, 33], np.int32)
+    ins[1 + lengths_const(op)] = np.array([40, 33, 40, 1, 40], np.int32)
     impl = run(core, op, ins, consts, rtol=1e-4, atol=1e-4, hidden_size=48, direction="bidirectional")
-    assert impl.startswith("rnn_gemm"), impl
+    assert impl == "rnn_gemm:onednn_matmul", impl
+    ins = inputs(op, 2, [40, 33], seed=20, batch=2, seq=40, hidden=48)
+    impl = run(core, op, ins, consts, rtol=1e-4, atol=1e-4, hidden_size=48, direction="bidirectional")
+    assert impl.startswith("rnn_gemm:panel_gemv_"), impl
 
 
+@pytest.mark.parametrize("batch", [B, PRIM_B])
 @pytest.mark.parametrize("lengths_fed", [False, True])
-def test_concurrent_requests_equal_serial(core: Any, lengths_fed: bool) -> None:
+def test_concurrent_requests_equal_serial(core: Any, lengths_fed: bool, batch: int) -> None:
     # requests at once on one compiled bidirectional LSTM: per-request scratch and streams (the
-    # per-direction threads), and, with lengths fed, the GEMM path some requests take
+    # per-direction threads), and, with lengths fed, the GEMM path some requests take; batch 3
+    # runs PanelGemv (the directions on their own threads), batch 5 the primitive
     op = "LSTMSequence"
-    base = inputs(op, 2, [T] * B, seed=23)
+    base = inputs(op, 2, [T] * batch, seed=23, batch=batch)
     consts = weight_indices(op) + ([] if lengths_fed else [3])
     model, _ = single(op, base, {i: base[i] for i in consts}, hidden_size=H, direction="bidirectional")
     compiled = core.compile_model(model, "CPU", {"NUM_STREAMS": 4, "INFERENCE_NUM_THREADS": 2})
     feeds = []
     for k in range(4):
-        ins = inputs(op, 2, [T, T - k, T] if lengths_fed else [T] * B, seed=30 + k)
+        lengths = [T] * batch
+        if lengths_fed:
+            lengths[1] = T - k
+        ins = inputs(op, 2, lengths, seed=30 + k, batch=batch)
         feeds.append([ins[i] for i in range(len(ins)) if i not in consts])
     serial = [[o.copy() for o in compiled.create_infer_request().infer(f).to_tuple()] for f in feeds]
     errors: list[BaseException] = []

@@ -102,6 +102,12 @@ int recurrence_threads(const RnnSpec& s, int max_threads) {
   return static_cast<int>(std::max(1.0, std::min<double>(max_threads, flops / kPerThread)));
 }
 
+bool gemv_recurrence(const RnnSpec& s, bool r_const) {
+  // batch 1-4: measured at hidden 256, 1 thread, ~10 us a step (batch 1) where oneDNN's matmul
+  // and its RNN primitive (brgemm:avx512_core) take ~30
+  return s.dtype == DType::f32 && r_const && s.batch <= 4;
+}
+
 std::unique_ptr<Kernel> make_recurrent(NodeDesc& n, Cell c) {
   const RnnSpec s(n, c);
   bool lengths_const = n.is_const(s.in_len());
@@ -116,7 +122,9 @@ std::unique_ptr<Kernel> make_recurrent(NodeDesc& n, Cell c) {
   // (GEMM path vs primitive): GRU (lbr) batch 1 1.58 vs 2.10 ms, batch 4 2.84 vs 2.91; LSTM batch
   // 1 2.08 vs 3.16, batch 4 4.13 vs 5.29. Two directions or batch 8 favour the primitive
   // (bidirectional LSTM batch 1 8.0 vs 6.8, batch 8 22.4 vs 14.9; GRU batch 8 7.15 vs 6.97).
-  const bool gemm_faster = s.dirs == 1 && s.batch <= 4;
+  // Batch 1-4 with constant R now takes the GEMM path's PanelGemv in either direction count
+  // (bidirectional LSTM, batch 1, seq 128, hidden 256: see gemv_recurrence).
+  const bool gemm_faster = gemv_recurrence(s, n.is_const(s.in_r())) || (s.dirs == 1 && s.batch <= 4);
   const bool onednn_can = !gemm_faster && s.dtype == DType::f32 && s.default_acts() && s.clip == 0 && n.is_const(s.in_w()) &&
                           n.is_const(s.in_r()) && n.is_const(s.in_b()) && s.batch > 0 && s.seq > 0 &&
                           s.input > 0;

@@ -6,7 +6,11 @@
 // first, then the candidate. A batch element past its own length keeps its state; its rows are
 // computed with the others (cheaper than compacting) and ignored.
 // f32 products are oneDNN matmuls with constant weights packed once; f64 (which oneDNN's CPU
-// matmul lacks) uses a plain loop.
+// matmul lacks) uses a plain loop. A small batch with constant R (f32) takes the recurrence
+// products as PanelGemv instead (rnn_gemv.hpp) and walks one direction at a time: all steps of
+// direction 0, then all of direction 1 (or the two side by side on two threads), so that only
+// one direction's R (1 MiB at hidden 256) has to stay in L2, where stepping both directions
+// together cycles 2 MiB through it.
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
@@ -17,6 +21,7 @@
 #include "core/elementwise.hpp"
 #include "core/recurrent.hpp"
 #include "core/rnn_activations.hpp"
+#include "core/rnn_gemv.hpp"
 
 namespace opforge_cpu {
 
@@ -144,13 +149,24 @@ template <class T> class RnnGemmKernel : public Kernel {
     // oneDNN fixes a primitive's thread count when it is created (OpenMP's default then), so
     // the per-step products are created under the recurrence's count.
     step_threads_ = recurrence_threads(s, n.num_threads);
-    omp_set_num_threads(step_threads_);
-    for (int64_t d = 0; d < D; ++d) {
-      const T* rd = r ? r + d * GH * H : nullptr;
-      rec_.emplace_back(GemmShape{1, N, H, rec_n_, GH * H, 1, H}, rd);
-      if (split_gru_) cand_.emplace_back(GemmShape{1, N, H, H, GH * H, 1, H}, rd ? rd + 2 * H * H : nullptr);
+    if constexpr (std::is_same_v<T, float>) {
+      gemv_ = gemv_recurrence(s, r != nullptr);
+      // R_d^T as B(k, n) = R_d[n, k]
+      for (int64_t d = 0; gemv_ && d < D; ++d) {
+        const float* rd = r + d * GH * H;
+        gemv_rec_.emplace_back(rd, H, rec_n_, 1, H);
+        if (split_gru_) gemv_cand_.emplace_back(rd + 2 * H * H, H, H, 1, H);
+      }
     }
-    omp_set_num_threads(std::max(1, n.num_threads));
+    if (!gemv_) {
+      omp_set_num_threads(step_threads_);
+      for (int64_t d = 0; d < D; ++d) {
+        const T* rd = r ? r + d * GH * H : nullptr;
+        rec_.emplace_back(GemmShape{1, N, H, rec_n_, GH * H, 1, H}, rd);
+        if (split_gru_) cand_.emplace_back(GemmShape{1, N, H, H, GH * H, 1, H}, rd ? rd + 2 * H * H : nullptr);
+      }
+      omp_set_num_threads(std::max(1, n.num_threads));
+    }
     if (const T* b = const_of(s.in_b())) bias_.assign(b, b + D * s.bias_gates * H);
     ScratchLayout lay;
     const size_t t = sizeof(T);
@@ -169,7 +185,10 @@ template <class T> class RnnGemmKernel : public Kernel {
     scratch_ = lay.total;
   }
 
-  std::string impl_name() const override { return std::is_same_v<T, float> ? "rnn_gemm:onednn_matmul" : "rnn_gemm:f64"; }
+  std::string impl_name() const override {
+    if (gemv_) return std::string("rnn_gemm:panel_gemv_") + gemv_rec_[0].isa_name();
+    return std::is_same_v<T, float> ? "rnn_gemm:onednn_matmul" : "rnn_gemm:f64";
+  }
   size_t scratch_bytes() const override { return scratch_; }
   bool packs_input(int i) const override {
     return (i == s_.in_w() && w_packed_) || (i == s_.in_r() && r_packed_) || (i == s_.in_b() && !bias_.empty());
@@ -183,7 +202,7 @@ template <class T> class RnnGemmKernel : public Kernel {
     const T* r = r_packed_ ? nullptr : in[s_.in_r()].ptr<T>();
     b->proj = proj_.bind(in[0].ptr<T>(), w, buf(o_xp_), sc + o_mm_);
     const int64_t N = s_.batch, H = s_.hidden, GH = s_.gh();
-    for (int64_t d = 0; d < s_.dirs; ++d) {
+    for (int64_t d = 0; d < static_cast<int64_t>(rec_.size()); ++d) {
       const T* rd = r ? r + d * GH * H : nullptr;
       b->rec.push_back(rec_[d].bind(buf(o_h_) + d * N * H, rd, buf(o_rec_) + d * N * rec_n_, sc + o_mm_));
       if (split_gru_)
@@ -214,6 +233,62 @@ template <class T> class RnnGemmKernel : public Kernel {
     const T* bias = bias_.empty() ? in[s_.in_b()].ptr<T>() : bias_.data();
     // the input projection is one large product: every thread
     if (max_len > 0) proj_.run(bd->proj, *ctx.stream, ctx.num_threads);
+    if (gemv_) {
+      run_gemv(buf, bias, len, max_len, y, ctx.num_threads);
+    } else {
+      run_steps(ctx, bd, buf, bias, len, max_len, y);
+    }
+    for (int64_t b = 0; b < N; ++b)
+      for (int64_t d = 0; d < D; ++d)
+        for (int k = 0; k < s_.states; ++k) {
+          T* dst = out[1 + k].ptr<T>() + (b * D + d) * H;
+          const T* src = (k == 0 ? h : c) + (d * N + b) * H;
+          if (len[b] > 0) std::memcpy(dst, src, H * sizeof(T));
+          else std::fill(dst, dst + H, T(0));
+        }
+  }
+
+ private:
+  // One direction's steps, every batch element in turn (see the header comment).
+  template <class Buf> void gemv_direction(Buf buf, const T* bias, const int64_t* len, int64_t max_len, T* y,
+                                           int64_t d) const {
+    if constexpr (std::is_same_v<T, float>) {
+      const int64_t N = s_.batch, H = s_.hidden, D = s_.dirs, L = s_.seq;
+      for (int64_t step = 0; step < max_len; ++step) {
+        gemv_rec_[d].run(buf(o_h_) + d * N * H, H, N, buf(o_rec_) + d * N * rec_n_, rec_n_);
+        if (split_gru_) {
+          for (int64_t b = 0; b < N; ++b)
+            if (step < len[b]) gru_reset_gate(buf, bias, d * N + b, d, b, s_.reversed(d) ? len[b] - 1 - step : step);
+          gemv_cand_[d].run(buf(o_rh_) + d * N * H, H, N, buf(o_cand_) + d * N * H, H);
+        }
+        for (int64_t b = 0; b < N; ++b) {
+          if (step >= len[b]) continue;
+          const int64_t t = s_.reversed(d) ? len[b] - 1 - step : step, row = d * N + b;
+          cell(buf, bias, row, d, b, t);
+          std::memcpy(y + ((b * D + d) * L + t) * H, buf(o_h_) + row * H, H * sizeof(T));
+        }
+      }
+    }
+  }
+
+  template <class Buf> void run_gemv(Buf buf, const T* bias, const int64_t* len, int64_t max_len, T* y,
+                                     int threads) const {
+    // two directions on two threads: one fork per inference, no barrier inside the steps
+    if (s_.dirs == 2 && threads >= 2) {
+#pragma omp parallel num_threads(2)
+      {
+        for (int64_t d = omp_get_thread_num(); d < 2; d += omp_get_num_threads())
+          gemv_direction(buf, bias, len, max_len, y, d);
+      }
+    } else {
+      for (int64_t d = 0; d < s_.dirs; ++d) gemv_direction(buf, bias, len, max_len, y, d);
+    }
+  }
+
+  template <class Buf> void run_steps(RunContext& ctx, GemmBound* bd, Buf buf, const T* bias, const int64_t* len,
+                                      int64_t max_len, T* y) {
+    const int64_t N = s_.batch, D = s_.dirs, L = s_.seq, H = s_.hidden;
+    T* h = buf(o_h_);
     const int nt = step_threads_;
     omp_set_num_threads(nt);  // oneDNN's matmuls take the OpenMP default; restored below
     // rows (d, b) per thread: enough gate values per chunk to pay for a fork
@@ -240,17 +315,8 @@ template <class T> class RnnGemmKernel : public Kernel {
       });
     }
     omp_set_num_threads(ctx.num_threads);
-    for (int64_t b = 0; b < N; ++b)
-      for (int64_t d = 0; d < D; ++d)
-        for (int k = 0; k < s_.states; ++k) {
-          T* dst = out[1 + k].ptr<T>() + (b * D + d) * H;
-          const T* src = (k == 0 ? h : c) + (d * N + b) * H;
-          if (len[b] > 0) std::memcpy(dst, src, H * sizeof(T));
-          else std::fill(dst, dst + H, T(0));
-        }
   }
 
- private:
   T clipv(T v) const {
     const T c = static_cast<T>(s_.clip);
     return v < -c ? -c : (v > c ? c : v);
@@ -322,7 +388,8 @@ template <class T> class RnnGemmKernel : public Kernel {
   }
 
   RnnSpec s_;
-  bool split_gru_ = false, w_packed_ = false, r_packed_ = false;
+  bool split_gru_ = false, w_packed_ = false, r_packed_ = false, gemv_ = false;
+  std::vector<PanelGemv> gemv_rec_, gemv_cand_;  // by direction, when gemv_
   int64_t rec_n_ = 0;
   Gemm<T> proj_;
   std::vector<Gemm<T>> rec_, cand_;  // by direction

@@ -1,0 +1,151 @@
+// PanelGemv (see rnn_gemv.hpp). B is packed as [panels][K][width]: panel p holds columns
+// [p * width, (p + 1) * width), zero beyond N, so every load is a full aligned vector. One panel
+// is 4 vectors: 16 floats each with AVX-512, 8 with AVX2 (and the baseline build, where GCC's
+// generic vectors become SSE pairs). The kernel body is written once over GCC vector types and
+// instantiated per ISA; the ISA is chosen at packing time (the panel width depends on it), as
+// the one oneDNN dispatches to, so that ONEDNN_MAX_CPU_ISA=AVX2 (how an AVX2 host is emulated
+// here) runs the AVX2 kernel too.
+#include "core/rnn_gemv.hpp"
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+namespace opforge_cpu {
+
+namespace {
+
+typedef float v16 __attribute__((vector_size(64), __may_alias__));
+typedef float v8 __attribute__((vector_size(32), __may_alias__));
+
+constexpr int kVecs = 4;  // vectors per panel
+
+template <class V, int W> inline void store_row(float* c, const V* s, int64_t nw) {
+  for (int v = 0; v < kVecs; ++v) {
+    const int64_t n = std::min<int64_t>(W, nw - int64_t{v} * W);
+    if (n <= 0) break;
+    const V t = s[v];
+    std::memcpy(c + v * W, &t, static_cast<size_t>(n) * sizeof(float));
+  }
+}
+
+// Two rows of a share each weight load; a single row runs even and odd k on separate
+// accumulators, so that 8 independent FMA chains hide the FMA latency in both cases.
+template <class V, int W>
+inline __attribute__((always_inline)) void gemv_body(const float* packed, int64_t K, int64_t N, const float* a,
+                                                     int64_t lda, int64_t M, float* c, int64_t ldc) {
+  constexpr int64_t P = kVecs * W;
+  const int64_t panels = (N + P - 1) / P;
+  for (int64_t p = 0; p < panels; ++p) {
+    const V* w = reinterpret_cast<const V*>(packed + p * K * P);
+    const int64_t n0 = p * P, nw = std::min(P, N - n0);
+    int64_t m = 0;
+    for (; m + 2 <= M; m += 2) {
+      V s0[kVecs] = {}, s1[kVecs] = {};
+      const float* a0 = a + m * lda;
+      const float* a1 = a0 + lda;
+      for (int64_t k = 0; k < K; ++k) {
+        const V x0 = V{} + a0[k], x1 = V{} + a1[k];
+        const V* wk = w + k * kVecs;
+#pragma GCC unroll 4
+        for (int v = 0; v < kVecs; ++v) {
+          s0[v] += x0 * wk[v];
+          s1[v] += x1 * wk[v];
+        }
+      }
+      store_row<V, W>(c + m * ldc + n0, s0, nw);
+      store_row<V, W>(c + (m + 1) * ldc + n0, s1, nw);
+    }
+    if (m < M) {
+      V s0[kVecs] = {}, s1[kVecs] = {};
+      const float* a0 = a + m * lda;
+      int64_t k = 0;
+      for (; k + 2 <= K; k += 2) {
+        const V x0 = V{} + a0[k], x1 = V{} + a0[k + 1];
+        const V* wk = w + k * kVecs;
+#pragma GCC unroll 4
+        for (int v = 0; v < kVecs; ++v) {
+          s0[v] += x0 * wk[v];
+          s1[v] += x1 * wk[kVecs + v];
+        }
+      }
+      if (k < K) {
+        const V x0 = V{} + a0[k];
+        const V* wk = w + k * kVecs;
+#pragma GCC unroll 4
+        for (int v = 0; v < kVecs; ++v) s0[v] += x0 * wk[v];
+      }
+#pragma GCC unroll 4
+      for (int v = 0; v < kVecs; ++v) s0[v] += s1[v];
+      store_row<V, W>(c + m * ldc + n0, s0, nw);
+    }
+  }
+}
+
+__attribute__((target("avx512f,fma"))) void gemv_avx512(const float* packed, int64_t K, int64_t N, const float* a,
+                                                        int64_t lda, int64_t M, float* c, int64_t ldc) {
+  gemv_body<v16, 16>(packed, K, N, a, lda, M, c, ldc);
+}
+
+__attribute__((target("avx2,fma"))) void gemv_avx2(const float* packed, int64_t K, int64_t N, const float* a,
+                                                   int64_t lda, int64_t M, float* c, int64_t ldc) {
+  gemv_body<v8, 8>(packed, K, N, a, lda, M, c, ldc);
+}
+
+void gemv_baseline(const float* packed, int64_t K, int64_t N, const float* a, int64_t lda, int64_t M, float* c,
+                   int64_t ldc) {
+  gemv_body<v8, 8>(packed, K, N, a, lda, M, c, ldc);
+}
+
+}  // namespace
+
+PanelGemv::PanelGemv(const float* b, int64_t K, int64_t N, int64_t ks, int64_t ns) : K_(K), N_(N) {
+  // the cpu_isa values are cumulative bit masks: an ISA contains every bit of the ones below it
+  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  auto has = [&](dnnl::cpu_isa x) { return (isa & static_cast<unsigned>(x)) == static_cast<unsigned>(x); };
+  isa_ = has(dnnl::cpu_isa::avx512_core) && __builtin_cpu_supports("avx512f") ? Isa::avx512
+         : has(dnnl::cpu_isa::avx2) && __builtin_cpu_supports("fma")          ? Isa::avx2
+                                                                               : Isa::baseline;
+  width_ = kVecs * (isa_ == Isa::avx512 ? 16 : 8);
+  const int64_t panels = (N + width_ - 1) / width_;
+  const size_t count = static_cast<size_t>(std::max<int64_t>(1, panels * K * width_));
+  // aligned for full-vector loads; the size rounded up as aligned_alloc requires
+  const size_t bytes = (count * sizeof(float) + 63) / 64 * 64;
+  float* mem = static_cast<float*>(std::aligned_alloc(64, bytes));
+  if (!mem) throw std::bad_alloc();
+  packed_ = std::unique_ptr<float[], void (*)(void*)>(mem, std::free);
+  std::fill(mem, mem + count, 0.f);
+  for (int64_t p = 0; p < panels; ++p)
+    for (int64_t k = 0; k < K; ++k) {
+      float* dst = mem + (p * K + k) * width_;
+      for (int64_t j = 0; j < width_ && p * width_ + j < N; ++j) dst[j] = b[k * ks + (p * width_ + j) * ns];
+    }
+}
+
+const char* PanelGemv::isa_name() const {
+  switch (isa_) {
+    case Isa::avx512: return "avx512";
+    case Isa::avx2: return "avx2";
+    case Isa::baseline: break;
+  }
+  return "x86-64";
+}
+
+void PanelGemv::run(const float* a, int64_t lda, int64_t M, float* c, int64_t ldc) const {
+  if (M <= 0 || N_ <= 0) return;
+  if (K_ == 0) {
+    // an empty sum is zero
+    for (int64_t m = 0; m < M; ++m) std::fill(c + m * ldc, c + m * ldc + N_, 0.f);
+    return;
+  }
+  switch (isa_) {
+    case Isa::avx512: gemv_avx512(packed_.get(), K_, N_, a, lda, M, c, ldc); break;
+    case Isa::avx2: gemv_avx2(packed_.get(), K_, N_, a, lda, M, c, ldc); break;
+    case Isa::baseline: gemv_baseline(packed_.get(), K_, N_, a, lda, M, c, ldc); break;
+  }
+}
+
+}  // namespace opforge_cpu

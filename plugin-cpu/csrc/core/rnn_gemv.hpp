@@ -1,0 +1,40 @@
+// The recurrence product of a small batch, c = a x B with a only a few rows (the hidden state of
+// a text model at batch 1-4) and B a constant weight matrix (R^T of one direction), as a hand
+// vectorised matrix-vector product over B packed once into column panels.
+//
+// Why not oneDNN: at batch 1 each step is a 1 x H x G*H product that streams R (1 MiB for an
+// LSTM with hidden 256) from L2 and does nothing else. oneDNN 3.2 spends ~30 us a step on it
+// (its RNN primitive's brgemm:avx512_core and a matmul primitive alike: call overhead, a blocked
+// layout made for larger batches), where reading R from L2 takes ~6 us. Here a panel's columns
+// are contiguous for every k, so the loop over k streams the panel in order with 8 independent
+// accumulators, and each weight is loaded once for all rows of a.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+namespace opforge_cpu {
+
+class PanelGemv {
+ public:
+  PanelGemv() = default;
+  // B(k, n) = b[k * ks + n * ns] for k < K, n < N; copied and packed here, never read again.
+  PanelGemv(const float* b, int64_t K, int64_t N, int64_t ks, int64_t ns);
+
+  // c[m, n] = sum_k a[m * lda + k] * B(k, n) for m < M, n < N; c rows ldc apart.
+  void run(const float* a, int64_t lda, int64_t M, float* c, int64_t ldc) const;
+
+  // the kernel's instruction set: avx512, avx2 or x86-64
+  const char* isa_name() const;
+  int64_t K() const { return K_; }
+  int64_t N() const { return N_; }
+
+ private:
+  int64_t K_ = 0, N_ = 0;
+  enum class Isa { baseline, avx2, avx512 };
+  Isa isa_ = Isa::baseline;  // chosen when packing: the panel width depends on it
+  int width_ = 0;            // floats per panel
+  std::unique_ptr<float[], void (*)(void*)> packed_{nullptr, nullptr};
+};
+
+}  // namespace opforge_cpu

@@ -67,3 +67,55 @@ def test_quantized_concat_reference_is_the_qdq_arithmetic() -> None:
     y = QuantizedConcat.evaluate(attrs, [a, b])[0]
     # b: -128*0.25/0.5 = -64 -> -54 -> 0 (saturated); 1*0.25/0.5 = 0.5 -> 0 (even) -> 10; 63.5 -> 64 -> 74
     np.testing.assert_array_equal(y, np.array([[0, 10, 255, 0, 10, 74]], np.uint8))
+
+
+def test_silu_and_squeeze_excitation_run_on_the_integers(tmp_path: Path) -> None:
+    """An EfficientNet/MobileNetV3 block: a convolution, SiLU (x * Sigmoid(x)), a squeeze-excitation
+    (global average pool, two 1x1 convolutions, HardSigmoid, per-channel product), an Add of two
+    quantized tensors no convolution produced, and a 1x1 convolution. The sigmoids become tables,
+    the products and the Add QuantizedEltwise, all on the u8 tensors."""
+    rng = np.random.default_rng(23)
+    shape = (1, 8, 9, 9)
+    nodes = [
+        helper.make_node("Conv", ["x", "w0"], ["c0"], pads=[1, 1, 1, 1]),
+        helper.make_node("Sigmoid", ["c0"], ["s0"]),
+        helper.make_node("Mul", ["c0", "s0"], ["silu"]),
+        helper.make_node("GlobalAveragePool", ["silu"], ["g"]),
+        helper.make_node("Conv", ["g", "w1"], ["c1"]),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("Conv", ["r1", "w2"], ["c2"]),
+        helper.make_node("HardSigmoid", ["c2"], ["h"], alpha=1 / 6, beta=0.5),
+        helper.make_node("Mul", ["silu", "h"], ["se"]),
+        helper.make_node("Add", ["se", "silu"], ["sum"]),
+        helper.make_node("Conv", ["sum", "w3"], ["y"]),
+    ]
+    inits = _inits(rng, w0=(16, 8, 3, 3), w1=(4, 16, 1, 1), w2=(16, 4, 1, 1), w3=(8, 16, 1, 1))
+    src = save_model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
+                     [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(shape))], inits, tmp_path / "f32.onnx")
+    q = quantize(src, tmp_path / "q.onnx", shape, True, "u8")
+    x = np.random.default_rng(24).standard_normal(shape).astype(np.float32)
+    got, want, rows = run_both(q, x)
+    assert_close_steps(got, want, output_scale(q))
+    ran = [r.node_type for r in rows if r.status != "OPTIMIZED_OUT"]
+    assert ran.count("QuantizedLookup") == 2 and ran.count("QuantizedEltwise") == 3, ran
+    assert not {"Sigmoid", "HSigmoid", "HardSigmoid", "Multiply", "Add"} & set(ran), ran
+    # the products read the convolution's channels-last output where it lies
+    assert all(r.exec_type == "loop" for r in int8_steps(rows, "QuantizedEltwise")), \
+        [(r.node_name, r.exec_type) for r in int8_steps(rows, "QuantizedEltwise")]
+
+
+def test_lookup_and_eltwise_references() -> None:
+    """The table is indexed by the byte (an i8 -128 is entry 128); the element-wise op is the QDQ
+    f32 arithmetic with broadcasting."""
+    from opforge_cpu.ops.quantized_eltwise import QuantizedEltwise, QuantizedEltwiseAttrs
+    from opforge_cpu.ops.quantized_lookup import QuantizedLookup
+
+    table = np.arange(256, dtype=np.uint8)[::-1].copy()
+    got = QuantizedLookup.evaluate(None, [np.array([-128, -1, 0, 127], np.int8), table])[0]
+    np.testing.assert_array_equal(got, [127, 0, 255, 128])
+    a = np.array([[10, 20], [30, 40]], np.uint8)
+    b = np.array([[2], [0]], np.int8)
+    attrs = QuantizedEltwiseAttrs(operation="Multiply", a_scale=0.5, a_zero_point=10, b_scale=0.25, b_zero_point=0,
+                                  dst_scale=0.125, dst_zero_point=0, output_type="i8")
+    # row 0: a is [0, 5], b 0.5: [0, 2.5] / 0.125 = [0, 20]; row 1: b is 0
+    np.testing.assert_array_equal(QuantizedEltwise.evaluate(attrs, [a, b])[0], np.array([[0, 20], [0, 0]], np.int8))

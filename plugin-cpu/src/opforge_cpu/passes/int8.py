@@ -23,11 +23,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Iterator
 from typing import ClassVar
 
 import numpy as np
 from opforge.element_type import Type
 from opforge.graph import Model, Node, Output
+from opforge.op import CostClass
 from opforge.opset.constant import Constant
 from opforge.transformations import pattern as p
 
@@ -35,6 +37,8 @@ from opforge_cpu.ops.dequantize import Dequantize
 from opforge_cpu.ops.quantize import Quantize
 from opforge_cpu.ops.quantized_concat import QuantizedConcat
 from opforge_cpu.ops.quantized_convolution import QuantizedConvolution
+from opforge_cpu.ops.quantized_eltwise import QuantizedEltwise
+from opforge_cpu.ops.quantized_lookup import QuantizedLookup
 from opforge_cpu.ops.quantized_mat_mul import QuantizedMatMul
 from opforge_cpu.ops.quantized_max_pool import QuantizedMaxPool
 
@@ -93,44 +97,56 @@ def _single_user(uses: dict[Output, list[tuple[Node, int]]], out: Output) -> Nod
     return u[0][0] if len(u) == 1 else None
 
 
+def _converted(out: Output) -> tuple[Output, Output | None] | None:
+    """``out`` as ``Convert(q) [- z]`` of a u8/i8 tensor ``q``: (q, z's output or None)."""
+    n = out.node
+    z: Output | None = None
+    if _std(n, "Subtract"):
+        z = n.inputs[1]
+        n = n.inputs[0].node
+    if not _std(n, "Convert") or n.inputs[0].element_type not in _INT8:
+        return None
+    return n.inputs[0], z
+
+
+def _scaled(out: Output) -> Iterator[tuple[Output, Output, Output | None]]:
+    """``out`` as the f32 ``(Convert(q) [- z]) * s``, with the factors in either order: each
+    (q, s's output, z's output or None) that has that form (the values are the caller's to check)."""
+    n = out.node
+    if out.element_type is not Type.f32 or not _std(n, "Multiply"):
+        return
+    for a, b in ((0, 1), (1, 0)):
+        c = _converted(n.inputs[a])
+        if c is not None:
+            yield c[0], n.inputs[b], c[1]
+
+
+def _zero_point(q: Output, z: Output | None) -> int | None:
+    """The scalar zero point ``z`` (0 without one) as an integer of q's range, or None."""
+    return _integral(0.0 if z is None else _scalar(z), q.element_type)
+
+
 def dequantized(out: Output) -> QuantizedInput | None:
     """``out`` as DequantizeLinear of a u8/i8 tensor: ``(Convert(q) - z) * s`` in f32, per tensor."""
     n = out.node
     if isinstance(n.op, type) and issubclass(n.op, Dequantize):
         return QuantizedInput(n.inputs[0], float(n.attrs.scale), int(n.attrs.zero_point))  # type: ignore[attr-defined]
-    if out.element_type is not Type.f32 or not _std(n, "Multiply"):
-        return None
-    for a, b in ((0, 1), (1, 0)):
-        s = _scalar(n.inputs[b])
-        if s is None or s <= 0:
-            continue
-        inner = n.inputs[a].node
-        z: float | None = 0.0
-        if _std(inner, "Subtract"):
-            z = _scalar(inner.inputs[1])
-            inner = inner.inputs[0].node
-        if not _std(inner, "Convert") or inner.inputs[0].element_type not in _INT8:
-            continue
-        zp = _integral(z, inner.inputs[0].element_type)
-        if zp is not None:
-            return QuantizedInput(inner.inputs[0], s, zp)
+    for q, s_out, z_out in _scaled(out):
+        s = _scalar(s_out)
+        zp = _zero_point(q, z_out)
+        if s is not None and s > 0 and zp is not None:
+            return QuantizedInput(q, s, zp)
     return None
 
 
 def centred(out: Output) -> QuantizedInput | None:
     """``out`` as the zero-point-centred i32 operand of QLinearConv/QLinearMatMul:
     ``Convert(q, i32) - z`` (scale 1: the scales are in the requantization)."""
-    n = out.node
-    if out.element_type is not Type.i32:
+    c = _converted(out) if out.element_type is Type.i32 else None
+    if c is None:
         return None
-    z: float | None = 0.0
-    if _std(n, "Subtract"):
-        z = _scalar(n.inputs[1])
-        n = n.inputs[0].node
-    if not _std(n, "Convert") or n.inputs[0].element_type not in _INT8:
-        return None
-    zp = _integral(z, n.inputs[0].element_type)
-    return None if zp is None else QuantizedInput(n.inputs[0], 1.0, zp)
+    zp = _zero_point(*c)
+    return None if zp is None else QuantizedInput(c[0], 1.0, zp)
 
 
 def quantize_after(uses: dict[Output, list[tuple[Node, int]]], y: Output) -> Requantize | None:
@@ -139,16 +155,15 @@ def quantize_after(uses: dict[Output, list[tuple[Node, int]]], y: Output) -> Req
     return None if d is None else quantize_chain(uses, d)
 
 
-def quantize_chain(uses: dict[Output, list[tuple[Node, int]]], d: Node) -> Requantize | None:
-    """The QuantizeLinear decomposition that starts at Divide ``d``:
-    Convert(Clamp(Round_even(y / s) [+ z], lo, hi)) with [lo, hi] the u8/i8 range."""
-    if not _std(d, "Divide") or d.inputs[0].element_type is not Type.f32:
+def _rounded(uses: dict[Output, list[tuple[Node, int]]], y: Output
+             ) -> tuple[list[Node], float | None, Output, Node | None] | None:
+    """The rounding both QuantizeLinear and the QLinear requantization start with, reading ``y``
+    alone: ``Round_even(y) [+ z]``. Returns its nodes, z (0 without the Add, None when not a
+    scalar constant), its result and that result's only reader (or None)."""
+    r = _single_user(uses, y)
+    if r is None or not _std(r, "Round") or r.attrs.mode != "half_to_even":  # type: ignore[attr-defined]
         return None
-    s = _scalar(d.inputs[1])
-    r = _single_user(uses, d.output(0))
-    if s is None or s <= 0 or r is None or not _std(r, "Round") or r.attrs.mode != "half_to_even":  # type: ignore[attr-defined]
-        return None
-    nodes = [d, r]
+    nodes = [r]
     cur = r.output(0)
     z: float | None = 0.0
     n = _single_user(uses, cur)
@@ -157,6 +172,20 @@ def quantize_chain(uses: dict[Output, list[tuple[Node, int]]], d: Node) -> Requa
         nodes.append(n)
         cur = n.output(0)
         n = _single_user(uses, cur)
+    return nodes, z, cur, n
+
+
+def quantize_chain(uses: dict[Output, list[tuple[Node, int]]], d: Node) -> Requantize | None:
+    """The QuantizeLinear decomposition that starts at Divide ``d``:
+    Convert(Clamp(Round_even(y / s) [+ z], lo, hi)) with [lo, hi] the u8/i8 range."""
+    if not _std(d, "Divide") or d.inputs[0].element_type is not Type.f32:
+        return None
+    s = _scalar(d.inputs[1])
+    tail = _rounded(uses, d.output(0))
+    if s is None or s <= 0 or tail is None:
+        return None
+    rounded, z, _, n = tail
+    nodes = [d, *rounded]
     if n is None or not _std(n, "Clamp"):
         return None
     c = _single_user(uses, n.output(0))
@@ -183,18 +212,11 @@ def requantize_after(uses: dict[Output, list[tuple[Node, int]]], acc: Output, ch
     mv = (mul.inputs[1] if mul.inputs[0] == cv.output(0) else mul.inputs[0]).node.constant_value()
     rank = len(acc.shape)
     m = _channel_vector(mv, rank, channels, conv=conv)
-    rnd = _single_user(uses, mul.output(0))
-    if m is None or np.any(m <= 0) or rnd is None or not _std(rnd, "Round") or rnd.attrs.mode != "half_to_even":  # type: ignore[attr-defined]
+    tail = _rounded(uses, mul.output(0))
+    if m is None or np.any(m <= 0) or tail is None:
         return None
-    nodes = [cv, mul, rnd]
-    cur = rnd.output(0)
-    z: float | None = 0.0
-    n = _single_user(uses, cur)
-    if n is not None and _std(n, "Add"):
-        z = _scalar(n.inputs[1] if n.inputs[0] == cur else n.inputs[0])
-        nodes.append(n)
-        cur = n.output(0)
-        n = _single_user(uses, cur)
+    rounded, z, cur, n = tail
+    nodes = [cv, mul, *rounded]
     bounds = []
     for name in ("Maximum", "Minimum"):
         if n is None or not _std(n, name):
@@ -228,24 +250,14 @@ def _channel_vector(v: np.ndarray | None, rank: int, channels: int, conv: bool) 
 def dequantized_constant(out: Output) -> tuple[np.ndarray, np.ndarray] | None:
     """``out`` as DequantizeLinear of a constant s8 tensor with zero point 0:
     ``Convert(C) [- 0] * s`` -> (C, s)."""
-    n = out.node
-    if out.element_type is not Type.f32 or not _std(n, "Multiply"):
-        return None
-    for a, b in ((0, 1), (1, 0)):
-        s = n.inputs[b].node.constant_value()
-        if s is None or not np.all(np.asarray(s) > 0):
+    for q, s_out, z_out in _scaled(out):
+        s = s_out.node.constant_value()
+        z = None if z_out is None else z_out.node.constant_value()
+        c = q.node.constant_value()
+        if (q.element_type is not Type.i8 or s is None or not np.all(np.asarray(s) > 0) or c is None
+                or (z_out is not None and (z is None or np.any(np.asarray(z) != 0)))):
             continue
-        inner = n.inputs[a].node
-        if _std(inner, "Subtract"):
-            z = inner.inputs[1].node.constant_value()
-            if z is None or np.any(np.asarray(z) != 0):
-                continue
-            inner = inner.inputs[0].node
-        if not _std(inner, "Convert") or inner.inputs[0].element_type is not Type.i8:
-            continue
-        q = inner.inputs[0].node.constant_value()
-        if q is not None:
-            return np.asarray(q), np.asarray(s)
+        return np.asarray(c), np.asarray(s)
     return None
 
 
@@ -574,6 +586,94 @@ class ConcatFusion(p.MatcherPass):
         return True
 
 
+class LookupFusion(p.MatcherPass):
+    """Quantize(f(Dequantize(q))) where f is a chain of element-wise ops of one tensor and scalar
+    constants (Sigmoid, HardSigmoid, ...) -> QuantizedLookup(q, table): the chain's result depends
+    on q's byte alone, so it is evaluated once, on the 256 values, with each op's reference."""
+
+    name: ClassVar[str] = "cpu_int8_lookup"
+
+    def pattern(self) -> p.PatternNode:
+        return p.op(Quantize, predicate=lambda out: out.partial_shape.is_static)
+
+    def callback(self, match: p.Match, model: Model) -> bool:
+        quant = match.root.node
+        uses = model.consumers()
+        chain: list[Node] = []
+        cur = quant.inputs[0]
+        while not _is(cur.node, Dequantize):
+            n = cur.node
+            data = _elementwise_data(n)
+            if data is None or _single_user(uses, cur) is not (chain[-1] if chain else quant):
+                return False
+            chain.append(n)
+            cur = data
+        deq = cur.node
+        if not chain:
+            return False
+        values = np.arange(256, dtype=np.uint8)
+        if deq.inputs[0].element_type is Type.i8:
+            values = values.view(np.int8)
+        v = Dequantize.evaluate(deq.attrs, [values])[0]
+        for n in reversed(chain):
+            ins = [v if i.node.constant_value() is None else np.asarray(i.node.constant_value()) for i in n.inputs]
+            v = np.asarray(n.op.evaluate(n.attrs, ins)[0], np.float32).reshape(-1)
+            if v.size != 256:
+                return False
+        table = Quantize.evaluate(quant.attrs, [v])[0]
+        t = Node.create(Constant, [], {"value": np.ascontiguousarray(table)}, name=f"{quant.name}/table")
+        new = Node.create(QuantizedLookup, [deq.inputs[0], t.output(0)], {}, name=quant.name)
+        new.rt_info["fused_names"] = _fused_names(deq, *reversed(chain), quant)
+        model.replace_output(quant.output(0), new.output(0))
+        return True
+
+
+def _elementwise_data(n: Node) -> Output | None:
+    """The one tensor input of standard element-wise op ``n`` whose other inputs are scalar
+    constants, when its f32 result has that input's shape; else None."""
+    if not n.op.is_standard or n.op.cost_class not in (CostClass.ELEMENTWISE, CostClass.TRANSCENDENTAL):
+        return None
+    if len(n.outputs()) != 1 or n.output(0).element_type is not Type.f32:
+        return None
+    data = [i for i in n.inputs if i.node.constant_value() is None]
+    if len(data) != 1 or data[0].element_type is not Type.f32 or tuple(data[0].shape) != tuple(n.output(0).shape):
+        return None
+    if any(np.asarray(i.node.constant_value()).size != 1 for i in n.inputs if i is not data[0]):
+        return None
+    return data[0]
+
+
+class EltwiseFusion(p.MatcherPass):
+    """Quantize(Dequantize(q_a) op Dequantize(q_b)), op Add/Subtract/Multiply -> QuantizedEltwise:
+    a SiLU's x * sigmoid(x), a squeeze-excitation's per-channel product, a residual Add that no
+    convolution took as its sum; the QDQ graph's arithmetic on the integers, no f32 tensor."""
+
+    name: ClassVar[str] = "cpu_int8_eltwise"
+
+    def pattern(self) -> p.PatternNode:
+        return p.op(Quantize, p.op(["Add", "Subtract", "Multiply"]), predicate=lambda out: out.partial_shape.is_static)
+
+    def callback(self, match: p.Match, model: Model) -> bool:
+        quant = match.root.node
+        op = quant.inputs[0].node
+        if (not op.op.is_standard or len(op.inputs) != 2 or op.attrs.auto_broadcast == "pdpd"  # type: ignore[attr-defined]
+                or _single_user(model.consumers(), op.output(0)) is not quant):
+            return False
+        da, db = (i.node for i in op.inputs)
+        if not (_is(da, Dequantize) and _is(db, Dequantize)):
+            return False
+        q = quant.attrs
+        attrs = {"operation": op.type_name,
+                 "a_scale": float(da.attrs.scale), "a_zero_point": int(da.attrs.zero_point),  # type: ignore[attr-defined]
+                 "b_scale": float(db.attrs.scale), "b_zero_point": int(db.attrs.zero_point),  # type: ignore[attr-defined]
+                 "dst_scale": float(q.scale), "dst_zero_point": int(q.zero_point),  # type: ignore[attr-defined]
+                 "output_type": q.output_type}  # type: ignore[attr-defined]
+        new = Node.create(QuantizedEltwise, [da.inputs[0], db.inputs[0]], attrs, name=quant.name)
+        new.rt_info["fused_names"] = _fused_names(da, db, op, quant)
+        model.replace_output(quant.output(0), new.output(0))
+        return True
+
+
 def _fused_names(*nodes: Node) -> list[str]:
     """The original nodes behind ``nodes`` (their own fused names, or themselves), each once."""
     names: list[str] = []
@@ -587,14 +687,15 @@ def _fused_names(*nodes: Node) -> list[str]:
 class Int8Fusion(p.GraphRewrite):
     """The CPU's int8 pass: quantized convolutions and MatMuls first (they absorb the quantize
     and dequantize chains around them), then the chains left over become Quantize/Dequantize,
-    then residual Adds between them go into the convolution before them and max poolings and
-    concatenations between them run on the integers."""
+    then residual Adds between them go into the convolution before them, and max poolings,
+    concatenations, element-wise chains of one tensor (tables) and Add/Multiply of two between
+    them run on the integers."""
 
     name: ClassVar[str] = "cpu_int8_fusion"
 
     def __init__(self) -> None:
         super().__init__(QuantizedOpFusion(), QuantizeFusion(), DequantizeFusion(), ResidualSumFusion(),
-                         MaxPoolFusion(), ConcatFusion())
+                         MaxPoolFusion(), ConcatFusion(), LookupFusion(), EltwiseFusion())
 
 
 def fuse_int8(model: Model) -> bool:

@@ -1,0 +1,187 @@
+// QuantizedEltwise (opforge_cpu/ops/quantized_eltwise.py): Add, Subtract or Multiply of two u8/s8
+// tensors (NumPy broadcasting), each with its scale and zero point, written on the output's
+// grid with the QDQ graph's f32 arithmetic: ((a - z_a) * s_a) op ((b - z_b) * s_b), divided by
+// the output scale, rounded half to even, shifted, saturated. A SiLU's x * sigmoid(x) and a
+// squeeze-excitation's per-channel product, between quantized convolutions.
+//
+// Layout: channels-last when a full-size operand is (a quantized convolution's output) and the
+// readers take it; plain otherwise. A per-channel operand [N, C, 1, 1] has the same bytes in
+// both, so it is read in place either way; an operand in any other layout is reordered first.
+#include <cmath>
+#include <numeric>
+
+#include "core/elementwise.hpp"
+#include "kernels/int8_layout.hpp"
+
+namespace opforge_cpu {
+
+namespace {
+bool is_int8(DType t) { return t == DType::u8 || t == DType::i8; }
+
+enum class Operation { Add, Subtract, Multiply };
+
+struct EltwiseBound : Bound {
+  StagedInputs::Bound staged;
+};
+
+// real value of a quantized byte, as DequantizeLinear computes it in f32
+struct Dequant {
+  float s;
+  float z;
+  float operator()(float q) const { return (q - z) * s; }
+};
+
+// QuantizeLinear of y (f32): rint(y / s) + z, saturated to [lo, hi]. Rounding half to even by
+// adding and subtracting 1.5 * 2^23 (exact below 2^22, where every value that does not saturate
+// lies): no libm call, and the comparisons are maxps/minps, so the loop vectorises. NaN goes to
+// the low bound (the first comparison is false for it).
+struct Quant {
+  float s, z, lo, hi;
+  float operator()(float y) const {
+    const float big = 4194304.f, magic = 12582912.f;
+    float v = y / s;
+    v = v > -big ? v : -big;
+    v = v < big ? v : big;
+    v = ((v + magic) - magic) + z;
+    v = v > lo ? v : lo;
+    return v < hi ? v : hi;
+  }
+};
+
+class QuantizedEltwiseKernel : public Kernel {
+ public:
+  explicit QuantizedEltwiseKernel(NodeDesc& n) {
+    const std::string op = n.attrs.s("operation");
+    op_ = op == "Add" ? Operation::Add : op == "Subtract" ? Operation::Subtract : Operation::Multiply;
+    const Shape& ys = n.outputs[0].shape;
+    const size_t rank = ys.size();
+    ta_ = n.in(0).dtype;
+    tb_ = n.in(1).dtype;
+    to_ = n.outputs[0].dtype;
+    da_ = {static_cast<float>(n.attrs.f("a_scale")), static_cast<float>(n.attrs.i("a_zero_point", 0))};
+    db_ = {static_cast<float>(n.attrs.f("b_scale")), static_cast<float>(n.attrs.i("b_zero_point", 0))};
+    const bool u8 = to_ == DType::u8;
+    q_ = {static_cast<float>(n.attrs.f("dst_scale")), static_cast<float>(n.attrs.i("dst_zero_point", 0)), u8 ? 0.f : -128.f,
+          u8 ? 255.f : 127.f};
+    // both operands aligned to the output's rank
+    Shape sa = pad_shape(n.in(0).shape, rank), sb = pad_shape(n.in(1).shape, rank);
+    std::vector<int> order(rank);
+    std::iota(order.begin(), order.end(), 0);
+    const bool blocked_ok = !n.allow_blocked_output.empty() && n.allow_blocked_output[0];
+    if (rank >= 3 && blocked_ok) {
+      const auto cl = channels_last_order(rank);
+      for (int i = 0; i < 2; ++i) {
+        const TensorInfo& x = n.in(i);
+        if (x.shape == ys && x.blocked && same_dense_layout(ys, dense_order(x.md), cl)) order = cl;
+      }
+    }
+    // (an operand of lower rank is staged with its own shape: its padded shape has the same bytes)
+    staged_.add(n.in(0), sub_order(order, rank - n.in(0).shape.size()));
+    staged_.add(n.in(1), sub_order(order, rank - n.in(1).shape.size()));
+    Shape po(rank), pa(rank), pb(rank);
+    for (size_t i = 0; i < rank; ++i) {
+      po[i] = ys[order[i]];
+      pa[i] = sa[order[i]];
+      pb[i] = sb[order[i]];
+    }
+    plan_ = std::make_unique<BroadcastPlan>(po, pa, pb);
+    n.outputs[0].md = ordered_md(to_, ys, order);
+    std::vector<int> plain(rank);
+    std::iota(plain.begin(), plain.end(), 0);
+    n.outputs[0].blocked = !same_dense_layout(ys, order, plain);
+  }
+  size_t scratch_bytes() const override { return staged_.scratch_bytes() + 64; }
+  std::string impl_name() const override { return staged_.any() ? "reorder+loop" : "loop"; }
+  std::unique_ptr<Bound> bind(const TensorView* in, size_t, const TensorView*, size_t, void* scratch) override {
+    auto b = std::make_unique<EltwiseBound>();
+    staged_.bind(b->staged, in, static_cast<char*>(scratch));
+    return b;
+  }
+  void run(RunContext& ctx, const TensorView*, TensorView* out, Bound* bound) override {
+    auto* b = static_cast<EltwiseBound*>(bound);
+    staged_.run(ctx, b->staged);
+    const void* a = b->staged.data[0];
+    const void* bb = b->staged.data[1];
+    if (ta_ == DType::u8) with_b<uint8_t>(ctx, static_cast<const uint8_t*>(a), bb, out[0].data);
+    else with_b<int8_t>(ctx, static_cast<const int8_t*>(a), bb, out[0].data);
+  }
+
+ private:
+  static Shape pad_shape(const Shape& s, size_t rank) {
+    Shape p(rank - s.size(), 1);
+    p.insert(p.end(), s.begin(), s.end());
+    return p;
+  }
+  // the axes of a trailing-aligned operand of rank `rank - lead`, in the order of `order`
+  static std::vector<int> sub_order(const std::vector<int>& order, size_t lead) {
+    std::vector<int> o;
+    for (int a : order)
+      if (a >= static_cast<int>(lead)) o.push_back(a - static_cast<int>(lead));
+    return o;
+  }
+  template <class A> void with_b(RunContext& ctx, const A* a, const void* b, void* y) const {
+    if (tb_ == DType::u8) with_out<A, uint8_t>(ctx, a, static_cast<const uint8_t*>(b), y);
+    else with_out<A, int8_t>(ctx, a, static_cast<const int8_t*>(b), y);
+  }
+  template <class A, class B> void with_out(RunContext& ctx, const A* a, const B* b, void* y) const {
+    if (to_ == DType::u8) with_op<A, B, uint8_t>(ctx, a, b, static_cast<uint8_t*>(y));
+    else with_op<A, B, int8_t>(ctx, a, b, static_cast<int8_t*>(y));
+  }
+  template <class A, class B, class O> void with_op(RunContext& ctx, const A* a, const B* b, O* y) const {
+    const Dequant da = da_, db = db_;
+    const Quant q = q_;
+    auto out = [q](float v) { return static_cast<O>(static_cast<int32_t>(q(v))); };
+    switch (op_) {
+      case Operation::Add:
+        broadcast_binary(*plan_, a, b, y, ctx.num_threads, [=](A x, B z) { return out(da(x) + db(z)); });
+        break;
+      case Operation::Subtract:
+        broadcast_binary(*plan_, a, b, y, ctx.num_threads, [=](A x, B z) { return out(da(x) - db(z)); });
+        break;
+      case Operation::Multiply:
+        broadcast_binary(*plan_, a, b, y, ctx.num_threads, [=](A x, B z) { return out(da(x) * db(z)); });
+        break;
+    }
+  }
+
+  Operation op_ = Operation::Add;
+  DType ta_ = DType::u8, tb_ = DType::u8, to_ = DType::u8;
+  Dequant da_{1.f, 0.f}, db_{1.f, 0.f};
+  Quant q_{1.f, 0.f, 0.f, 255.f};
+  StagedInputs staged_;
+  std::unique_ptr<BroadcastPlan> plan_;
+};
+}  // namespace
+
+std::string check_quantized_eltwise(const NodeDesc& n) {
+  if (n.inputs.size() != 2) return "needs two inputs";
+  for (int i = 0; i < 2; ++i)
+    if (!is_int8(n.in(i).dtype)) return "input " + std::to_string(i) + " is " + dtype_name(n.in(i).dtype) + ", expected u8 or i8";
+  if (n.outputs.empty() || !is_int8(n.outputs[0].dtype)) return "output must be u8 or i8";
+  const Shape& ys = n.outputs[0].shape;
+  for (int i = 0; i < 2; ++i) {
+    const Shape& s = n.in(i).shape;
+    if (s.size() > ys.size()) return "input " + std::to_string(i) + " has a higher rank than the output";
+    for (size_t k = 0; k < s.size(); ++k) {
+      const int64_t d = s[s.size() - 1 - k], o = ys[ys.size() - 1 - k];
+      if (d != o && d != 1) return "input " + std::to_string(i) + " does not broadcast to the output";
+    }
+  }
+  const std::string op = n.attrs.s("operation", "");
+  if (op != "Add" && op != "Subtract" && op != "Multiply") return "operation '" + op + "' is not Add, Subtract or Multiply";
+  for (const char* k : {"a_scale", "b_scale", "dst_scale"}) {
+    const double s = n.attrs.f(k, 0.0);
+    if (!(s > 0) || !std::isfinite(s)) return std::string(k) + " must be positive and finite";
+  }
+  return "";
+}
+
+std::unique_ptr<Kernel> make_quantized_eltwise(NodeDesc& n) {
+  std::string why = check_quantized_eltwise(n);
+  if (!why.empty()) throw CompileFailure(why);
+  return std::make_unique<QuantizedEltwiseKernel>(n);
+}
+
+OPFORGE_KERNEL(QuantizedEltwise, make_quantized_eltwise, check_quantized_eltwise).layout_flexible();
+
+}  // namespace opforge_cpu

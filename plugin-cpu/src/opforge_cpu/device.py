@@ -23,7 +23,9 @@ from opforge.runtime.properties import COMMON_PROPERTIES
 from opforge.transformations.base import Transformation
 from opforge.transformations.fold_batch_norm import FoldBatchNormIntoConvolution
 from opforge.transformations.fuse_gelu_erf import FuseGeluErf
+from opforge.transformations.fuse_gelu_tanh import FuseGeluTanh
 from opforge.transformations.fuse_layer_norm import FuseLayerNormToMVN
+from opforge.transformations.fuse_rms_norm import FuseRMSNormalization
 from opforge.transformations.fuse_swish import FuseSwish
 
 from opforge_cpu._loader import load_core
@@ -222,10 +224,10 @@ class CpuExecutable(PlannedExecutable[CpuPlan]):
     # --- the device's half ---------------------------------------------------------------------
     def planning_passes(self) -> list[Transformation]:
         """Run on every specialized model (in their ``sort_key`` order): BatchNorm folding and the
-        GELU/LayerNorm/SiLU fusions (core's), the int8 regions (passes/int8.py), then f32 compute for
-        f16/bf16/f64 nodes without a kernel of their type."""
-        return [FoldBatchNormIntoConvolution(), FuseGeluErf(), FuseLayerNormToMVN(), FuseSwish(), Int8Fusion(),
-                LowerPrecision(self._core, self._kernels)]
+        GELU (erf, tanh)/LayerNorm/RMSNorm/SiLU fusions (core's), the int8 regions (passes/int8.py),
+        then f32 compute for f16/bf16/f64 nodes without a kernel of their type."""
+        return [FoldBatchNormIntoConvolution(), FuseGeluErf(), FuseGeluTanh(), FuseLayerNormToMVN(),
+                FuseRMSNormalization(), FuseSwish(), Int8Fusion(), LowerPrecision(self._core, self._kernels)]
 
     def build_plan(self, model: Model) -> CpuPlan:
         check_output_sizes(model)

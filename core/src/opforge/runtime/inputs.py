@@ -92,9 +92,13 @@ class InputBinder:
         # isinstance with concrete classes (not the Mapping ABC: its negative check is slow)
         if sig is not None:
             if isinstance(inputs, (list, tuple)):
-                if len(inputs) == len(sig) and all(type(a) is np.ndarray and a.dtype == d and a.shape == s
-                                                   for a, (d, s) in zip(inputs, sig)):
-                    return list(inputs)
+                if len(inputs) == len(sig):
+                    # a plain loop: all() over a generator costs more than the comparisons
+                    for a, (dtype, shape) in zip(inputs, sig):
+                        if type(a) is not np.ndarray or a.dtype != dtype or a.shape != shape:
+                            break
+                    else:
+                        return list(inputs)
             elif isinstance(inputs, dict):
                 bound = self._bind_dict(inputs, sig)
                 if bound is not None:

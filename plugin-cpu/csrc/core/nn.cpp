@@ -172,7 +172,7 @@ class WindowKernel : public Kernel {
     else if (bias_) b->args.emplace(DNNL_ARG_BIAS, bias_);
     if (prim_scratch_) b->args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(scratch_md_, eng, s));
     if (residual_input_ >= 0)
-      b->args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1,
+      b->args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(residual_post_op_) | DNNL_ARG_SRC_1,
                       dnnl::memory(residual_md_, eng, in[residual_input_].data));
     if (workspace_bytes_) {
       b->args.emplace(DNNL_ARG_WORKSPACE, dnnl::memory(workspace_md_, eng, s + prim_scratch_ + src_bytes_));
@@ -221,7 +221,8 @@ class WindowKernel : public Kernel {
   dnnl::memory bias_;  // a constant bias converted at compile time (bf16 depthwise)
   int weights_input_ = -1, bias_input_ = -1, sum_input_ = -1;
   // a residual read as a binary add post-op (not in place: its type differs from the destination's)
-  int residual_input_ = -1;
+  // (or a broadcast operand: attention's mask after a bf16 MatMul), post-op number residual_post_op_
+  int residual_input_ = -1, residual_post_op_ = 0;
   dnnl::memory::desc residual_md_;
   bool weights_packed_ = false;
   bool packs_input(int i) const override { return i == 1 && weights_packed_; }
@@ -542,6 +543,50 @@ dnnl::memory::desc matrix_md(const Shape& s, int rank, bool transpose) {
 }
 }  // namespace
 
+// The operand read in place through strides when it is the Transpose (`perm`) of a stored
+// tensor of shape `s` (emit.py _folded_transpose), padded to `rank`, then as matrix_md.
+static dnnl::memory::desc permuted_md(const Shape& s, const std::vector<int64_t>& perm, int rank, bool transpose) {
+  if (perm.size() != s.size()) throw CompileFailure("MatMul: the folded Transpose's order does not match its input's rank");
+  const Shape st0 = strides_of(s);
+  Shape dims, st;
+  for (int64_t p : perm) {
+    if (p < 0 || p >= static_cast<int64_t>(s.size())) throw CompileFailure("MatMul: bad folded Transpose order");
+    dims.push_back(s[p]);
+    st.push_back(st0[p]);
+  }
+  const int64_t total = std::max<int64_t>(numel(s), 1);
+  dims.insert(dims.begin(), rank - dims.size(), 1);
+  st.insert(st.begin(), rank - st.size(), total);
+  if (transpose) {
+    std::swap(dims[rank - 1], dims[rank - 2]);
+    std::swap(st[rank - 1], st[rank - 2]);
+  }
+  return dnnl::memory::desc(dnnl::memory::dims(dims.begin(), dims.end()), dnnl::memory::data_type::f32,
+                            dnnl::memory::dims(st.begin(), st.end()));
+}
+
+// A dense bf16 layout of `md`'s dims in which the dimension `md` reads with unit stride stays
+// innermost (the rest row-major): converting a permuted operand into it moves whole rows of the
+// source (attention's 64 head values), never single elements; for K's [B, H, D, S] it is the
+// transposed-B layout the bf16 MatMul reads anyway.
+static dnnl::memory::desc dense_bf16_keeping_inner(const dnnl::memory::desc& md) {
+  auto dims = md.get_dims();
+  auto st = md.get_strides();
+  const int r = static_cast<int>(dims.size());
+  int inner = r - 1;
+  for (int i = 0; i < r; ++i)
+    if (st[i] == 1 && dims[i] != 1) inner = i;
+  dnnl::memory::dims out(r);
+  int64_t step = dims[inner];
+  out[inner] = 1;
+  for (int i = r - 1; i >= 0; --i) {
+    if (i == inner) continue;
+    out[i] = step;
+    step *= dims[i];
+  }
+  return dnnl::memory::desc(dims, dnnl::memory::data_type::bf16, out);
+}
+
 std::string check_matmul(const NodeDesc& n) {
   if (n.in(0).dtype != DType::f32 || n.in(1).dtype != DType::f32) return "the CPU device runs MatMul in f32 only";
   if (n.in(0).shape.size() > 12 || n.in(1).shape.size() > 12) return "MatMul of rank above 12 is not supported";
@@ -558,8 +603,10 @@ std::unique_ptr<Kernel> make_dnnl_matmul(NodeDesc& n) {
   if (b.size() == 1) { b = {b[0], 1}; tb = false; }
   int rank = static_cast<int>(std::max(a.size(), b.size()));
   // Stored shapes (before transposition) pad to rank; logical dims come from the descriptors.
-  auto amd = matrix_md(a, rank, ta);
-  auto bmd_user = matrix_md(b, rank, tb);
+  // perm_a/perm_b: the operand is a Transpose of the stored tensor, read through its strides.
+  const auto perm_a = n.attrs.ints("perm_a", {}), perm_b = n.attrs.ints("perm_b", {});
+  auto amd = perm_a.empty() ? matrix_md(a, rank, ta) : permuted_md(a, perm_a, rank, ta);
+  auto bmd_user = perm_b.empty() ? matrix_md(b, rank, tb) : permuted_md(b, perm_b, rank, tb);
   auto ad = amd.get_dims(), bd = bmd_user.get_dims();
   dnnl::memory::dims cd(rank);
   for (int i = 0; i < rank - 2; ++i) cd[i] = std::max(ad[i], bd[i]);
@@ -577,7 +624,24 @@ std::unique_ptr<Kernel> make_dnnl_matmul(NodeDesc& n) {
   }
   dnnl::primitive_attr attr = default_attr();
   dnnl::post_ops ops;
-  append_post_ops(ops, n.attrs);
+  // add_input: a tensor broadcast-added after the scale (attention's mask), a binary post-op
+  const int add_input = static_cast<int>(n.attrs.i("add_input", -1));
+  int add_post = -1;
+  dnnl::memory::desc add_md;
+  if (add_input >= 0) {
+    Shape as = n.in(add_input).shape;
+    if (as.size() > static_cast<size_t>(rank)) throw CompileFailure("MatMul: the fused Add's operand has a higher rank");
+    as.insert(as.begin(), rank - as.size(), 1);
+    add_md = plain_md(DType::f32, as);
+    if (sum_input >= 0) ops.append_sum(1.f);
+    if (n.attrs.has("out_scale"))
+      ops.append_eltwise(dnnl::algorithm::eltwise_linear, static_cast<float>(n.attrs.f("out_scale")), 0.f);
+    add_post = ops.len();
+    ops.append_binary(dnnl::algorithm::binary_add, add_md);
+    append_fused_ops(ops, n.attrs.fused_ops("post_ops"));
+  } else {
+    append_post_ops(ops, n.attrs);
+  }
   attr.set_post_ops(ops);
   bool w_const = n.is_const(1);
   auto mk = [&](const dnnl::memory::desc& a, const dnnl::memory::desc& b) {
@@ -589,9 +653,11 @@ std::unique_ptr<Kernel> make_dnnl_matmul(NodeDesc& n) {
     // source is converted into scratch before each run (a WindowKernel does exactly that);
     // constant weights are packed as bf16 once, here; run-time ones (attention's Q x K^T,
     // P x V) are converted into scratch like the source, in their own layout.
-    auto abf = dnnl::memory::desc(amd.get_dims(), dnnl::memory::data_type::bf16, amd.get_strides());
+    auto abf = perm_a.empty() ? dnnl::memory::desc(amd.get_dims(), dnnl::memory::data_type::bf16, amd.get_strides())
+                              : dense_bf16_keeping_inner(amd);
     auto bbf = w_const ? dnnl::memory::desc(bd, dnnl::memory::data_type::bf16, dnnl::memory::format_tag::any)
-                       : dnnl::memory::desc(bd, dnnl::memory::data_type::bf16, bmd_user.get_strides());
+               : perm_b.empty() ? dnnl::memory::desc(bd, dnnl::memory::data_type::bf16, bmd_user.get_strides())
+                                : dense_bf16_keeping_inner(bmd_user);
     dnnl::matmul::primitive_desc bpd;
     bool ok = false;
     try {
@@ -616,11 +682,16 @@ std::unique_ptr<Kernel> make_dnnl_matmul(NodeDesc& n) {
         k->bias_input_ = 2;
       }
       k->sum_input_ = sum_input;
+      if (add_input >= 0) {
+        k->residual_input_ = add_input;
+        k->residual_post_op_ = add_post;
+        k->residual_md_ = add_md;
+      }
       return k;
     }
   }
   auto bmd = w_const ? dnnl::memory::desc(bd, dnnl::memory::data_type::f32, dnnl::memory::format_tag::any) : bmd_user;
-  if (w_const) {
+  if (w_const && perm_a.empty() && add_input < 0) {
     // activations x constant weights as an inner product, where chosen (fully_connected.hpp)
     if (auto fc = make_fully_connected(n)) return fc;
   }
@@ -634,6 +705,7 @@ std::unique_ptr<Kernel> make_dnnl_matmul(NodeDesc& n) {
   }
   else k->in(DNNL_ARG_WEIGHTS, 1, bmd_user);
   if (has_bias) k->in(DNNL_ARG_BIAS, 2, bias_md);
+  if (add_input >= 0) k->in(DNNL_ARG_ATTR_MULTIPLE_POST_OP(add_post) | DNNL_ARG_SRC_1, add_input, add_md);
   k->out(DNNL_ARG_DST, 0, cmd);
   k->sum_input = sum_input;
   return k;

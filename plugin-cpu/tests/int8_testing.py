@@ -74,3 +74,12 @@ def assert_close_steps(got: np.ndarray, want: np.ndarray, step: float) -> None:
 
 def int8_steps(rows: list[Any], node_type: str) -> list[Any]:
     return [r for r in rows if r.node_type == node_type and r.status != "OPTIMIZED_OUT"]
+
+
+def run_qdq_graph(path: Path, x: np.ndarray) -> np.ndarray:
+    """ONNX Runtime on the QDQ graph as written (graph optimizations off: every DequantizeLinear,
+    f32 op and QuantizeLinear run on their own, no QLinear* fusion): the QDQ arithmetic itself."""
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+    return np.asarray(sess.run(None, {sess.get_inputs()[0].name: x})[0])

@@ -230,10 +230,6 @@ class WindowKernel : public Kernel {
   std::string impl_;
 };
 
-dnnl::memory::desc any_md(DType t, const Shape& s) {
-  return dnnl::memory::desc(to_dims(s), dnnl_type(t), dnnl::memory::format_tag::any);
-}
-
 // oneDNN's reference implementations ("ref:any", "ref_int8"...) are the fallback it finds when
 // no optimised kernel fits; for a bf16 request that means a host without bf16 support.
 bool is_reference_impl(const dnnl::primitive_desc_base& pd) {
@@ -243,20 +239,43 @@ bool is_reference_impl(const dnnl::primitive_desc_base& pd) {
 
 }  // namespace
 
+dnnl::memory::desc any_md(DType t, const Shape& s) {
+  return dnnl::memory::desc(to_dims(s), dnnl_type(t), dnnl::memory::format_tag::any);
+}
+
+ConvGeometry conv_geometry(const NodeDesc& n) {
+  const Shape& xs = n.in(0).shape;
+  const Shape& ws = n.in(1).shape;
+  const int sp = static_cast<int>(xs.size()) - 2;
+  std::vector<int64_t> kernel(ws.end() - sp, ws.end());
+  auto strides = n.attrs.ints("strides", std::vector<int64_t>(sp, 1));
+  auto dil = n.attrs.ints("dilations", std::vector<int64_t>(sp, 1));
+  std::vector<int64_t> pb, pe;
+  window_pads(n, xs, n.outputs[0].shape, kernel, strides, dil, pb, pe);
+  ConvGeometry g{to_dims(strides), {}, to_dims(pb), to_dims(pe)};
+  for (auto d : dil) g.dilations.push_back(d - 1);
+  return g;
+}
+
+dnnl::convolution_forward::primitive_desc conv_primitive(const ConvGeometry& g, const dnnl::memory::desc& src,
+                                                         const dnnl::memory::desc& weights, const dnnl::memory::desc& bias,
+                                                         const dnnl::memory::desc& dst, const dnnl::primitive_attr& attr) {
+  const auto fwd = dnnl::prop_kind::forward_inference;
+  const auto alg = dnnl::algorithm::convolution_direct;
+  if (bias.get_ndims() == 0)
+    return dnnl::convolution_forward::primitive_desc(cpu_engine(), fwd, alg, src, weights, dst, g.strides, g.dilations,
+                                                     g.pads_begin, g.pads_end, attr);
+  return dnnl::convolution_forward::primitive_desc(cpu_engine(), fwd, alg, src, weights, bias, dst, g.strides,
+                                                   g.dilations, g.pads_begin, g.pads_end, attr);
+}
+
 std::unique_ptr<Kernel> make_dnnl_conv(NodeDesc& n, bool grouped) {
   std::string why = check_conv(n);
   if (!why.empty()) throw CompileFailure(why);
   const Shape& xs = n.in(0).shape;
   const Shape& ws = n.in(1).shape;
   const Shape& ys = n.outputs[0].shape;
-  const int sp = static_cast<int>(xs.size()) - 2;
-  std::vector<int64_t> kernel(ws.end() - sp, ws.end());
-  auto strides = n.attrs.ints("strides", std::vector<int64_t>(sp, 1));
-  auto dil = n.attrs.ints("dilations", std::vector<int64_t>(sp, 1));
-  std::vector<int64_t> pb, pe;
-  window_pads(n, xs, ys, kernel, strides, dil, pb, pe);
-  dnnl::memory::dims ddil;
-  for (auto d : dil) ddil.push_back(d - 1);
+  const ConvGeometry geo = conv_geometry(n);
 
   auto k = std::make_unique<WindowKernel>();
   bool has_bias = n.attrs.b("has_bias", false);
@@ -280,16 +299,9 @@ std::unique_ptr<Kernel> make_dnnl_conv(NodeDesc& n, bool grouped) {
   dnnl::post_ops ops;
   append_post_ops(ops, n.attrs);
   attr.set_post_ops(ops);
+  // (bias_md is read when called: the bf16 path below may switch it to a bf16 one)
   auto mk = [&](const dnnl::memory::desc& s, const dnnl::memory::desc& w, const dnnl::memory::desc& d) {
-    return has_bias
-               ? dnnl::convolution_forward::primitive_desc(cpu_engine(), dnnl::prop_kind::forward_inference,
-                                                           dnnl::algorithm::convolution_direct, s,
-                                                           w, bias_md, d, to_dims(strides),
-                                                           ddil, to_dims(pb), to_dims(pe), attr)
-               : dnnl::convolution_forward::primitive_desc(cpu_engine(), dnnl::prop_kind::forward_inference,
-                                                           dnnl::algorithm::convolution_direct, s,
-                                                           w, d, to_dims(strides), ddil,
-                                                           to_dims(pb), to_dims(pe), attr);
+    return conv_primitive(geo, s, w, bias_md, d, attr);
   };
   dnnl::convolution_forward::primitive_desc pd;
   // INFERENCE_PRECISION_HINT=bf16 (attribute set by the emitter): bf16 source and weights, f32

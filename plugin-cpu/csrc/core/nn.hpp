@@ -19,6 +19,19 @@ void window_pads(const NodeDesc& n, const Shape& in, const Shape& out, const std
 
 std::string check_conv(const NodeDesc& n);
 
+// A convolution node's window in oneDNN's terms (shared by the f32/bf16 and the int8
+// convolutions): strides, dilations counted from 0, paddings resolved against the output size.
+struct ConvGeometry {
+  dnnl::memory::dims strides, dilations, pads_begin, pads_end;
+};
+ConvGeometry conv_geometry(const NodeDesc& n);
+// A descriptor in the layout oneDNN prefers ("any").
+dnnl::memory::desc any_md(DType t, const Shape& s);
+// The forward-inference direct convolution of `g`; `bias` with zero dimensions means none.
+dnnl::convolution_forward::primitive_desc conv_primitive(const ConvGeometry& g, const dnnl::memory::desc& src,
+                                                         const dnnl::memory::desc& weights, const dnnl::memory::desc& bias,
+                                                         const dnnl::memory::desc& dst, const dnnl::primitive_attr& attr);
+
 }  // namespace opforge_cpu
 
 namespace opforge_cpu {

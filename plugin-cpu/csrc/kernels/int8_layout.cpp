@@ -3,6 +3,10 @@
 
 #include <algorithm>
 #include <numeric>
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define OPFORGE_LOOKUP_VBMI 1
+#endif
 
 namespace opforge_cpu {
 
@@ -60,6 +64,40 @@ bool same_dense_layout(const Shape& shape, const std::vector<int>& a, const std:
   for (int x : b)
     if (shape[x] != 1) kb.push_back(x);
   return ka == kb;
+}
+
+#ifdef OPFORGE_LOOKUP_VBMI
+namespace {
+// Four 64-byte quarters of the table; vpermi2b picks by the low 7 bits of each byte from two of
+// them, the top bit chooses between the two halves.
+#define OPFORGE_VBMI __attribute__((target("avx512f,avx512bw,avx512vbmi")))
+OPFORGE_VBMI inline __m512i lookup64(__m512i v, __m512i t0, __m512i t1, __m512i t2, __m512i t3) {
+  const __m512i lo = _mm512_permutex2var_epi8(t0, v, t1), hi = _mm512_permutex2var_epi8(t2, v, t3);
+  return _mm512_mask_blend_epi8(_mm512_movepi8_mask(v), lo, hi);
+}
+OPFORGE_VBMI void lookup_vbmi(const uint8_t* table, const uint8_t* x, uint8_t* y, int64_t n) {
+  const __m512i t0 = _mm512_loadu_si512(table), t1 = _mm512_loadu_si512(table + 64);
+  const __m512i t2 = _mm512_loadu_si512(table + 128), t3 = _mm512_loadu_si512(table + 192);
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64) _mm512_storeu_si512(y + i, lookup64(_mm512_loadu_si512(x + i), t0, t1, t2, t3));
+  if (i < n) {
+    const __mmask64 k = ~0ULL >> (64 - (n - i));
+    _mm512_mask_storeu_epi8(y + i, k, lookup64(_mm512_maskz_loadu_epi8(k, x + i), t0, t1, t2, t3));
+  }
+}
+// (a static initialiser may run before libgcc's: __builtin_cpu_init first)
+const bool has_vbmi = [] {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512bw");
+}();
+}  // namespace
+#endif
+
+void lookup_bytes(const uint8_t* table, const uint8_t* x, uint8_t* y, int64_t n) {
+#ifdef OPFORGE_LOOKUP_VBMI
+  if (has_vbmi) return lookup_vbmi(table, x, y, n);
+#endif
+  for (int64_t i = 0; i < n; ++i) y[i] = table[x[i]];
 }
 
 void StagedInputs::add(const TensorInfo& info, const std::vector<int>& order) {

@@ -80,8 +80,7 @@ class QuantizedConcatKernel : public Kernel {
           if (tables_[i].copy) {
             std::memcpy(dst, src, static_cast<size_t>(c));
           } else {
-            const uint8_t* t = tables_[i].values;
-            for (int64_t k = 0; k < c; ++k) dst[k] = t[src[k]];
+            lookup_bytes(tables_[i].values, src, dst, c);
           }
           dst += c;
         }

@@ -7,12 +7,6 @@
 
 namespace opforge_cpu {
 
-namespace {
-dnnl::memory::desc any_of(DType t, const Shape& s) {
-  return dnnl::memory::desc(to_dims(s), dnnl_type(t), dnnl::memory::format_tag::any);
-}
-}  // namespace
-
 std::string check_quantized_convolution(const NodeDesc& n) {
   std::string why = check_quantized(n);
   if (!why.empty()) return why;
@@ -29,14 +23,7 @@ std::unique_ptr<Kernel> make_quantized_convolution(NodeDesc& n) {
   const Shape& ws = n.in(1).shape;
   const Shape& ys = n.outputs[0].shape;
   const bool grouped = ws.size() == xs.size() + 1;
-  const int sp = static_cast<int>(xs.size()) - 2;
-  std::vector<int64_t> kernel(ws.end() - sp, ws.end());
-  auto strides = n.attrs.ints("strides", std::vector<int64_t>(sp, 1));
-  auto dil = n.attrs.ints("dilations", std::vector<int64_t>(sp, 1));
-  std::vector<int64_t> pb, pe;
-  window_pads(n, xs, ys, kernel, strides, dil, pb, pe);
-  dnnl::memory::dims ddil;
-  for (auto d : dil) ddil.push_back(d - 1);
+  const ConvGeometry geo = conv_geometry(n);
   const int64_t channels = ys[1];
   QuantParams q = quant_params(n, channels);
   // per output channel: dimension 0 of [C_out, C_in, k...], dimensions 0 and 1 of [G, C_out/G, ...]
@@ -50,19 +37,14 @@ std::unique_ptr<Kernel> make_quantized_convolution(NodeDesc& n) {
   auto user_src = md_of(n.in(0));
   // with a residual operand the output is written over it, so it takes that tensor's layout
   auto mk = [&](const dnnl::memory::desc& s) {
-    auto d = q.sum_input >= 0 ? md_of(n.in(q.sum_input)) : any_of(q.out, ys);
-    return q.has_bias ? dnnl::convolution_forward::primitive_desc(
-                            cpu_engine(), dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, s,
-                            w_any, bias_md, d, to_dims(strides), ddil, to_dims(pb), to_dims(pe), attr)
-                      : dnnl::convolution_forward::primitive_desc(
-                            cpu_engine(), dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, s,
-                            w_any, d, to_dims(strides), ddil, to_dims(pb), to_dims(pe), attr);
+    auto d = q.sum_input >= 0 ? md_of(n.in(q.sum_input)) : any_md(q.out, ys);
+    return conv_primitive(geo, s, w_any, q.has_bias ? bias_md : dnnl::memory::desc(), d, attr);
   };
   dnnl::convolution_forward::primitive_desc pd;
   try {
     // the source layout the fastest implementation wants (nhwc for int8); a tensor in another
     // layout is reordered into scratch by the kernel
-    pd = mk(any_of(n.in(0).dtype, xs));
+    pd = mk(any_md(n.in(0).dtype, xs));
   } catch (const dnnl::error&) {
     pd = mk(user_src);
   }
@@ -74,7 +56,7 @@ std::unique_ptr<Kernel> make_quantized_convolution(NodeDesc& n) {
   if (q.sum_input >= 0 && (impl == nullptr || std::string(impl).rfind("ref", 0) == 0)) {
     const int keep = q.sum_input;
     q.sum_input = -1;  // build the descriptor with an "any" destination
-    auto any_pd = mk(any_of(n.in(0).dtype, xs));
+    auto any_pd = mk(any_md(n.in(0).dtype, xs));
     q.sum_input = keep;
     const char* any_impl = any_pd.impl_info_str();
     if (any_impl != nullptr && std::string(any_impl).rfind("ref", 0) != 0) {

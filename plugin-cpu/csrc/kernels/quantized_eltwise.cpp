@@ -7,6 +7,12 @@
 // Layout: channels-last when a full-size operand is (a quantized convolution's output) and the
 // readers take it; plain otherwise. A per-channel operand [N, C, 1, 1] has the same bytes in
 // both, so it is read in place either way; an operand in any other layout is reordered first.
+// The loops' clamps (x > lo ? x : lo) are maxps/minps only when the compiler may ignore FP
+// exceptions: with trapping math (GCC's default) they stay branches and the loop stays scalar.
+// No kernel here reads the exception flags.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")
+#endif
 #include <cmath>
 #include <numeric>
 

@@ -57,9 +57,7 @@ class QuantizedLookupKernel : public Kernel {
                                               : static_cast<const uint8_t*>(b->staged.data[0]);
     uint8_t* y = static_cast<uint8_t*>(out[0].data);
     const uint8_t* t = table_;
-    parallel_range(bytes_, ctx.num_threads, [&](int64_t s, int64_t e) {
-      for (int64_t i = s; i < e; ++i) y[i] = t[x[i]];
-    }, 65536);
+    parallel_range(bytes_, ctx.num_threads, [&](int64_t s, int64_t e) { lookup_bytes(t, x + s, y + s, e - s); }, 262144);
   }
 
  private:

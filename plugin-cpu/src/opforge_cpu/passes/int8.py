@@ -29,12 +29,14 @@ from typing import ClassVar
 import numpy as np
 from opforge.element_type import Type
 from opforge.graph import Model, Node, Output
-from opforge.op import CostClass
+from opforge.opset._elementwise import BinaryElementwise, UnaryElementwise
+from opforge.opset._pool import pool_geometry
 from opforge.opset.constant import Constant
 from opforge.transformations import pattern as p
 
 from opforge_cpu.ops.dequantize import Dequantize
 from opforge_cpu.ops.quantize import Quantize
+from opforge_cpu.ops.quantized_avg_pool import QuantizedAvgPool
 from opforge_cpu.ops.quantized_concat import QuantizedConcat
 from opforge_cpu.ops.quantized_convolution import QuantizedConvolution
 from opforge_cpu.ops.quantized_eltwise import QuantizedEltwise
@@ -631,7 +633,7 @@ class LookupFusion(p.MatcherPass):
 def _elementwise_data(n: Node) -> Output | None:
     """The one tensor input of standard element-wise op ``n`` whose other inputs are scalar
     constants, when its f32 result has that input's shape; else None."""
-    if not n.op.is_standard or n.op.cost_class not in (CostClass.ELEMENTWISE, CostClass.TRANSCENDENTAL):
+    if not n.op.is_standard or not issubclass(n.op, (UnaryElementwise, BinaryElementwise)):
         return None
     if len(n.outputs()) != 1 or n.output(0).element_type is not Type.f32:
         return None
@@ -668,8 +670,73 @@ class EltwiseFusion(p.MatcherPass):
                  "b_scale": float(db.attrs.scale), "b_zero_point": int(db.attrs.zero_point),  # type: ignore[attr-defined]
                  "dst_scale": float(q.scale), "dst_zero_point": int(q.zero_point),  # type: ignore[attr-defined]
                  "output_type": q.output_type}  # type: ignore[attr-defined]
-        new = Node.create(QuantizedEltwise, [da.inputs[0], db.inputs[0]], attrs, name=quant.name)
-        new.rt_info["fused_names"] = _fused_names(da, db, op, quant)
+        fa, fb = _byte_function(da.inputs[0]), _byte_function(db.inputs[0])
+        if fa is not None and fb is not None and fa[0] == fb[0]:
+            # both operands are functions of one tensor's byte (a SiLU's x * sigmoid(x), a
+            # hard swish's x * hsigmoid(x)): so is the result, one table
+            values = np.arange(256, dtype=np.uint8)
+            table = QuantizedEltwise.evaluate(QuantizedEltwise.make_attrs(quant.name, attrs), [fa[1][values], fb[1][values]])[0]
+            t = Node.create(Constant, [], {"value": np.ascontiguousarray(table)}, name=f"{quant.name}/table")
+            new = Node.create(QuantizedLookup, [fa[0], t.output(0)], {}, name=quant.name)
+            tables = [x for x in (da.inputs[0].node, db.inputs[0].node) if _is(x, QuantizedLookup)]
+            new.rt_info["fused_names"] = _fused_names(*tables, da, db, op, quant)
+        else:
+            new = Node.create(QuantizedEltwise, [da.inputs[0], db.inputs[0]], attrs, name=quant.name)
+            new.rt_info["fused_names"] = _fused_names(da, db, op, quant)
+        model.replace_output(quant.output(0), new.output(0))
+        return True
+
+
+def _byte_function(out: Output) -> tuple[Output, np.ndarray] | None:
+    """``out`` as a function of the bytes of a u8/i8 tensor ``q``: (q, its 256 values by byte),
+    for q itself or a QuantizedLookup of it."""
+    n = out.node
+    if _is(n, QuantizedLookup):
+        table = n.inputs[1].node.constant_value()
+        return None if table is None else (n.inputs[0], np.asarray(table))
+    if out.element_type not in _INT8:
+        return None
+    return out, np.arange(256, dtype=np.uint8).view(np.int8 if out.element_type is Type.i8 else np.uint8)
+
+
+class AvgPoolFusion(p.MatcherPass):
+    """Quantize(AvgPool(Dequantize(q))) and Quantize(ReduceMean(Dequantize(q)) over the spatial axes,
+    kept) of a 2D image -> QuantizedAvgPool(q): the window sums taken on the integers, exactly,
+    in the producer's channels-last layout (Inception's and DenseNet's pools, every
+    squeeze-excitation's global average)."""
+
+    name: ClassVar[str] = "cpu_int8_avg_pool"
+
+    def pattern(self) -> p.PatternNode:
+        # (ReduceMean has a second input, the axes: the pool is checked in the callback)
+        return p.op(Quantize, predicate=lambda out: out.partial_shape.is_static)
+
+    def callback(self, match: p.Match, model: Model) -> bool:
+        quant = match.root.node
+        pool = quant.inputs[0].node
+        if not _std(pool, "AvgPool", "ReduceMean") or not _is(pool.inputs[0].node, Dequantize):
+            return False
+        deq = pool.inputs[0].node
+        shape = tuple(deq.output(0).shape)
+        if len(shape) != 4 or _single_user(model.consumers(), pool.output(0)) is not quant:
+            return False
+        if pool.type_name == "ReduceMean":
+            axes = pool.inputs[1].node.constant_value()
+            if axes is None or sorted(int(a) % 4 for a in np.asarray(axes).reshape(-1)) != [2, 3] or not pool.attrs.keep_dims:  # type: ignore[attr-defined]
+                return False
+            window = {"kernel": list(shape[2:]), "strides": [1, 1], "pads_begin": [0, 0], "pads_end": [0, 0],
+                      "exclude_pad": False, "window_begin": [0, 0], "window_end": [0, 0]}
+        else:
+            a = pool.attrs
+            begin, end, _ = pool_geometry(shape[2:], a.kernel, a.strides, [1, 1], a.pads_begin, a.pads_end,  # type: ignore[attr-defined]
+                                          a.auto_pad, a.rounding_type)  # type: ignore[attr-defined]
+            window = a.model_dump() | {"window_begin": begin, "window_end": end}
+        q = quant.attrs
+        attrs = window | {"src_scale": float(deq.attrs.scale), "src_zero_point": int(deq.attrs.zero_point),  # type: ignore[attr-defined]
+                          "dst_scale": float(q.scale), "dst_zero_point": int(q.zero_point),  # type: ignore[attr-defined]
+                          "output_type": q.output_type}  # type: ignore[attr-defined]
+        new = Node.create(QuantizedAvgPool, [deq.inputs[0]], attrs, name=quant.name)
+        new.rt_info["fused_names"] = _fused_names(deq, pool, quant)
         model.replace_output(quant.output(0), new.output(0))
         return True
 
@@ -687,15 +754,15 @@ def _fused_names(*nodes: Node) -> list[str]:
 class Int8Fusion(p.GraphRewrite):
     """The CPU's int8 pass: quantized convolutions and MatMuls first (they absorb the quantize
     and dequantize chains around them), then the chains left over become Quantize/Dequantize,
-    then residual Adds between them go into the convolution before them, and max poolings,
-    concatenations, element-wise chains of one tensor (tables) and Add/Multiply of two between
+    then residual Adds between them go into the convolution before them, and max and average
+    poolings, concatenations, element-wise chains of one tensor (tables) and Add/Multiply of two between
     them run on the integers."""
 
     name: ClassVar[str] = "cpu_int8_fusion"
 
     def __init__(self) -> None:
         super().__init__(QuantizedOpFusion(), QuantizeFusion(), DequantizeFusion(), ResidualSumFusion(),
-                         MaxPoolFusion(), ConcatFusion(), LookupFusion(), EltwiseFusion())
+                         MaxPoolFusion(), ConcatFusion(), LookupFusion(), EltwiseFusion(), AvgPoolFusion())
 
 
 def fuse_int8(model: Model) -> bool:

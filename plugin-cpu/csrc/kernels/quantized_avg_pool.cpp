@@ -1,0 +1,166 @@
+// QuantizedAvgPool (opforge_cpu/ops/quantized_avg_pool.py): 2D average pooling of a u8/s8 tensor
+// with its scale and zero point, requantized to the output's. For each output pixel the window's
+// bytes are summed per channel in int32 (exact), over the channels-last input (a quantized
+// convolution's output, read in place; another layout is reordered into scratch first):
+//   real = (sum - n_valid * z) * s / count,  q = saturate(rint(real / s_out) + z_out)
+// where count is what the window counts (padded cells too without exclude_pad: their real value
+// is 0, so they add nothing but the divisor), exactly as AvgPool's reference does.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")  // see quantized_eltwise.cpp: the clamps vectorise
+#endif
+#include <cmath>
+#include <numeric>
+
+#include "core/elementwise.hpp"
+#include "kernels/int8_layout.hpp"
+
+namespace opforge_cpu {
+
+namespace {
+bool is_int8(DType t) { return t == DType::u8 || t == DType::i8; }
+
+struct PoolBound : Bound {
+  StagedInputs::Bound staged;
+};
+
+class QuantizedAvgPoolKernel : public Kernel {
+ public:
+  explicit QuantizedAvgPoolKernel(NodeDesc& n) {
+    const Shape& xs = n.in(0).shape;
+    const Shape& ys = n.outputs[0].shape;
+    N_ = xs[0];
+    C_ = xs[1];
+    H_ = xs[2];
+    W_ = xs[3];
+    OH_ = ys[2];
+    OW_ = ys[3];
+    auto k = n.attrs.ints("kernel"), s = n.attrs.ints("strides");
+    auto b = n.attrs.ints("window_begin"), e = n.attrs.ints("window_end");
+    kh_ = k[0];
+    kw_ = k[1];
+    sh_ = s[0];
+    sw_ = s[1];
+    bh_ = b[0];
+    bw_ = b[1];
+    eh_ = e[0];
+    ew_ = e[1];
+    exclude_ = n.attrs.b("exclude_pad", n.attrs.b("exclude-pad", false));
+    in_ = n.in(0).dtype;
+    out_ = n.outputs[0].dtype;
+    s_ = static_cast<float>(n.attrs.f("src_scale"));
+    z_ = static_cast<int32_t>(n.attrs.i("src_zero_point", 0));
+    so_ = static_cast<float>(n.attrs.f("dst_scale"));
+    zo_ = static_cast<float>(n.attrs.i("dst_zero_point", 0));
+    staged_.add(n.in(0), channels_last_order(4));
+    const bool blocked_ok = !n.allow_blocked_output.empty() && n.allow_blocked_output[0];
+    channels_last_out_ = blocked_ok;
+    std::vector<int> order = blocked_ok ? channels_last_order(4) : std::vector<int>{0, 1, 2, 3};
+    n.outputs[0].md = ordered_md(out_, ys, order);
+    n.outputs[0].blocked = blocked_ok;
+  }
+  size_t scratch_bytes() const override { return staged_.scratch_bytes() + 64; }
+  std::string impl_name() const override { return staged_.any() ? "reorder+sum" : "sum"; }
+  std::unique_ptr<Bound> bind(const TensorView* in, size_t, const TensorView*, size_t, void* scratch) override {
+    auto b = std::make_unique<PoolBound>();
+    staged_.bind(b->staged, in, static_cast<char*>(scratch));
+    return b;
+  }
+  void run(RunContext& ctx, const TensorView*, TensorView* out, Bound* bound) override {
+    auto* b = static_cast<PoolBound*>(bound);
+    staged_.run(ctx, b->staged);
+    if (in_ == DType::u8) with_out<uint8_t>(ctx, static_cast<const uint8_t*>(b->staged.data[0]), out[0].data);
+    else with_out<int8_t>(ctx, static_cast<const int8_t*>(b->staged.data[0]), out[0].data);
+  }
+
+ private:
+  template <class I> void with_out(RunContext& ctx, const I* x, void* y) const {
+    if (out_ == DType::u8) pool<I, uint8_t>(ctx, x, static_cast<uint8_t*>(y), 0.f, 255.f);
+    else pool<I, int8_t>(ctx, x, static_cast<int8_t*>(y), -128.f, 127.f);
+  }
+  // [first, last) of the window along one axis within [lo, hi)
+  static void clip(int64_t start, int64_t k, int64_t lo, int64_t hi, int64_t& a, int64_t& b) {
+    a = std::min(std::max(start, lo), hi);
+    b = std::min(std::max(start + k, lo), hi);
+  }
+  template <class I, class O> void pool(RunContext& ctx, const I* x, O* y, float lo, float hi) const {
+    const int64_t C = C_;
+    // output strides: channel, pixel (oh * OW + ow), image
+    const int64_t sc = channels_last_out_ ? 1 : OH_ * OW_, sp = channels_last_out_ ? C : 1, sn = C * OH_ * OW_;
+    parallel_range(N_ * OH_, ctx.num_threads, [&](int64_t r0, int64_t r1) {
+      std::vector<int32_t> acc(C);
+      std::vector<float> real(C);
+      for (int64_t r = r0; r < r1; ++r) {
+        const int64_t n = r / OH_, oh = r % OH_;
+        int64_t h0, h1, ch0, ch1;
+        clip(oh * sh_ - bh_, kh_, 0, H_, h0, h1);
+        if (exclude_) ch0 = h0, ch1 = h1;
+        else clip(oh * sh_ - bh_, kh_, -bh_, H_ + eh_, ch0, ch1);
+        for (int64_t ow = 0; ow < OW_; ++ow) {
+          int64_t w0, w1, cw0, cw1;
+          clip(ow * sw_ - bw_, kw_, 0, W_, w0, w1);
+          if (exclude_) cw0 = w0, cw1 = w1;
+          else clip(ow * sw_ - bw_, kw_, -bw_, W_ + ew_, cw0, cw1);
+          std::fill(acc.begin(), acc.end(), 0);
+          for (int64_t ih = h0; ih < h1; ++ih) {
+            const I* row = x + ((n * H_ + ih) * W_ + w0) * C;
+            for (int64_t iw = w0; iw < w1; ++iw, row += C)
+              for (int64_t c = 0; c < C; ++c) acc[c] += row[c];
+          }
+          const int32_t valid = static_cast<int32_t>((h1 - h0) * (w1 - w0));
+          const float count = static_cast<float>((ch1 - ch0) * (cw1 - cw0));
+          const int32_t zsum = valid * z_;
+          const float s = s_, so = so_, zo = zo_;
+          O* dst = y + n * sn + (oh * OW_ + ow) * sp;
+          for (int64_t c = 0; c < C; ++c) {
+            // (count 0: a window wholly in the padding, which exclude_pad refuses; NaN -> lo)
+            float v = static_cast<float>(acc[c] - zsum) * s / count / so;
+            const float big = 4194304.f, magic = 12582912.f;
+            v = v > -big ? v : -big;
+            v = v < big ? v : big;
+            v = ((v + magic) - magic) + zo;  // half to even, as rint in the default mode
+            v = v > lo ? v : lo;
+            v = v < hi ? v : hi;
+            real[c] = v;
+          }
+          for (int64_t c = 0; c < C; ++c) dst[c * sc] = static_cast<O>(static_cast<int32_t>(real[c]));
+        }
+      }
+    }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, OW_ * C * kh_ * kw_)));
+  }
+
+  StagedInputs staged_;
+  int64_t N_ = 0, C_ = 0, H_ = 0, W_ = 0, OH_ = 0, OW_ = 0;
+  int64_t kh_ = 1, kw_ = 1, sh_ = 1, sw_ = 1, bh_ = 0, bw_ = 0, eh_ = 0, ew_ = 0;
+  bool exclude_ = false, channels_last_out_ = false;
+  DType in_ = DType::u8, out_ = DType::u8;
+  float s_ = 1.f, so_ = 1.f, zo_ = 0.f;
+  int32_t z_ = 0;
+};
+}  // namespace
+
+std::string check_quantized_avg_pool(const NodeDesc& n) {
+  if (!is_int8(n.in(0).dtype)) return std::string("input is ") + dtype_name(n.in(0).dtype) + ", expected u8 or i8";
+  if (n.outputs.empty() || !is_int8(n.outputs[0].dtype)) return "output must be u8 or i8";
+  if (n.in(0).shape.size() != 4 || n.outputs[0].shape.size() != 4) return "only 2D pooling (rank 4) is supported";
+  for (const char* k : {"kernel", "strides", "window_begin", "window_end"}) {
+    auto v = n.attrs.ints(k, {});
+    if (v.size() != 2) return std::string(k) + " needs 2 values";
+  }
+  for (auto v : n.attrs.ints("kernel")) if (v < 1) return "kernel sizes must be positive";
+  for (auto v : n.attrs.ints("strides")) if (v < 1) return "strides must be positive";
+  for (const char* k : {"src_scale", "dst_scale"}) {
+    const double s = n.attrs.f(k, 0.0);
+    if (!(s > 0) || !std::isfinite(s)) return std::string(k) + " must be positive and finite";
+  }
+  return "";
+}
+
+std::unique_ptr<Kernel> make_quantized_avg_pool(NodeDesc& n) {
+  std::string why = check_quantized_avg_pool(n);
+  if (!why.empty()) throw CompileFailure(why);
+  return std::make_unique<QuantizedAvgPoolKernel>(n);
+}
+
+OPFORGE_KERNEL(QuantizedAvgPool, make_quantized_avg_pool, check_quantized_avg_pool).layout_flexible();
+
+}  // namespace opforge_cpu

@@ -625,6 +625,22 @@ std::unique_ptr<Kernel> make_dnnl_matmul(NodeDesc& n) {
   cd[rank - 2] = ad[rank - 2];
   cd[rank - 1] = bd[rank - 1];
   auto cmd = plain_md(DType::f32, Shape(cd.begin(), cd.end()));
+  // perm_out: the result is written as its Transpose by this order (the output tensor is the
+  // Transpose's, plain); dimension perm[j] of the result steps by the output's stride j
+  const auto perm_out = n.attrs.ints("perm_out", {});
+  if (!perm_out.empty()) {
+    const Shape& ys = n.outputs[0].shape;
+    if (perm_out.size() != static_cast<size_t>(rank) || ys.size() != static_cast<size_t>(rank))
+      throw CompileFailure("MatMul: the fused Transpose's order does not match the result's rank");
+    const Shape yst = strides_of(ys);
+    dnnl::memory::dims cst(rank, 0);
+    for (int j = 0; j < rank; ++j) {
+      const int64_t p = perm_out[j];
+      if (p < 0 || p >= rank || ys[j] != cd[p]) throw CompileFailure("MatMul: bad fused Transpose order");
+      cst[p] = yst[j];
+    }
+    cmd = dnnl::memory::desc(cd, dnnl::memory::data_type::f32, cst);
+  }
   bool has_bias = n.attrs.b("has_bias", false);
   int sum_input = static_cast<int>(n.attrs.i("sum_input", -1));
   dnnl::memory::desc bias_md;
@@ -703,7 +719,7 @@ std::unique_ptr<Kernel> make_dnnl_matmul(NodeDesc& n) {
     }
   }
   auto bmd = w_const ? dnnl::memory::desc(bd, dnnl::memory::data_type::f32, dnnl::memory::format_tag::any) : bmd_user;
-  if (w_const && perm_a.empty() && add_input < 0) {
+  if (w_const && perm_a.empty() && add_input < 0 && perm_out.empty()) {
     // activations x constant weights as an inner product, where chosen (fully_connected.hpp)
     if (auto fc = make_fully_connected(n)) return fc;
   }

@@ -266,6 +266,7 @@ class Emitter:
         sum_input = -1
         scale: float | None = None  # a constant scalar Multiply/Divide (oneDNN eltwise_linear)
         mask: Output | None = None  # a broadcast Add of a run-time tensor (oneDNN binary add)
+        perm_out: list[int] | None = None  # a Transpose of the result, written through strides
         base = len(node.inputs)
         while True:
             user = single_user(self.uses, cur)
@@ -296,6 +297,15 @@ class Emitter:
                 # attention's Q x K^T / sqrt(d) in bf16: the scale becomes a post-op of the
                 # MatMul (x * (1/c) for x / c: within bf16's own rounding)
                 scale = s
+            elif is_mm and sum_input < 0 and (p := self._output_transpose(node, user)) is not None:
+                # attention's head merge after P x V: the MatMul writes [B, S, H, D] directly
+                # (oneDNN's bf16 MatMul takes the permuted destination: brg, no reference
+                # kernel); last in the chain, so a post-op never sees the permuted layout
+                perm_out = p
+                self.absorbed.add(user.id)
+                fused.append(user.name)
+                cur = user.output(0)
+                break
             elif user.type_name in fusable and user.op.is_standard and len(user.inputs) == 1:
                 # one input only: a post-op is built from attributes, so an input such as
                 # Swish's beta would be lost
@@ -320,6 +330,8 @@ class Emitter:
         if mask is not None:
             attrs["add_input"] = len(ins)
             ins.append(self.tensor(mask))
+        if perm_out is not None:
+            attrs["perm_out"] = perm_out
         if self._runs_bf16(node):
             # bf16 operands, f32 accumulation and output (see core/nn.cpp); constant weights
             # packed as bf16 once
@@ -344,6 +356,19 @@ class Emitter:
         if len(shape) > len(out_shape) or any(d != 1 for d in shape[:-1]):
             return False
         return not shape or shape[-1] in (1, out_shape[-1])
+
+    def _output_transpose(self, mm: Node, t: Node) -> list[int] | None:
+        """The order of Transpose ``t`` of bf16 MatMul ``mm``'s result (its only reader), when
+        both operands have at least two dimensions (the result is then the full-rank one)."""
+        if (t.type_name != "Transpose" or not t.op.is_standard or find_plugin_kernel(self.kernels, t) is not None
+                or not self._runs_bf16(mm) or any(len(i.shape) < 2 for i in mm.inputs[:2])):
+            return None
+        order = t.inputs[1].node.constant_value()
+        rank = len(mm.output(0).shape)
+        if order is None:
+            return None
+        perm = [int(v) for v in np.asarray(order).reshape(-1)] or list(range(rank))[::-1]
+        return perm if sorted(perm) == list(range(rank)) else None
 
     def _folded_transpose(self, mm: Node, operand: Output) -> tuple[Output, list[int]] | None:
         """(the input, the permutation) of a Transpose that produces ``operand`` of bf16 MatMul

@@ -103,9 +103,13 @@ int recurrence_threads(const RnnSpec& s, int max_threads) {
 }
 
 bool gemv_recurrence(const RnnSpec& s, bool r_const) {
-  // batch 1-4: measured at hidden 256, 1 thread, ~10 us a step (batch 1) where oneDNN's matmul
-  // and its RNN primitive (brgemm:avx512_core) take ~30
-  return s.dtype == DType::f32 && r_const && s.batch <= 4;
+  // Measured in CPU time, 1 thread, seq 128, hidden 256 (bench_rnn.py's models), PanelGemv vs
+  // the alternative: bidirectional LSTM batch 1 3.3 vs 5.8-6.4 ms (oneDNN's primitive), batch 2
+  // 6.0 vs 6.5-7.1, batch 4 9.5-9.8 vs 8.5-9.1; two GRUs (lbr, one direction) batch 1 2.5-2.6
+  // vs 2.9-3.0 (the GEMM path's oneDNN matmuls), batch 2 4.4 vs 3.7. Beyond one row (two per
+  // direction-pair) the products become compute-bound and oneDNN's blocking wins.
+  const int64_t rows = s.dirs == 2 ? 2 : 1;
+  return s.dtype == DType::f32 && r_const && s.batch <= rows;
 }
 
 std::unique_ptr<Kernel> make_recurrent(NodeDesc& n, Cell c) {
@@ -122,8 +126,8 @@ std::unique_ptr<Kernel> make_recurrent(NodeDesc& n, Cell c) {
   // (GEMM path vs primitive): GRU (lbr) batch 1 1.58 vs 2.10 ms, batch 4 2.84 vs 2.91; LSTM batch
   // 1 2.08 vs 3.16, batch 4 4.13 vs 5.29. Two directions or batch 8 favour the primitive
   // (bidirectional LSTM batch 1 8.0 vs 6.8, batch 8 22.4 vs 14.9; GRU batch 8 7.15 vs 6.97).
-  // Batch 1-4 with constant R now takes the GEMM path's PanelGemv in either direction count
-  // (bidirectional LSTM, batch 1, seq 128, hidden 256: see gemv_recurrence).
+  // Batch 1 with constant R (2 when bidirectional) takes the GEMM path's PanelGemv (see
+  // gemv_recurrence).
   const bool gemm_faster = gemv_recurrence(s, n.is_const(s.in_r())) || (s.dirs == 1 && s.batch <= 4);
   const bool onednn_can = !gemm_faster && s.dtype == DType::f32 && s.default_acts() && s.clip == 0 && n.is_const(s.in_w()) &&
                           n.is_const(s.in_r()) && n.is_const(s.in_b()) && s.batch > 0 && s.seq > 0 &&

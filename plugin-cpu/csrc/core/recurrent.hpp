@@ -3,12 +3,13 @@
 //  - rnn_onednn.cpp: oneDNN's own RNN primitives (vanilla_rnn, lstm, gru, lbr_gru) with the
 //    weights permuted to oneDNN's gate order and packed once at compile time. They cover the
 //    common configuration: f32, default activations, no clip, constant weights, every sequence
-//    as long as the input, a batch above 4 (below that the GEMM path measured faster).
+//    as long as the input; two directions with a batch above 2, or one direction with a batch
+//    above 4 (below that the GEMM path measured faster).
 //  - rnn_gemm.cpp: everything else (clip, other activations, per-batch sequence lengths, weights
-//    computed at run time, f64, a batch of 1-4): the input projection of all time steps as one
+//    computed at run time, f64, small batches): the input projection of all time steps as one
 //    matrix product, one product per step and direction for the recurrence (PanelGemv, one
-//    direction at a time, for f32 with constant R and a batch of 1-4: rnn_gemv.hpp), gates
-//    element-wise.
+//    direction at a time, for f32 with constant R and batch 1, or 2 when bidirectional:
+//    rnn_gemv.hpp; oneDNN matmuls otherwise), gates element-wise.
 // Layouts are OpenVINO's (see core/src/opforge/opset/_rnn.py): X [batch, seq, input], states
 // [batch, dirs, hidden], W [dirs, gates*hidden, input], R [dirs, gates*hidden, hidden],
 // B [dirs, bias_gates*hidden], Y [batch, dirs, seq, hidden]. Gate blocks: LSTM f, i, c, o;
@@ -66,7 +67,8 @@ void read_lengths(const RnnSpec& s, const void* data, int64_t* out);
 int recurrence_threads(const RnnSpec& s, int max_threads);
 
 // Whether the general path runs the recurrence as PanelGemv products (rnn_gemv.hpp), one
-// direction at a time: f32, constant R, a batch small enough for matrix-vector products.
+// direction at a time: f32, constant R, batch 1 (2 when bidirectional), where the step is a
+// matrix-vector product bound by reading R.
 bool gemv_recurrence(const RnnSpec& s, bool r_const);
 
 // The general path; always succeeds for a valid node.

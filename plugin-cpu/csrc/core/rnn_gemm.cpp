@@ -6,11 +6,11 @@
 // first, then the candidate. A batch element past its own length keeps its state; its rows are
 // computed with the others (cheaper than compacting) and ignored.
 // f32 products are oneDNN matmuls with constant weights packed once; f64 (which oneDNN's CPU
-// matmul lacks) uses a plain loop. A small batch with constant R (f32) takes the recurrence
-// products as PanelGemv instead (rnn_gemv.hpp) and walks one direction at a time: all steps of
-// direction 0, then all of direction 1 (or the two side by side on two threads), so that only
-// one direction's R (1 MiB at hidden 256) has to stay in L2, where stepping both directions
-// together cycles 2 MiB through it.
+// matmul lacks) uses a plain loop. Batch 1 (2 when bidirectional) with constant R (f32) takes
+// the recurrence products as PanelGemv instead (rnn_gemv.hpp) and walks one direction at a
+// time: all steps of direction 0, then all of direction 1 (or the two side by side on two
+// threads), so that only one direction's R (1 MiB at hidden 256) has to stay in L2, where
+// stepping both directions together cycles 2 MiB through it.
 #include <algorithm>
 #include <cstring>
 #include <type_traits>

@@ -1,5 +1,5 @@
 // The recurrence product of a small batch, c = a x B with a only a few rows (the hidden state of
-// a text model at batch 1-4) and B a constant weight matrix (R^T of one direction), as a hand
+// a text model at batch 1 or 2) and B a constant weight matrix (R^T of one direction), as a hand
 // vectorised matrix-vector product over B packed once into column panels.
 //
 // Why not oneDNN: at batch 1 each step is a 1 x H x G*H product that streams R (1 MiB for an

@@ -1,0 +1,12 @@
+// Softmax over the last axis of f32 rows, hand-written: attention's scores (rows of 128-200).
+#pragma once
+
+#include <cstdint>
+
+namespace opforge_cpu {
+
+// y[r] = softmax(x[r]) for the rows [r0, r1) of x/y viewed as [rows, len]. A row holding a NaN
+// or +inf is NaN throughout (ONNX/IEEE: inf - inf); -inf entries (masks) give 0.
+void softmax_rows_f32(const float* x, float* y, int64_t r0, int64_t r1, int64_t len);
+
+}  // namespace opforge_cpu

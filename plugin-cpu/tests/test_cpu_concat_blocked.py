@@ -132,3 +132,45 @@ def test_nan_and_inf_pass_through(core: opforge.Core) -> None:
     f[0][0, 3, 2, 2] = np.nan
     f[0][0, 5, 0, 0] = np.inf
     run(core, Model([pool.output(0), cat]), f)
+
+
+def batch_norm(x: Any, channels: int, seed: int, name: str) -> Node:
+    rng = np.random.default_rng(seed)
+    gamma, beta, mean = (const(rng.uniform(-1.5, 1.5, channels)) for _ in range(3))
+    var = const(rng.uniform(0.2, 2.0, channels))
+    return opforge.op("BatchNormInference", x, gamma, beta, mean, var, epsilon=1e-5, name=name)
+
+
+@pytest.mark.parametrize("growth", [32, 12])
+def test_dense_block_stays_in_the_convolutions_layout(core: opforge.Core, growth: int) -> None:
+    # DenseNet: concat -> BN -> ReLU -> 1x1 conv -> BN -> ReLU -> 3x3 conv -> concat with the input
+    x = param("x", (1, 16, 9, 9))
+    cur, c = conv(x, 16, 32, 1, "stem"), 32
+    for i in range(3):
+        h = opforge.op("Relu", batch_norm(cur, c, 10 + i, f"bn{i}a"), name=f"r{i}a")
+        h = conv(h, c, 48, 20 + i, f"c{i}a", k=1, relu=False)
+        h = opforge.op("Relu", batch_norm(h, 48, 30 + i, f"bn{i}b"), name=f"r{i}b")
+        h = conv(h, 48, growth, 40 + i, f"c{i}b", relu=False)
+        cur, c = concat([cur, h], name=f"cat{i}"), c + growth
+    rows = run(core, Model([conv(cur, c, 8, 50, "head", k=1)]), feed((1, 16, 9, 9)))
+    bns = [r for r in rows if r.node_type == "BatchNormInference"]
+    assert all(r.exec_type != "ref" for r in bns), [r.exec_type for r in bns]
+    if growth == 32:  # channels-last throughout: only the model output's reorder
+        assert types(rows).count("Reorder") <= 1, types(rows)
+
+
+@pytest.mark.parametrize("channels", [20, 3])
+def test_batch_norm_of_a_blocked_tensor(core: opforge.Core, channels: int) -> None:
+    # 3 input channels: nChw16c with padded channels; NaN and inf pass through
+    x = param("x", (2, 3, 7, 5))
+    c = conv(x, 3, channels, 1, "a", relu=False)
+    # (after a pooling: a batch norm right after a convolution is folded into it)
+    pool = opforge.op("MaxPool", c, strides=[1, 1], pads_begin=[0, 0], pads_end=[0, 0], kernel=[2, 2],
+                      rounding_type="floor", auto_pad="explicit", dilations=[1, 1], name="pool")
+    bn = batch_norm(pool.output(0), channels, 2, "bn")
+    y = conv(bn, channels, 8, 3, "b", k=1, relu=False)
+    f = feed((2, 3, 7, 5), seed=5)
+    f[0][1, 2, 3, 3] = np.inf
+    rows = run(core, Model([y, bn]), f)
+    (row,) = [r for r in rows if r.node_type == "BatchNormInference"]
+    assert row.exec_type != "ref", row.exec_type

@@ -104,6 +104,10 @@ bool fast_binary(dnnl::algorithm alg, const dnnl::memory::desc& a, const dnnl::m
 
 }  // namespace
 
+std::unique_ptr<Kernel> make_plain_inputs_kernel(const NodeDesc& n, const PlainKernelMaker& make_plain) {
+  return std::make_unique<PlainInputsKernel>(n, make_plain);
+}
+
 std::unique_ptr<Kernel> make_blocked_binary(NodeDesc& n, dnnl::algorithm alg, bool commutative,
                                             const PlainKernelMaker& make_plain) {
   const TensorInfo& out = n.outputs.at(0);

@@ -24,4 +24,9 @@ bool has_blocked_input(const NodeDesc& n);
 std::unique_ptr<Kernel> make_blocked_binary(NodeDesc& n, dnnl::algorithm alg, bool commutative,
                                             const PlainKernelMaker& make_plain);
 
+// A kernel that reorders the node's blocked inputs to plain into the request's scratch, then runs
+// what `make_plain` builds for plain inputs (a kernel that binds nothing): for layout-flexible
+// kernels with a fast path for some layouts only (Interpolate on nhwc).
+std::unique_ptr<Kernel> make_plain_inputs_kernel(const NodeDesc& n, const PlainKernelMaker& make_plain);
+
 }  // namespace opforge_cpu

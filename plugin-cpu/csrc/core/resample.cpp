@@ -188,6 +188,108 @@ template <class T> void PlaneResampler<T>::run(const T* x, T* y, int threads, vo
   for (int64_t u = 0; u < units; ++u) run_unit(x, y, u, bufs + omp_get_thread_num() * per_thread);
 }
 
+// One row of a channels-last tensor resampled along W: dst[o, :] = sum_k w[k] * src[idx[k], :]
+// for o's taps (channels contiguous, so the inner loop is a vector FMA over C).
+__attribute__((target_clones("avx512f", "avx2", "default")))
+static void cl_cols(const float* __restrict src, const int64_t* start, const int64_t* idx, const float* w,
+                    float* __restrict dst, int64_t n_out, int64_t c) {
+  for (int64_t o = 0; o < n_out; ++o) {
+    float* d = dst + o * c;
+    const int64_t b = start[o], e = start[o + 1];
+    if (b == e) {  // every weight was zero
+      std::fill(d, d + c, 0.0f);
+      continue;
+    }
+    const float* s0 = src + idx[b] * c;
+    const float w0 = w[b];
+    if (e - b == 2) {  // bilinear: a, then a + b, as the pair loop of the planes
+      const float* s1 = src + idx[b + 1] * c;
+      const float w1 = w[b + 1];
+      for (int64_t i = 0; i < c; ++i) {
+        const float a = w0 * s0[i];
+        d[i] = a + w1 * s1[i];
+      }
+      continue;
+    }
+    for (int64_t i = 0; i < c; ++i) d[i] = w0 * s0[i];
+    for (int64_t k = b + 1; k < e; ++k) {
+      const float* sk = src + idx[k] * c;
+      const float wk = w[k];
+      for (int64_t i = 0; i < c; ++i) d[i] += wk * sk[i];
+    }
+  }
+}
+
+ChannelsLastResampler::ChannelsLastResampler(int64_t batch, int64_t channels, ResampleTaps<float> rows,
+                                             ResampleTaps<float> cols, int max_threads)
+    : batch_(batch), channels_(channels), rows_(std::move(rows)), cols_(std::move(cols)),
+      max_threads_(std::max(1, max_threads)) {
+  // Blocks of at most 8 output rows (the W-resampled source rows of a block stay in cache), and
+  // at least two blocks per thread.
+  const int64_t want_units = 2 * static_cast<int64_t>(max_threads_);
+  blocks_ = std::max<int64_t>((rows_.n_out + 7) / 8, batch_ >= want_units ? 1 : (want_units + batch_ - 1) / batch_);
+  blocks_ = std::max<int64_t>(1, std::min<int64_t>(blocks_, rows_.n_out));
+  block_rows_ = rows_.n_out == 0 ? 1 : (rows_.n_out + blocks_ - 1) / blocks_;
+  blocks_ = rows_.n_out == 0 ? 1 : (rows_.n_out + block_rows_ - 1) / block_rows_;
+  for (int64_t b = 0; b < blocks_ && !cols_.identity; ++b) {
+    const int64_t o0 = b * block_rows_, o1 = std::min(rows_.n_out, o0 + block_rows_);
+    if (o0 >= o1 || rows_.start[o0] == rows_.start[o1]) continue;
+    const int64_t lo = *std::min_element(rows_.idx.begin() + rows_.start[o0], rows_.idx.begin() + rows_.start[o1]);
+    const int64_t hi = *std::max_element(rows_.idx.begin() + rows_.start[o0], rows_.idx.begin() + rows_.start[o1]);
+    buf_rows_ = std::max(buf_rows_, hi - lo + 1);
+  }
+  for (int64_t o = 0; o < rows_.n_out; ++o) max_row_taps_ = std::max(max_row_taps_, rows_.start[o + 1] - rows_.start[o]);
+  scratch_bytes_ = static_cast<size_t>(max_threads_) * static_cast<size_t>(buf_rows_ * cols_.n_out * channels_) *
+                   sizeof(float);
+}
+
+void ChannelsLastResampler::cols(const float* src, float* dst) const {
+  cl_cols(src, cols_.start.data(), cols_.idx.data(), cols_.w.data(), dst, cols_.n_out, channels_);
+}
+
+void ChannelsLastResampler::run_unit(const float* x, float* y, int64_t unit, float* buf) const {
+  const int64_t n = unit / blocks_, b = unit % blocks_;
+  const int64_t row_in = cols_.n_in * channels_, row_out = cols_.n_out * channels_;
+  const float* xp = x + n * rows_.n_in * row_in;
+  float* yp = y + n * rows_.n_out * row_out;
+  const int64_t o0 = b * block_rows_, o1 = std::min(rows_.n_out, o0 + block_rows_);
+  if (o0 >= o1) return;
+  if (rows_.identity) {  // only W is resized: straight into the output
+    for (int64_t o = o0; o < o1; ++o) cols(xp + o * row_in, yp + o * row_out);
+    return;
+  }
+  int64_t lo = 0;
+  if (!cols_.identity && rows_.start[o0] != rows_.start[o1]) {
+    const auto first = rows_.idx.begin() + rows_.start[o0], last = rows_.idx.begin() + rows_.start[o1];
+    lo = *std::min_element(first, last);
+    const int64_t hi = *std::max_element(first, last);
+    for (int64_t r = lo; r <= hi; ++r) cols(xp + r * row_in, buf + (r - lo) * row_out);
+  }
+  std::vector<const float*> src(static_cast<size_t>(std::max<int64_t>(1, max_row_taps_)));
+  for (int64_t o = o0; o < o1; ++o) {
+    const int64_t s = rows_.start[o], k = rows_.start[o + 1] - s;
+    for (int64_t j = 0; j < k; ++j) {
+      const int64_t r = rows_.idx[s + j];
+      src[j] = cols_.identity ? xp + r * row_in : buf + (r - lo) * row_out;
+    }
+    resample_rows(src.data(), rows_.w.data() + s, k, yp + o * row_out, row_out);
+  }
+}
+
+void ChannelsLastResampler::run(const float* x, float* y, int threads, void* scratch) const {
+  const int64_t units = batch_ * blocks_;
+  const int nt = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>({static_cast<int64_t>(threads),
+                                                                         static_cast<int64_t>(max_threads_), units})));
+  float* bufs = static_cast<float*>(scratch);
+  const int64_t per_thread = buf_rows_ * cols_.n_out * channels_;
+  if (nt == 1) {
+    for (int64_t u = 0; u < units; ++u) run_unit(x, y, u, bufs);
+    return;
+  }
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (int64_t u = 0; u < units; ++u) run_unit(x, y, u, bufs + omp_get_thread_num() * per_thread);
+}
+
 template struct ResampleTaps<float>;
 template struct ResampleTaps<double>;
 template class PlaneResampler<float>;

@@ -61,6 +61,30 @@ template <class T> class PlaneResampler {
   size_t scratch_bytes_ = 0;
 };
 
+// The same separable resampling of H and W for an f32 tensor in channels-last order (N, H, W, C:
+// oneDNN's nhwc, what its convolutions write on AVX-512), so that an Interpolate between two
+// convolutions reads and writes their layout instead of a reorder to planes and back. Per block
+// of output rows, the source rows it needs are resampled along W once (OW x C, vectorised over
+// channels), then each output row is the weighted sum of a few of them (resample_rows over OW*C).
+// The sums are those of PlaneResampler, in the same order.
+class ChannelsLastResampler {
+ public:
+  ChannelsLastResampler(int64_t batch, int64_t channels, ResampleTaps<float> rows, ResampleTaps<float> cols,
+                        int max_threads);
+  size_t scratch_bytes() const { return scratch_bytes_; }
+  void run(const float* x, float* y, int threads, void* scratch) const;
+
+ private:
+  void run_unit(const float* x, float* y, int64_t unit, float* buf) const;
+  void cols(const float* src, float* dst) const;
+
+  int64_t batch_, channels_;
+  ResampleTaps<float> rows_, cols_;
+  int max_threads_;
+  int64_t block_rows_ = 1, blocks_ = 1, buf_rows_ = 0, max_row_taps_ = 0;
+  size_t scratch_bytes_ = 0;
+};
+
 extern template struct ResampleTaps<float>;
 extern template struct ResampleTaps<double>;
 extern template class PlaneResampler<float>;

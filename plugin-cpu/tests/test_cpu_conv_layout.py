@@ -1,0 +1,52 @@
+"""The first convolution of a network (plain image, 3 channels) writes channels-last on hosts
+where oneDNN runs ordinary convolutions channels-last (AVX-512 brgconv), so a ResNet stem's
+residual stream is nhwc from the start and its sum convolutions run brgconv on it, with no reorder
+between the stem and the head. Values against the reference, on either kind of host."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import opforge
+import pytest
+from cpu_testing import const, param
+from opforge.graph import Model, Node
+from opforge.reference import evaluate_model
+from opforge_cpu._loader import load_core
+
+
+def conv(x: Any, cin: int, cout: int, seed: int, name: str, k: int = 3, stride: int = 1) -> Node:
+    rng = np.random.default_rng(seed)
+    w = const(rng.standard_normal((cout, cin, k, k)) * (2.0 / (cin * k * k)) ** 0.5)
+    p = k // 2
+    return opforge.op("Convolution", x, w, strides=[stride, stride], pads_begin=[p, p], pads_end=[p, p],
+                      dilations=[1, 1], name=name)
+
+
+def relu(x: Any, name: str) -> Node:
+    return opforge.op("Relu", x, name=name)
+
+
+@pytest.mark.parametrize(("k", "stride", "size"), [(7, 2, 40), (3, 1, 17), (3, 2, 23)])
+def test_stem_and_residual_block_share_one_layout(core: opforge.Core, k: int, stride: int, size: int) -> None:
+    x = param("x", (1, 3, size, size))
+    stem = relu(conv(x, 3, 64, 1, "stem", k=k, stride=stride), "stem_relu")
+    pool = opforge.op("MaxPool", stem, strides=[2, 2], pads_begin=[1, 1], pads_end=[1, 1], kernel=[3, 3],
+                      rounding_type="floor", auto_pad="explicit", dilations=[1, 1], name="pool").output(0)
+    h = relu(conv(pool, 64, 64, 2, "c1"), "r1")
+    h = conv(h, 64, 64, 3, "c2")
+    y = relu(opforge.op("Add", h, pool, name="add"), "r2")
+    model = Model([conv(y, 64, 8, 4, "head", k=1)])
+    feeds = [np.random.default_rng(5).standard_normal((1, 3, size, size)).astype(np.float32)]
+    (want,) = evaluate_model(model, feeds)
+    compiled = core.compile_model(model, "CPU", {"ENABLE_PROFILING": True, "INFERENCE_PRECISION_HINT": "f32"})
+    req = compiled.create_infer_request()
+    got = np.asarray(req.infer({0: feeds[0]})[0])
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    rows = [r for r in req.get_profiling_info() if r.status == "EXECUTED"]
+    if load_core().cpu_isa().startswith("avx512"):
+        convs = [r for r in rows if r.node_type == "Convolution"]
+        # the block's convolutions (the residual one included) run brgconv on nhwc
+        assert all(r.exec_type.startswith("brg") for r in convs[1:]), [(r.node_name, r.exec_type) for r in convs]
+        assert [r.node_type for r in rows].count("Reorder") <= 1  # the model output's

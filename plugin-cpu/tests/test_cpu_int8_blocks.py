@@ -164,3 +164,36 @@ def test_average_pools_run_on_the_integers(tmp_path: Path, include_pad: int) -> 
     assert np.abs(got - want).max() <= np.abs(qdq - want).max() + step * (1 + 1e-4)
     ran = [r.node_type for r in rows if r.status != "OPTIMIZED_OUT"]
     assert ran.count("QuantizedAvgPool") == 3 and not {"AvgPool", "ReduceMean", "QuantizedLookup"} & set(ran), ran
+
+
+def test_channel_shuffle_moves_the_bytes(tmp_path: Path) -> None:
+    """ShuffleNet's channel shuffle between quantized convolutions: Reshape, Transpose, Reshape
+    and Split keep their input's scale, so they run on the u8 tensors (exact: a moved element
+    keeps its byte), with no Quantize/Dequantize in between."""
+    rng = np.random.default_rng(27)
+    shape = (1, 8, 6, 6)
+    i64 = TensorProto.INT64
+    nodes = [
+        helper.make_node("Conv", ["x", "w0"], ["c0"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c0"], ["a"]),
+        helper.make_node("Reshape", ["a", "s5"], ["r5"]),
+        helper.make_node("Transpose", ["r5"], ["t"], perm=[0, 2, 1, 3, 4]),
+        helper.make_node("Reshape", ["t", "s4"], ["r4"]),
+        helper.make_node("Split", ["r4", "halves"], ["h0", "h1"], axis=1),
+        helper.make_node("Conv", ["h0", "w1"], ["c1"]),
+        helper.make_node("Conv", ["h1", "w2"], ["c2"]),
+        helper.make_node("Concat", ["c1", "c2"], ["y"], axis=1),
+    ]
+    inits = [*_inits(rng, w0=(16, 8, 3, 3), w1=(8, 8, 1, 1), w2=(8, 8, 1, 1)),
+             helper.make_tensor("s5", i64, [5], [1, 2, 8, 6, 6]), helper.make_tensor("s4", i64, [4], [1, 16, 6, 6]),
+             helper.make_tensor("halves", i64, [2], [8, 8])]
+    src = save_model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
+                     [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 6, 6])], inits, tmp_path / "f32.onnx")
+    q = quantize(src, tmp_path / "q.onnx", shape, True, "u8")
+    x = np.random.default_rng(28).standard_normal(shape).astype(np.float32)
+    got, want, rows = run_both(q, x)
+    assert_close_steps(got, want, output_scale(q))
+    ran = [r.node_type for r in rows if r.status != "OPTIMIZED_OUT"]
+    assert {"Transpose", "VariadicSplit"} <= set(ran) or {"Transpose", "Split"} <= set(ran), ran
+    # the model input is quantized once and the output dequantized: nothing in between
+    assert ran.count("Quantize") == 1 and ran.count("Dequantize") == 1, ran

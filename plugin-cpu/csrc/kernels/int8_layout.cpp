@@ -93,6 +93,19 @@ const bool has_vbmi = [] {
 }  // namespace
 #endif
 
+bool int8_avx512() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  }();
+  return has;
+#else
+  return false;
+#endif
+}
+
 void lookup_bytes(const uint8_t* table, const uint8_t* x, uint8_t* y, int64_t n) {
 #ifdef OPFORGE_LOOKUP_VBMI
   if (has_vbmi) return lookup_vbmi(table, x, y, n);

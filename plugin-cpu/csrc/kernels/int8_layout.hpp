@@ -22,6 +22,19 @@ dnnl::memory::desc ordered_md(DType t, const Shape& shape, const std::vector<int
 // differ only in where dimensions of size 1 sit).
 bool same_dense_layout(const Shape& shape, const std::vector<int>& a, const std::vector<int>& b);
 
+// The byte-wise kernels' hot loops are compiled twice (the build targets baseline x86-64): an
+// always-inlined body, called from a wrapper built for AVX-512 (F/BW/VL/DQ) when the host has it,
+// else from the baseline one; 16 lanes instead of SSE2's 4 for the widening sums and the f32
+// requantization.
+#if defined(__x86_64__) && defined(__GNUC__)
+#define OPFORGE_INT8_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
+#define OPFORGE_INT8_INLINE __attribute__((always_inline)) inline
+#else
+#define OPFORGE_INT8_AVX512
+#define OPFORGE_INT8_INLINE inline
+#endif
+bool int8_avx512();
+
 // y[i] = table[x[i]] for n bytes: 64 at a time with AVX-512 VBMI byte permutes where the CPU has
 // them (a gather the compiler cannot vectorise otherwise: ~20x faster), else one by one.
 void lookup_bytes(const uint8_t* table, const uint8_t* x, uint8_t* y, int64_t n);

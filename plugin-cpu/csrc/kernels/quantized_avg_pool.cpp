@@ -83,49 +83,67 @@ class QuantizedAvgPoolKernel : public Kernel {
     b = std::min(std::max(start + k, lo), hi);
   }
   template <class I, class O> void pool(RunContext& ctx, const I* x, O* y, float lo, float hi) const {
-    const int64_t C = C_;
-    // output strides: channel, pixel (oh * OW + ow), image
-    const int64_t sc = channels_last_out_ ? 1 : OH_ * OW_, sp = channels_last_out_ ? C : 1, sn = C * OH_ * OW_;
+    const bool wide = int8_avx512();
     parallel_range(N_ * OH_, ctx.num_threads, [&](int64_t r0, int64_t r1) {
-      std::vector<int32_t> acc(C);
-      std::vector<float> real(C);
-      for (int64_t r = r0; r < r1; ++r) {
-        const int64_t n = r / OH_, oh = r % OH_;
-        int64_t h0, h1, ch0, ch1;
-        clip(oh * sh_ - bh_, kh_, 0, H_, h0, h1);
-        if (exclude_) ch0 = h0, ch1 = h1;
-        else clip(oh * sh_ - bh_, kh_, -bh_, H_ + eh_, ch0, ch1);
-        for (int64_t ow = 0; ow < OW_; ++ow) {
-          int64_t w0, w1, cw0, cw1;
-          clip(ow * sw_ - bw_, kw_, 0, W_, w0, w1);
-          if (exclude_) cw0 = w0, cw1 = w1;
-          else clip(ow * sw_ - bw_, kw_, -bw_, W_ + ew_, cw0, cw1);
-          std::fill(acc.begin(), acc.end(), 0);
-          for (int64_t ih = h0; ih < h1; ++ih) {
-            const I* row = x + ((n * H_ + ih) * W_ + w0) * C;
-            for (int64_t iw = w0; iw < w1; ++iw, row += C)
-              for (int64_t c = 0; c < C; ++c) acc[c] += row[c];
-          }
-          const int32_t valid = static_cast<int32_t>((h1 - h0) * (w1 - w0));
-          const float count = static_cast<float>((ch1 - ch0) * (cw1 - cw0));
-          const int32_t zsum = valid * z_;
-          const float s = s_, so = so_, zo = zo_;
-          O* dst = y + n * sn + (oh * OW_ + ow) * sp;
-          for (int64_t c = 0; c < C; ++c) {
-            // (count 0: a window wholly in the padding, which exclude_pad refuses; NaN -> lo)
-            float v = static_cast<float>(acc[c] - zsum) * s / count / so;
-            const float big = 4194304.f, magic = 12582912.f;
-            v = v > -big ? v : -big;
-            v = v < big ? v : big;
-            v = ((v + magic) - magic) + zo;  // half to even, as rint in the default mode
-            v = v > lo ? v : lo;
-            v = v < hi ? v : hi;
-            real[c] = v;
-          }
+      if (wide) rows_avx512<I, O>(x, y, lo, hi, r0, r1);
+      else rows<I, O>(x, y, lo, hi, r0, r1);
+    }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, OW_ * C_ * kh_ * kw_)));
+  }
+  template <class I, class O>
+  OPFORGE_INT8_AVX512 void rows_avx512(const I* x, O* y, float lo, float hi, int64_t r0, int64_t r1) const {
+    rows<I, O>(x, y, lo, hi, r0, r1);
+  }
+  // Output rows [r0, r1) of N * OH. (Everything the loops read is a local: a store through a
+  // byte pointer may alias any object the compiler can see, and the loops would not vectorise.)
+  template <class I, class O>
+  OPFORGE_INT8_INLINE void rows(const I* x, O* y, float lo, float hi, int64_t r0, int64_t r1) const {
+    const int64_t C = C_, H = H_, W = W_, OH = OH_, OW = OW_;
+    // output strides: channel, pixel (oh * OW + ow), image
+    const int64_t sc = channels_last_out_ ? 1 : OH * OW, sp = channels_last_out_ ? C : 1, sn = C * OH * OW;
+    std::vector<int32_t> acc_v(C);
+    std::vector<float> real_v(C);
+    int32_t* acc = acc_v.data();
+    float* real = real_v.data();
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t n = r / OH, oh = r % OH;
+      int64_t h0, h1, ch0, ch1;
+      clip(oh * sh_ - bh_, kh_, 0, H, h0, h1);
+      if (exclude_) ch0 = h0, ch1 = h1;
+      else clip(oh * sh_ - bh_, kh_, -bh_, H + eh_, ch0, ch1);
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        int64_t w0, w1, cw0, cw1;
+        clip(ow * sw_ - bw_, kw_, 0, W, w0, w1);
+        if (exclude_) cw0 = w0, cw1 = w1;
+        else clip(ow * sw_ - bw_, kw_, -bw_, W + ew_, cw0, cw1);
+        for (int64_t c = 0; c < C; ++c) acc[c] = 0;
+        for (int64_t ih = h0; ih < h1; ++ih) {
+          const I* row = x + ((n * H + ih) * W + w0) * C;
+          for (int64_t iw = w0; iw < w1; ++iw, row += C)
+            for (int64_t c = 0; c < C; ++c) acc[c] += row[c];
+        }
+        const int32_t valid = static_cast<int32_t>((h1 - h0) * (w1 - w0));
+        const float count = static_cast<float>((ch1 - ch0) * (cw1 - cw0));
+        const int32_t zsum = valid * z_;
+        const float s = s_, so = so_, zo = zo_;
+        O* dst = y + n * sn + (oh * OW + ow) * sp;
+        for (int64_t c = 0; c < C; ++c) {
+          // (count 0: a window wholly in the padding, which exclude_pad refuses; NaN -> lo)
+          float v = static_cast<float>(acc[c] - zsum) * s / count / so;
+          const float big = 4194304.f, magic = 12582912.f;
+          v = v > -big ? v : -big;
+          v = v < big ? v : big;
+          v = ((v + magic) - magic) + zo;  // half to even, as rint in the default mode
+          v = v > lo ? v : lo;
+          v = v < hi ? v : hi;
+          real[c] = v;
+        }
+        if (sc == 1) {
+          for (int64_t c = 0; c < C; ++c) dst[c] = static_cast<O>(static_cast<int32_t>(real[c]));
+        } else {
           for (int64_t c = 0; c < C; ++c) dst[c * sc] = static_cast<O>(static_cast<int32_t>(real[c]));
         }
       }
-    }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, OW_ * C * kh_ * kw_)));
+    }
   }
 
   StagedInputs staged_;

@@ -139,14 +139,52 @@ class QuantizedEltwiseKernel : public Kernel {
     auto out = [q](float v) { return static_cast<O>(static_cast<int32_t>(q(v))); };
     switch (op_) {
       case Operation::Add:
-        broadcast_binary(*plan_, a, b, y, ctx.num_threads, [=](A x, B z) { return out(da(x) + db(z)); });
+        loop(ctx, a, b, y, [=](A x, B z) { return out(da(x) + db(z)); });
         break;
       case Operation::Subtract:
-        broadcast_binary(*plan_, a, b, y, ctx.num_threads, [=](A x, B z) { return out(da(x) - db(z)); });
+        loop(ctx, a, b, y, [=](A x, B z) { return out(da(x) - db(z)); });
         break;
       case Operation::Multiply:
-        broadcast_binary(*plan_, a, b, y, ctx.num_threads, [=](A x, B z) { return out(da(x) * db(z)); });
+        loop(ctx, a, b, y, [=](A x, B z) { return out(da(x) * db(z)); });
         break;
+    }
+  }
+  template <class A, class B, class O, class F> void loop(RunContext& ctx, const A* a, const B* b, O* y, F f) const {
+    const bool wide = int8_avx512();
+    parallel_range(plan_->outer, ctx.num_threads, [&](int64_t r0, int64_t r1) {
+      if (wide) rows_avx512(a, b, y, f, r0, r1);
+      else rows(a, b, y, f, r0, r1);
+    }, std::max<int64_t>(1, 32768 / std::max<int64_t>(1, plan_->inner)));
+  }
+  template <class A, class B, class O, class F>
+  OPFORGE_INT8_AVX512 void rows_avx512(const A* a, const B* b, O* y, F f, int64_t r0, int64_t r1) const {
+    rows(a, b, y, f, r0, r1);
+  }
+  // broadcast_binary's walk over rows [r0, r1), with the row length, strides and f's scales in
+  // locals: a store through a byte pointer may alias any object the compiler can see, so read
+  // through captures the trip count is unknown and nothing vectorises
+  template <class A, class B, class O, class F>
+  OPFORGE_INT8_INLINE void rows(const A* a, const B* b, O* y, F f, int64_t r0, int64_t r1) const {
+    const BroadcastPlan& p = *plan_;
+    const int64_t inner = p.inner, sa = p.sa.back(), sb = p.sb.back();
+    const F fn = f;
+    for (int64_t r = r0; r < r1; ++r) {
+      int64_t oa, ob;
+      p.offsets(r, oa, ob);
+      const A* pa = a + oa;
+      const B* pb = b + ob;
+      O* po = y + r * inner;
+      if (sa == 1 && sb == 1) {
+        for (int64_t i = 0; i < inner; ++i) po[i] = fn(pa[i], pb[i]);
+      } else if (sa == 1 && sb == 0) {
+        const B vb = pb[0];
+        for (int64_t i = 0; i < inner; ++i) po[i] = fn(pa[i], vb);
+      } else if (sa == 0 && sb == 1) {
+        const A va = pa[0];
+        for (int64_t i = 0; i < inner; ++i) po[i] = fn(va, pb[i]);
+      } else {
+        for (int64_t i = 0; i < inner; ++i) po[i] = fn(pa[i * sa], pb[i * sb]);
+      }
     }
   }
 

@@ -741,6 +741,40 @@ class AvgPoolFusion(p.MatcherPass):
         return True
 
 
+class MovementFusion(p.MatcherPass):
+    """Dequantize(q) -> an op that only moves elements (Reshape, Transpose, Squeeze, Slice...,
+    Split) -> Quantize on each output, with one scale, zero point and type on both sides -> the
+    op on q itself: exact (a moved element keeps its byte), and no f32 tensor (ShuffleNet's
+    channel shuffle: Reshape, Transpose, Reshape, Split between its quantized convolutions)."""
+
+    name: ClassVar[str] = "cpu_int8_movement"
+
+    def pattern(self) -> p.PatternNode:
+        return p.op(Dequantize)
+
+    def callback(self, match: p.Match, model: Model) -> bool:
+        deq = match.root.node
+        uses = model.consumers()
+        key = (float(deq.attrs.scale), int(deq.attrs.zero_point), deq.inputs[0].element_type)  # type: ignore[attr-defined]
+        for m, port in uses.get(deq.output(0), []):
+            # (a Pad's pad value is a real number, not a byte: never taken)
+            # (Split and VariadicSplit only move elements too, but declare nothing: several outputs)
+            moves = (m.op.rearranges_input and m.type_name != "Pad") or m.type_name in ("Split", "VariadicSplit")
+            if (not m.op.is_standard or not moves or port != 0 or not all(o.partial_shape.is_static for o in m.outputs())
+                    or any(i.node.constant_value() is None for i in m.inputs[1:])):
+                continue
+            quants = [q for q in (_single_user(uses, o) for o in m.outputs()) if q is not None and _is(q, Quantize)
+                      and (float(q.attrs.scale), int(q.attrs.zero_point), q.output(0).element_type) == key]  # type: ignore[attr-defined]
+            if len(quants) != len(m.outputs()):
+                continue
+            new = Node.create(m.op, [deq.inputs[0], *m.inputs[1:]], m.attrs.model_dump(), name=m.name)
+            for i, q in enumerate(quants):
+                model.replace_output(q.output(0), new.output(i))
+            new.rt_info["fused_names"] = _fused_names(deq, m, *quants)
+            return True
+        return False
+
+
 def _fused_names(*nodes: Node) -> list[str]:
     """The original nodes behind ``nodes`` (their own fused names, or themselves), each once."""
     names: list[str] = []
@@ -755,14 +789,15 @@ class Int8Fusion(p.GraphRewrite):
     """The CPU's int8 pass: quantized convolutions and MatMuls first (they absorb the quantize
     and dequantize chains around them), then the chains left over become Quantize/Dequantize,
     then residual Adds between them go into the convolution before them, and max and average
-    poolings, concatenations, element-wise chains of one tensor (tables) and Add/Multiply of two between
+    poolings, concatenations, element moves (Reshape, Transpose, Split...), element-wise chains of one tensor (tables) and Add/Multiply of two between
     them run on the integers."""
 
     name: ClassVar[str] = "cpu_int8_fusion"
 
     def __init__(self) -> None:
         super().__init__(QuantizedOpFusion(), QuantizeFusion(), DequantizeFusion(), ResidualSumFusion(),
-                         MaxPoolFusion(), ConcatFusion(), LookupFusion(), EltwiseFusion(), AvgPoolFusion())
+                         MaxPoolFusion(), ConcatFusion(), LookupFusion(), EltwiseFusion(), AvgPoolFusion(),
+                         MovementFusion())
 
 
 def fuse_int8(model: Model) -> bool:

@@ -285,22 +285,22 @@ class Emitter:
                       and sum_input < 0 and not post and self._computed(other)):
                     extra.append(self.tensor(other))  # oneDNN's sum post-op, first in the chain
                     sum_input = -2  # resolved below once the bias position is known
-                elif (is_mm and self._runs_bf16(node) and sum_input < 0 and not post
+                elif (is_mm and sum_input < 0 and not post
                       and self._mask_operand(node, other, out_shape)):
-                    # attention's mask after Q x K^T (/ sqrt(d)): a binary add post-op of the bf16
+                    # attention's mask after Q x K^T (/ sqrt(d)): a binary add post-op of the
                     # MatMul, after the scale (bert_small: 4 Add steps of 0.015-0.02 ms saved)
                     mask = other
                 else:
                     break
-            elif (is_mm and self._runs_bf16(node) and scale is None and sum_input < 0 and not post
+            elif (is_mm and scale is None and sum_input < 0 and not post
                   and (s := self._scalar_factor(user, cur)) is not None):
-                # attention's Q x K^T / sqrt(d) in bf16: the scale becomes a post-op of the
-                # MatMul (x * (1/c) for x / c: within bf16's own rounding)
+                # attention's Q x K^T / sqrt(d): the scale becomes a post-op of the MatMul
+                # (x * (1/c) for x / c: within one f32 rounding, exact for sqrt(64) = 8)
                 scale = s
             elif is_mm and sum_input < 0 and (p := self._output_transpose(node, user)) is not None:
                 # attention's head merge after P x V: the MatMul writes [B, S, H, D] directly
-                # (oneDNN's bf16 MatMul takes the permuted destination: brg, no reference
-                # kernel); last in the chain, so a post-op never sees the permuted layout
+                # (oneDNN's f32 and bf16 MatMuls take the permuted destination: brg, no
+                # reference kernel); last in the chain, so a post-op never sees the permuted layout
                 perm_out = p
                 self.absorbed.add(user.id)
                 fused.append(user.name)
@@ -317,7 +317,7 @@ class Emitter:
             cur = user.output(0)
         operands = list(node.inputs)
         perms: dict[str, list[int]] = {}
-        if is_mm and self._runs_bf16(node):
+        if is_mm:
             for k, key in ((0, "perm_a"), (1, "perm_b")):
                 if (folded := self._folded_transpose(node, node.inputs[k])) is not None:
                     operands[k], perms[key] = folded
@@ -341,7 +341,7 @@ class Emitter:
                            [self.tensor(cur)], fused)
 
     def _mask_operand(self, node: Node, other: Output, out_shape: tuple[int, ...]) -> bool:
-        """Whether ``other`` can be added to bf16 MatMul ``node``'s result as a binary post-op:
+        """Whether ``other`` can be added to MatMul ``node``'s result as a binary post-op:
         attention's mask ([1, 1, 1, S] over [B, H, S, S]), an f32 row computed before the MatMul's
         step, on a MatMul of two run-time operands (a dense one falls back to the inner product,
         which takes no binary operand)."""
@@ -353,15 +353,26 @@ class Emitter:
         # bf16 brgemm MatMul takes no other broadcast (a [B, H, S, 1] operand made it oneDNN's
         # reference kernel)
         shape = tuple(other.shape)
+        lead = (1,) * (len(out_shape) - len(shape)) + shape
+        if (not self.bf16 and len(out_shape) >= 3 and len(lead) == len(out_shape)
+                and lead[-2:] == tuple(out_shape[-2:]) and lead[-3] in (1, out_shape[-3])
+                and all(d == 1 for d in lead[:-3])):
+            # f32: also GPT-2's causal mask [1, 1, S, S] and T5's position bias [1, H, S, S]
+            # (one batch): the f32 brgemm MatMul takes them (brg:avx512_core, checked in
+            # test_cpu_attention_f32.py)
+            return True
         if len(shape) > len(out_shape) or any(d != 1 for d in shape[:-1]):
             return False
         return not shape or shape[-1] in (1, out_shape[-1])
 
     def _output_transpose(self, mm: Node, t: Node) -> list[int] | None:
-        """The order of Transpose ``t`` of bf16 MatMul ``mm``'s result (its only reader), when
-        both operands have at least two dimensions (the result is then the full-rank one)."""
+        """The order of Transpose ``t`` of MatMul ``mm``'s result (its only reader), when both
+        operands have at least two dimensions (the result is then the full-rank one); in f32 only
+        for a MatMul of two run-time operands (attention's P x V: one with constant weights keeps
+        the inner-product path, which writes no strides)."""
         if (t.type_name != "Transpose" or not t.op.is_standard or find_plugin_kernel(self.kernels, t) is not None
-                or not self._runs_bf16(mm) or any(len(i.shape) < 2 for i in mm.inputs[:2])):
+                or not (self.bf16 or mm.inputs[1].node.constant_value() is None)
+                or any(len(i.shape) < 2 for i in mm.inputs[:2])):
             return None
         order = t.inputs[1].node.constant_value()
         rank = len(mm.output(0).shape)
@@ -371,13 +382,15 @@ class Emitter:
         return perm if sorted(perm) == list(range(rank)) else None
 
     def _folded_transpose(self, mm: Node, operand: Output) -> tuple[Output, list[int]] | None:
-        """(the input, the permutation) of a Transpose that produces ``operand`` of bf16 MatMul
-        ``mm`` and is read by nothing else: attention's head split ([B, S, H, D] -> [B, H, S, D],
-        K's -> [B, H, D, S]). The MatMul reads that input through permuted strides and its f32 ->
-        bf16 conversion (which it does anyway) moves the values: the Transpose's own pass over
-        the tensor is saved."""
+        """(the input, the permutation) of a Transpose that produces ``operand`` of MatMul ``mm``
+        and is read by nothing else: attention's head split ([B, S, H, D] -> [B, H, S, D], K's ->
+        [B, H, D, S]). The MatMul reads that input through permuted strides (in bf16 its f32 ->
+        bf16 conversion, which it does anyway, moves the values): the Transpose's own pass over
+        the tensor is saved. In f32 only for a MatMul of two run-time operands (attention's; one
+        with constant weights keeps the inner-product path)."""
         t = operand.node
-        if (mm.type_name != "MatMul" or not mm.op.is_standard or not self._runs_bf16(mm)
+        if (mm.type_name != "MatMul" or not mm.op.is_standard
+                or not (self.bf16 or mm.inputs[1].node.constant_value() is None)
                 or find_plugin_kernel(self.kernels, mm) is not None or mm.inputs[0].element_type is not Type.f32
                 or t.type_name != "Transpose" or not t.op.is_standard or find_plugin_kernel(self.kernels, t) is not None
                 or getattr(single_user(self.uses, operand), "id", None) != mm.id or mm.inputs[0] == mm.inputs[1]):

@@ -27,6 +27,7 @@ from opforge.transformations.fuse_gelu_tanh import FuseGeluTanh
 from opforge.transformations.fuse_layer_norm import FuseLayerNormToMVN
 from opforge.transformations.fuse_rms_norm import FuseRMSNormalization
 from opforge.transformations.fuse_swish import FuseSwish
+from opforge.transformations.merge_transposes import MergeTransposes
 
 from opforge_cpu._loader import load_core
 from opforge_cpu.data_dependent import DataDependentProgram
@@ -223,10 +224,11 @@ class CpuExecutable(PlannedExecutable[CpuPlan]):
 
     # --- the device's half ---------------------------------------------------------------------
     def planning_passes(self) -> list[Transformation]:
-        """Run on every specialized model (in their ``sort_key`` order): BatchNorm folding and the
-        GELU (erf, tanh)/LayerNorm/RMSNorm/SiLU fusions (core's), the int8 regions (passes/int8.py),
-        then f32 compute for f16/bf16/f64 nodes without a kernel of their type."""
-        return [FoldBatchNormIntoConvolution(), FuseGeluErf(), FuseGeluTanh(), FuseLayerNormToMVN(),
+        """Run on every specialized model (in their ``sort_key`` order): BatchNorm folding, the
+        GELU (erf, tanh)/LayerNorm/RMSNorm/SiLU fusions and Transpose merging (core's), the int8
+        regions (passes/int8.py), then f32 compute for f16/bf16/f64 nodes without a kernel of
+        their type."""
+        return [FoldBatchNormIntoConvolution(), FuseGeluErf(), FuseGeluTanh(), MergeTransposes(), FuseLayerNormToMVN(),
                 FuseRMSNormalization(), FuseSwish(), Int8Fusion(), LowerPrecision(self._core, self._kernels)]
 
     def build_plan(self, model: Model) -> CpuPlan:

@@ -195,6 +195,30 @@ def test_panel_gemv_other_isas(isa: str, kernel: str) -> None:
     assert proc.stdout.strip().splitlines()[-1] == f"rnn_gemm:panel_gemv_{kernel}", proc.stdout
 
 
+@pytest.mark.parametrize(("direction", "batch"), gemv_batches())
+@pytest.mark.parametrize(("op", "lbr"), CELLS)
+def test_panel_gemv_bf16_hint(core: Any, op: str, lbr: bool, direction: str, batch: int) -> None:
+    # INFERENCE_PRECISION_HINT=bf16: R (and each step's state) rounded to bf16, f32 sums; within
+    # bf16's rounding of the f32 reference, and not the f32 result (so bf16 did run)
+    import opforge_cpu._core as cpu_core
+
+    if not cpu_core.native_bf16():
+        pytest.skip("no bf16 dot products on this host")
+    dirs = 2 if direction == "bidirectional" else 1
+    attrs: dict[str, Any] = {"hidden_size": 37, "direction": direction}
+    if op == "GRUSequence":
+        attrs["linear_before_reset"] = lbr
+    ins = inputs(op, dirs, [T, 3][:batch], seed=41 + batch, lbr=lbr, batch=batch, hidden=37)
+    model, feeds = single(op, ins, {i: ins[i] for i in [1 + lengths_const(op), *weight_indices(op)]}, **attrs)
+    config = {"INFERENCE_PRECISION_HINT": "bf16"}
+    assert impl_of(core, model, op, config) == "rnn_gemm:panel_gemv_avx512_bf16"
+    # (measured: GRU/LSTM <= 3.2e-3; the vanilla RNN's random R, spectral radius ~2, grows a
+    # rounding difference to 2.2e-2 in 7 steps)
+    got = check(core, model, feeds, rtol=0, atol=3e-2 if op == "RNNSequence" else 6e-3, config=config)
+    exact = core.compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})(feeds).to_tuple()
+    assert not np.array_equal(got[0], exact[0])
+
+
 @pytest.mark.parametrize("batch", [1, 4, 5])
 def test_one_direction_small_batch_takes_gemm_path(core: Any, batch: int) -> None:
     ins = inputs("GRUSequence", 1, [T] * batch, seed=31, lbr=True, batch=batch)

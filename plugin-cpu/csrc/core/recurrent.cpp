@@ -48,6 +48,7 @@ RnnSpec::RnnSpec(const NodeDesc& n, Cell c) : cell(c) {
     throw CompileFailure("activations has " + std::to_string(names.size()) + " entries, expected " + std::to_string(n_acts));
   for (size_t i = 0; i < n_acts; ++i) acts.push_back(act_of(names[i]));
   clip = n.attrs.f("clip", 0.0);
+  bf16_weights = n.attrs.b("bf16_weights", false);
   if (clip < 0) throw CompileFailure("clip is negative, expected 0 (no clipping) or a positive bound");
   len_type = n.in(in_len()).dtype;
   if (is_float(len_type) || len_type == DType::boolean)

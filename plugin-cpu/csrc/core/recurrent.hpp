@@ -41,6 +41,9 @@ struct RnnSpec {
   int bias_gates = 1;         // gate blocks in B (GRU with linear_before_reset: 4)
   std::vector<Act> acts;
   double clip = 0;
+  // INFERENCE_PRECISION_HINT=bf16 (attribute bf16_weights, set by emit.py): PanelGemv takes R
+  // in bf16 where the host has bf16 dot products (rnn_gemv.hpp)
+  bool bf16_weights = false;
 
   // Reads and checks the node (attributes against the input shapes): CompileFailure naming
   // what is wrong, so that a bad node never reaches a kernel that would read out of bounds.

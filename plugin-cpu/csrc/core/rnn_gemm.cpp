@@ -154,8 +154,8 @@ template <class T> class RnnGemmKernel : public Kernel {
       // R_d^T as B(k, n) = R_d[n, k]
       for (int64_t d = 0; gemv_ && d < D; ++d) {
         const float* rd = r + d * GH * H;
-        gemv_rec_.emplace_back(rd, H, rec_n_, 1, H);
-        if (split_gru_) gemv_cand_.emplace_back(rd + 2 * H * H, H, H, 1, H);
+        gemv_rec_.emplace_back(rd, H, rec_n_, 1, H, s.bf16_weights);
+        if (split_gru_) gemv_cand_.emplace_back(rd + 2 * H * H, H, H, 1, H, s.bf16_weights);
       }
     }
     if (!gemv_) {

@@ -19,21 +19,26 @@ class PanelGemv {
  public:
   PanelGemv() = default;
   // B(k, n) = b[k * ks + n * ns] for k < K, n < N; copied and packed here, never read again.
-  PanelGemv(const float* b, int64_t K, int64_t N, int64_t ks, int64_t ns);
+  // bf16: B and each run's a are rounded to bf16 (to nearest even), products accumulated in
+  // f32 by AVX512_BF16's dot-product instruction (INFERENCE_PRECISION_HINT=bf16: half the
+  // bytes of R to stream per step); on a host without it, f32 as if bf16 were false.
+  PanelGemv(const float* b, int64_t K, int64_t N, int64_t ks, int64_t ns, bool bf16 = false);
 
   // c[m, n] = sum_k a[m * lda + k] * B(k, n) for m < M, n < N; c rows ldc apart.
   void run(const float* a, int64_t lda, int64_t M, float* c, int64_t ldc) const;
 
-  // the kernel's instruction set: avx512, avx2 or x86-64
+  // the kernel's instruction set: avx512_bf16, avx512, avx2 or x86-64
   const char* isa_name() const;
   int64_t K() const { return K_; }
   int64_t N() const { return N_; }
 
  private:
   int64_t K_ = 0, N_ = 0;
-  enum class Isa { baseline, avx2, avx512 };
+  enum class Isa { baseline, avx2, avx512, avx512_bf16 };
   Isa isa_ = Isa::baseline;  // chosen when packing: the panel width depends on it
-  int width_ = 0;            // floats per panel
+  int width_ = 0;            // columns per panel
+  // f32 [panels][K][width], or for avx512_bf16 bf16 pairs (k even in the low half) as uint32
+  // [panels][ceil(K / 2)][width]
   std::unique_ptr<float[], void (*)(void*)> packed_{nullptr, nullptr};
 };
 

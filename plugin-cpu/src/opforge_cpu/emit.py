@@ -219,7 +219,12 @@ class Emitter:
         if index_mapped(node, self.core.kernel_types()) and self.emit_index_map(node):
             return
         ins = [self.tensor(i) for i in node.inputs]
-        self.add(node, t, attrs_dict(node), ins, node.outputs(), [node.name])
+        attrs = attrs_dict(node)
+        if self.bf16 and t in ("RNNSequence", "GRUSequence", "LSTMSequence"):
+            # the recurrence's weights in bf16, f32 accumulation (core/rnn_gemv.cpp), as
+            # OpenVINO runs its recurrent sequences under the bf16 hint
+            attrs["bf16_weights"] = True
+        self.add(node, t, attrs, ins, node.outputs(), [node.name])
 
     def emit_plugin(self, node: Node, kernel: Any) -> None:
         plugin = self.kernel_plugins.get((node.type_name, node.version)) or self.kernel_plugins.get(

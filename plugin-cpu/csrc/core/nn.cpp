@@ -361,6 +361,8 @@ std::unique_ptr<Kernel> make_dnnl_conv(NodeDesc& n, bool grouped) {
       residual_binary = true;
       attr = residual_attr();
       conv_dst = bf16_dst ? any_md(DType::bf16, ys) : any_md(DType::f32, ys);
+    } else if (sum_input >= 0) {
+      conv_dst = residual_md;  // the in-place sum writes over the residual: its exact layout
     }
     auto w_bf16 = dnnl::memory::desc(wdims, dnnl::memory::data_type::bf16, dnnl::memory::format_tag::any);
     // A depthwise convolution: oneDNN 3.2's fast bf16 kernel (brdgmm_dw, nhwc) takes a bf16

@@ -45,7 +45,8 @@ template <class T> class Gemm {
 
   Gemm() = default;
   // b_const: the weights when constant (packed here, never read again), else nullptr.
-  Gemm(const GemmShape& g, const T* b_const) : g_(g) {
+  // bf16_math: oneDNN may compute in bf16 (fpmath_mode bf16: AMX on this host's kind of CPU).
+  Gemm(const GemmShape& g, const T* b_const, bool bf16_math = false) : g_(g) {
     empty_ = g.batch == 0 || g.M == 0 || g.N == 0 || g.K == 0;
     if (empty_) return;
     if constexpr (std::is_same_v<T, float>) {
@@ -54,7 +55,9 @@ template <class T> class Gemm {
       c_md_ = dnnl::memory::desc({g.batch, g.M, g.N}, dt::f32, {g.M * g.N, g.N, 1});
       b_md_ = dnnl::memory::desc({g.batch, g.K, g.N}, dt::f32, {g.b_bs, g.b_ks, g.b_ns});
       const auto want = b_const ? dnnl::memory::desc({g.batch, g.K, g.N}, dt::f32, dnnl::memory::format_tag::any) : b_md_;
-      dnnl::matmul::primitive_desc pd(cpu_engine(), a_md_, want, c_md_, default_attr());
+      auto attr = default_attr();
+      if (bf16_math) attr.set_fpmath_mode(dnnl::fpmath_mode::bf16);
+      dnnl::matmul::primitive_desc pd(cpu_engine(), a_md_, want, c_md_, attr);
       prim_ = dnnl::matmul(pd);
       scratch_md_ = pd.scratchpad_desc();
       if (b_const) packed_ = pack_constant(b_const, b_md_, pd.weights_desc());
@@ -142,7 +145,9 @@ template <class T> class RnnGemmKernel : public Kernel {
     w_packed_ = w != nullptr;
     r_packed_ = r != nullptr;
     // X as [N*L, I] times W^T viewed as [I, D*GH] (W is [D*GH, I] row-major).
-    proj_ = Gemm<T>({1, N * L, I, D * GH, D * GH * I, 1, I}, w);
+    // under the bf16 hint in bf16 like the recurrence (AMX: 0.14 against 0.57 ms for bilstm_text's
+    // 128 x 128 x 2048 at 1 thread)
+    proj_ = Gemm<T>({1, N * L, I, D * GH, D * GH * I, 1, I}, w, s.bf16_weights);
     // per direction d: H_d [N, H] times R_d^T [H, rec_n] (the first rec_n rows of R_d). One
     // product per direction: measured faster than one batched over both (0.12 vs 0.18 ms for
     // 2 x [8, 256] x [256, 1024]).

@@ -23,6 +23,8 @@ from opforge.graph import Model
 B, T, IN, H = 3, 7, 5, 6
 #: the smallest batch that takes oneDNN's RNN primitive in either direction count
 PRIM_B = 5
+#: bf16 PanelGemv against the f32 reference (R, the state and X rounded to bf16: 2^-9 relative each)
+ATOL_BF16 = 6e-3
 GATES = {"RNNSequence": 1, "GRUSequence": 3, "LSTMSequence": 4}
 DEFAULT_ACTS = {"RNNSequence": ["tanh"], "GRUSequence": ["sigmoid", "tanh"], "LSTMSequence": ["sigmoid", "tanh", "tanh"]}
 
@@ -209,12 +211,14 @@ def test_panel_gemv_bf16_hint(core: Any, op: str, lbr: bool, direction: str, bat
     if op == "GRUSequence":
         attrs["linear_before_reset"] = lbr
     ins = inputs(op, dirs, [T, 3][:batch], seed=41 + batch, lbr=lbr, batch=batch, hidden=37)
+    # R scaled to a spectral radius below 1 (about 0.5), as a trained network's: with the
+    # helper's, the vanilla RNN's map is expanding (radius ~2) and grows a bf16 rounding
+    # difference step by step
+    ins[weight_indices(op)[1]] *= 0.25
     model, feeds = single(op, ins, {i: ins[i] for i in [1 + lengths_const(op), *weight_indices(op)]}, **attrs)
     config = {"INFERENCE_PRECISION_HINT": "bf16"}
     assert impl_of(core, model, op, config) == "rnn_gemm:panel_gemv_avx512_bf16"
-    # (measured: GRU/LSTM <= 3.2e-3; the vanilla RNN's random R, spectral radius ~2, grows a
-    # rounding difference to 2.2e-2 in 7 steps)
-    got = check(core, model, feeds, rtol=0, atol=3e-2 if op == "RNNSequence" else 6e-3, config=config)
+    got = check(core, model, feeds, rtol=0, atol=ATOL_BF16, config=config)
     exact = core.compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})(feeds).to_tuple()
     assert not np.array_equal(got[0], exact[0])
 

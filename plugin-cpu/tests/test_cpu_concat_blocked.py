@@ -174,3 +174,25 @@ def test_batch_norm_of_a_blocked_tensor(core: opforge.Core, channels: int) -> No
     rows = run(core, Model([y, bn]), f)
     (row,) = [r for r in rows if r.node_type == "BatchNormInference"]
     assert row.exec_type != "ref", row.exec_type
+
+
+@pytest.mark.parametrize("blocked", [True, False])
+def test_batch_norm_with_its_relu_fused_keeps_nan(core: opforge.Core, blocked: bool) -> None:
+    # BN -> ReLU in one pass, nhwc (after a pooling of a convolution) and plain (on the input);
+    # a NaN stays NaN through the fused ReLU, as through the Relu kernel
+    x = param("x", (1, 16, 6, 6))
+    src: Any = x
+    if blocked:
+        src = opforge.op("MaxPool", conv(x, 16, 32, 1, "a", relu=False), strides=[1, 1], pads_begin=[0, 0],
+                         pads_end=[0, 0], kernel=[1, 1], rounding_type="floor", auto_pad="explicit",
+                         dilations=[1, 1], name="pool").output(0)
+    c = 32 if blocked else 16
+    r = opforge.op("Relu", batch_norm(src, c, 3, "bn"), name="relu")
+    y = conv(r, c, 8, 4, "b", k=1, relu=False)
+    f = feed((1, 16, 6, 6), seed=6)
+    f[0][0, 2, 1, 1] = np.nan
+    rows = run(core, Model([y, r]), f)
+    (row,) = [r for r in rows if r.node_type == "BatchNormInference"]
+    assert "Relu" not in types(rows)
+    if blocked:
+        assert row.exec_type == "scale_shift_relu:nhwc", row.exec_type

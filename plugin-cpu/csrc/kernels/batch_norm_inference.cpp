@@ -16,6 +16,7 @@ template <class T> class BatchNormKernel : public ElementwiseKernel {
     inner_ = 1;
     for (size_t i = 2; i < s.size(); ++i) inner_ *= s[i];
     eps_ = n.attrs.f("epsilon");
+    relu_ = n.attrs.b("fused_relu", false);
     inplace_ = 0;
   }
   void run(RunContext& ctx, const TensorView* in, TensorView* out, Bound*) override {
@@ -30,7 +31,14 @@ template <class T> class BatchNormKernel : public ElementwiseKernel {
         const T* xp = x + r * inner_;
         T* yp = y + r * inner_;
         const T s = static_cast<T>(scale), t = static_cast<T>(shift);
-        for (int64_t i = 0; i < inner_; ++i) yp[i] = xp[i] * s + t;
+        if (relu_) {
+          for (int64_t i = 0; i < inner_; ++i) {
+            const T u = xp[i] * s + t;
+            yp[i] = u < T(0) ? T(0) : u;  // (NaN stays NaN, as the Relu kernel keeps it)
+          }
+        } else {
+          for (int64_t i = 0; i < inner_; ++i) yp[i] = xp[i] * s + t;
+        }
       }
     }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, inner_)));
   }
@@ -38,6 +46,62 @@ template <class T> class BatchNormKernel : public ElementwiseKernel {
  private:
   int64_t n_ = 1, c_ = 1, inner_ = 1;
   double eps_ = 1e-5;
+  bool relu_ = false;
+};
+
+// y = x * s[c] + t[c] (then max with 0, NaN kept) over rows of c channels.
+__attribute__((target_clones("avx512f", "avx2", "default")))
+void scale_shift_rows(const float* __restrict x, float* __restrict y, const float* __restrict s,
+                      const float* __restrict t, int64_t rows, int64_t c, bool relu) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xp = x + r * c;
+    float* yp = y + r * c;
+    if (relu) {
+      for (int64_t i = 0; i < c; ++i) {
+        const float u = xp[i] * s[i] + t[i];
+        yp[i] = u < 0.f ? 0.f : u;
+      }
+    } else {
+      for (int64_t i = 0; i < c; ++i) yp[i] = xp[i] * s[i] + t[i];
+    }
+  }
+}
+
+// An f32 nhwc input (brgconv's layout): the plain kernel's per-channel scale and shift (computed
+// in double from the four inputs at each run: C values), applied over pixels with the channels
+// as the vector, and a following ReLU fused (DenseNet's BN -> ReLU: one pass where oneDNN's batch
+// norm plus the NaN-keeping Relu were two, and oneDNN's own fused ReLU would turn NaN into 0).
+class ChannelsLastBatchNorm : public Kernel {
+ public:
+  explicit ChannelsLastBatchNorm(const NodeDesc& n) {
+    const Shape& s = n.in(0).shape;
+    c_ = s[1];
+    pixels_ = c_ > 0 ? numel(s) / c_ : 0;
+    eps_ = n.attrs.f("epsilon");
+    relu_ = n.attrs.b("fused_relu", false);
+  }
+  void run(RunContext& ctx, const TensorView* in, TensorView* out, Bound*) override {
+    const float *g = in[1].ptr<float>(), *b = in[2].ptr<float>(), *m = in[3].ptr<float>(), *v = in[4].ptr<float>();
+    float* st = static_cast<float*>(ctx.scratch);
+    for (int64_t c = 0; c < c_; ++c) {
+      const double scale = g[c] / std::sqrt(static_cast<double>(v[c]) + eps_);
+      st[c] = static_cast<float>(scale);
+      st[c_ + c] = static_cast<float>(b[c] - m[c] * scale);
+    }
+    const float* x = in[0].ptr<float>();
+    float* y = out[0].ptr<float>();
+    parallel_range(pixels_, ctx.num_threads, [&](int64_t p0, int64_t p1) {
+      scale_shift_rows(x + p0 * c_, y + p0 * c_, st, st + c_, p1 - p0, c_, relu_);
+    }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, c_)));
+  }
+  size_t scratch_bytes() const override { return static_cast<size_t>(2 * c_) * sizeof(float); }
+  int inplace_input(int out) const override { return out == 0 ? 0 : -1; }
+  std::string impl_name() const override { return relu_ ? "scale_shift_relu:nhwc" : "scale_shift:nhwc"; }
+
+ private:
+  int64_t c_ = 1, pixels_ = 1;
+  double eps_ = 1e-5;
+  bool relu_ = false;
 };
 // An f32 input in a convolution's layout (nhwc, nChw16c): oneDNN's inference batch norm (global
 // statistics, scale and shift) in that layout, output in it too. DenseNet's pre-activation
@@ -74,7 +138,14 @@ std::unique_ptr<Kernel> make_batch_norm_inference(NodeDesc& n) {
   if (x.blocked) {
     bool f32 = x.dtype == DType::f32 && x.md.get_data_type() == dnnl::memory::data_type::f32 && x.shape.size() >= 3;
     for (size_t i = 1; i < n.inputs.size(); ++i) f32 = f32 && n.in(static_cast<int>(i)).dtype == DType::f32;
-    if (f32 && n.inputs.size() == 5) return std::make_unique<DnnlBatchNorm>(n);
+    if (f32 && n.inputs.size() == 5 && x.shape.size() == 4 &&
+        x.md == dnnl::memory::desc(to_dims(x.shape), dnnl::memory::data_type::f32, dnnl::memory::format_tag::acdb)) {
+      n.outputs[0].blocked = true;
+      n.outputs[0].md = x.md;
+      return std::make_unique<ChannelsLastBatchNorm>(n);
+    }
+    // (oneDNN's batch norm has no ReLU that keeps NaN: a fused one runs on plain data)
+    if (f32 && n.inputs.size() == 5 && !n.attrs.b("fused_relu", false)) return std::make_unique<DnnlBatchNorm>(n);
     return make_plain_inputs_kernel(n, [](NodeDesc& p) { return make_batch_norm_inference(p); });
   }
   std::unique_ptr<Kernel> k;

@@ -216,6 +216,9 @@ class Emitter:
         if t == "MVN":
             self.emit_mvn(node)
             return
+        if t == "BatchNormInference" and node.inputs[0].element_type is Type.f32:
+            self.emit_batch_norm(node)
+            return
         if index_mapped(node, self.core.kernel_types()) and self.emit_index_map(node):
             return
         ins = [self.tensor(i) for i in node.inputs]
@@ -521,6 +524,23 @@ class Emitter:
         if rank >= 3 and s[0] == 1 and s[1] == out_shape[1] and all(d == 1 for d in s[2:]):
             return contiguous(v.reshape(-1).astype(np.float32))
         return None
+
+    def emit_batch_norm(self, node: Node) -> None:
+        """BatchNormInference (what no convolution before it absorbed), with the standard Relu
+        that is its only reader fused (``fused_relu``): DenseNet's pre-activation BN -> ReLU in
+        one pass over the tensor instead of two."""
+        out = node.output(0)
+        fused = [node.name]
+        attrs = attrs_dict(node)
+        user = single_user(self.uses, out)
+        if (user is not None and user.type_name == "Relu" and user.op.is_standard and user.id not in self.absorbed
+                and find_plugin_kernel(self.kernels, user) is None and user.output_specs[0].type is Type.f32):
+            attrs["fused_relu"] = True
+            self.absorbed.add(user.id)
+            fused.append(user.name)
+            out = user.output(0)
+        self.prog.add_node(fused[-1] if len(fused) > 1 else node.name, node.type_name, node.version, attrs,
+                           [self.tensor(i) for i in node.inputs], [self.tensor(out)], fused)
 
     def emit_mvn(self, node: Node) -> None:
         """MVN, and the LayerNorm tail MVN * gamma + beta when gamma/beta are constants over the

@@ -66,6 +66,11 @@ QuantParams quant_params(const NodeDesc& n, int64_t channels) {
   if (q.sum_input >= 0) {
     q.sum_scale = static_cast<float>(n.attrs.f("sum_scale", 1.0));
     q.sum_zero_point = static_cast<int32_t>(n.attrs.i("sum_zero_point", 0));
+    if (n.attrs.has("sum_clamp") && !n.attrs.is_none("sum_clamp")) {
+      for (double v : n.attrs.floats("sum_clamp")) q.sum_clamp.push_back(static_cast<float>(v));
+      if (!q.sum_clamp.empty() && (q.sum_clamp.size() != 2 || !(q.sum_clamp[0] <= q.sum_clamp[1])))
+        throw CompileFailure("sum_clamp must be [lo, hi] with lo <= hi");
+    }
   }
   if (n.inputs.size() - (q.sum_input >= 0 ? 1 : 0) > 3) {
     if (count(n.in(3)) != channels)
@@ -88,7 +93,10 @@ dnnl::primitive_attr quant_attr(const QuantParams& q, int wei_mask) {
     if (q.dst_zero_point != 0) attr.set_zero_points_mask(DNNL_ARG_DST, 0);
   }
   dnnl::post_ops ops;
-  // the residual operand first: dst = post_ops(acc * scales + bias + s_sum * (dst_before - z_sum))
+  // the residual operand first (after the clamp to the result's own grid, when there is one):
+  // dst = post_ops(clamp(acc * scales + bias) + s_sum * (dst_before - z_sum))
+  if (q.sum_input >= 0 && q.sum_clamp.size() == 2)
+    ops.append_eltwise(dnnl::algorithm::eltwise_clip, q.sum_clamp[0], q.sum_clamp[1]);
   if (q.sum_input >= 0) ops.append_sum(q.sum_scale, q.sum_zero_point, dnnl_type(q.out));
   append_fused_ops(ops, q.post_ops);
   attr.set_post_ops(ops);

@@ -29,6 +29,7 @@ struct QuantParams {
   int sum_input = -1;  // the residual operand the output buffer starts from (oneDNN sum)
   float sum_scale = 1.f;
   int32_t sum_zero_point = 0;
+  std::vector<float> sum_clamp;  // [lo, hi] of the result before the residual is added, or empty
   std::vector<FusedOp> post_ops;  // fused Relu/Clamp, built by their kernels' post-ops
 };
 

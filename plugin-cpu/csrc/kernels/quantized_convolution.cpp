@@ -40,29 +40,44 @@ std::unique_ptr<Kernel> make_quantized_convolution(NodeDesc& n) {
     auto d = q.sum_input >= 0 ? md_of(n.in(q.sum_input)) : any_md(q.out, ys);
     return conv_primitive(geo, s, w_any, q.has_bias ? bias_md : dnnl::memory::desc(), d, attr);
   };
-  dnnl::convolution_forward::primitive_desc pd;
-  try {
-    // the source layout the fastest implementation wants (nhwc for int8); a tensor in another
-    // layout is reordered into scratch by the kernel
-    pd = mk(any_md(n.in(0).dtype, xs));
-  } catch (const dnnl::error&) {
-    pd = mk(user_src);
-  }
-  // A residual operand in a layout only oneDNN's reference convolution writes (a plain nchw
-  // tensor from a Quantize) is copied into the output buffer in the layout the fast one wants,
-  // by the kernel, instead of fixing the output's layout to it.
-  const char* impl = pd.impl_info_str();
+  auto is_ref = [](const dnnl::convolution_forward::primitive_desc& p) {
+    const char* impl = p.impl_info_str();
+    return impl == nullptr || std::string(impl).rfind("ref", 0) == 0;
+  };
   bool sum_copy = false;
-  if (q.sum_input >= 0 && (impl == nullptr || std::string(impl).rfind("ref", 0) == 0)) {
-    const int keep = q.sum_input;
-    q.sum_input = -1;  // build the descriptor with an "any" destination
-    auto any_pd = mk(any_md(n.in(0).dtype, xs));
-    q.sum_input = keep;
-    const char* any_impl = any_pd.impl_info_str();
-    if (any_impl != nullptr && std::string(any_impl).rfind("ref", 0) != 0) {
-      pd = any_pd;
-      sum_copy = true;
+  auto select = [&]() {
+    dnnl::convolution_forward::primitive_desc pd;
+    sum_copy = false;
+    try {
+      // the source layout the fastest implementation wants (nhwc for int8); a tensor in another
+      // layout is reordered into scratch by the kernel
+      pd = mk(any_md(n.in(0).dtype, xs));
+    } catch (const dnnl::error&) {
+      pd = mk(user_src);
     }
+    // A residual operand in a layout only oneDNN's reference convolution writes (a plain nchw
+    // tensor from a Quantize) is copied into the output buffer in the layout the fast one wants,
+    // by the kernel, instead of fixing the output's layout to it.
+    if (q.sum_input >= 0 && is_ref(pd)) {
+      const int keep = q.sum_input;
+      q.sum_input = -1;  // build the descriptor with an "any" destination
+      auto any_pd = mk(any_md(n.in(0).dtype, xs));
+      q.sum_input = keep;
+      if (!is_ref(any_pd)) {
+        pd = any_pd;
+        sum_copy = true;
+      }
+    }
+    return pd;
+  };
+  dnnl::convolution_forward::primitive_desc pd = select();
+  // The clamp before the sum (eltwise, then sum) is an order some oneDNN kernels may not take:
+  // rather than a reference convolution, run without it (the result then goes unsaturated into
+  // the sum, as before the clamp existed)
+  if (!q.sum_clamp.empty() && is_ref(pd)) {
+    q.sum_clamp.clear();
+    attr = quant_attr(q, wei_mask);
+    pd = select();
   }
   auto k = std::make_unique<QuantizedKernel>();
   k->finish(dnnl::convolution_forward(pd), pd, user_src, n.inputs[1].const_data, w_plain, bias_md, q);

@@ -34,6 +34,9 @@ class QuantizationAttrs(OpAttrs):
     sum_input: int = -1
     sum_scale: float = 1.0
     sum_zero_point: int = 0
+    #: [lo, hi] the result is clamped to before the residual operand is added (the range of the
+    #: grid the QDQ graph quantized it to); empty: no clamp
+    sum_clamp: list[float] = []
     #: fused element-wise tail as (op type, attributes) pairs, the emitter's encoding of fused
     #: nodes: ("Relu", {}) and ("Clamp", {"min": lo, "max": hi})
     post_ops: list[tuple[str, dict[str, float]]] = []
@@ -105,6 +108,8 @@ class QuantizedOp(Op):
         if n_params > 3:
             y = y + cls.channel_shaped(np.asarray(inputs[3], np.float64), y.ndim)
         if a.sum_input >= 0:
+            if a.sum_clamp:
+                y = np.clip(y, a.sum_clamp[0], a.sum_clamp[1])
             y = y + (inputs[a.sum_input].astype(np.float64) - a.sum_zero_point) * a.sum_scale
         y = apply_post_ops(y, a.post_ops)
         return [requantize(y, a)]

@@ -484,7 +484,8 @@ class ResidualSumFusion(p.MatcherPass):
     sum post-op over its output buffer (a ResNet/MobileNetV2 residual block's end): no u8 ->
     f32 -> u8 round trip of both operands. Unlike the QDQ graph, the convolution's result is not
     rounded to its own u8 grid before the addition (as OpenVINO runs it too): the output may
-    differ from ONNX Runtime's by one step where that rounding decided it."""
+    differ from ONNX Runtime's by one step where that rounding decided it. (It is clamped to that
+    grid's range, as the QDQ graph saturates it.)"""
 
     name: ClassVar[str] = "cpu_int8_residual_sum"
 
@@ -517,7 +518,12 @@ class ResidualSumFusion(p.MatcherPass):
                     or _single_user(uses, dq_conv.output(0)) is not tail):
                 continue
             a = conv.attrs
+            # the QDQ graph saturates the convolution's result on its own grid before the Add:
+            # clamp it to that grid's range first (an outlier past it was 12 steps off without)
+            lo, hi = _INT8[conv.output(0).element_type]
+            own = (float(a.dst_scale), int(a.dst_zero_point))  # type: ignore[attr-defined]
             attrs = {k2: getattr(a, k2) for k2 in type(a).model_fields} | {
+                "sum_clamp": [own[0] * (lo - own[1]), own[0] * (hi - own[1])],
                 "sum_input": len(conv.inputs), "sum_scale": float(dq_other.attrs.scale),  # type: ignore[attr-defined]
                 "sum_zero_point": int(dq_other.attrs.zero_point), "post_ops": post,  # type: ignore[attr-defined]
                 "dst_scale": float(quant.attrs.scale), "dst_zero_point": int(quant.attrs.zero_point),  # type: ignore[attr-defined]

@@ -50,3 +50,45 @@ def test_stem_and_residual_block_share_one_layout(core: opforge.Core, k: int, st
         # the block's convolutions (the residual one included) run brgconv on nhwc
         assert all(r.exec_type.startswith("brg") for r in convs[1:]), [(r.node_name, r.exec_type) for r in convs]
         assert [r.node_type for r in rows].count("Reorder") <= 1  # the model output's
+
+
+def deconv(x: Any, cin: int, cout: int, seed: int, name: str, groups: int = 1) -> Node:
+    rng = np.random.default_rng(seed)
+    attrs: dict[str, Any] = {"strides": [2, 2], "pads_begin": [0, 0], "pads_end": [0, 0], "dilations": [1, 1],
+                             "name": name}
+    if groups == 1:
+        return opforge.op("ConvolutionBackpropData", x, const(rng.standard_normal((cin, cout, 2, 2)) * 0.3), **attrs)
+    w = rng.standard_normal((groups, cin // groups, cout // groups, 2, 2)) * 0.3
+    return opforge.op("GroupConvolutionBackpropData", x, const(w), **attrs)
+
+
+@pytest.mark.parametrize("groups", [1, 4])
+@pytest.mark.parametrize("bias_first", [False, True])
+def test_conv_transpose_bias_is_folded(core: opforge.Core, groups: int, bias_first: bool) -> None:
+    # ONNX ConvTranspose's B: a per-channel Add after the transposed convolution
+    x = param("x", (1, 16, 6, 5))
+    up = deconv(relu(conv(x, 16, 32, 1, "a"), "r"), 32, 24, 2, "up", groups)
+    b = const(np.random.default_rng(3).standard_normal((1, 24, 1, 1)))
+    add = opforge.op("Add", *((b, up) if bias_first else (up, b)), name="bias")
+    y = conv(relu(add, "r2"), 24, 8, 4, "b")
+    model = Model([y, add])
+    feeds = [np.random.default_rng(5).standard_normal((1, 16, 6, 5)).astype(np.float32)]
+    want = evaluate_model(model, feeds)
+    compiled = core.compile_model(model, "CPU", {"ENABLE_PROFILING": True, "INFERENCE_PRECISION_HINT": "f32"})
+    req = compiled.create_infer_request()
+    res = req.infer({0: feeds[0]})
+    for i, w in enumerate(want):
+        np.testing.assert_allclose(np.asarray(res[i]), w, rtol=1e-4, atol=1e-4)
+    rows = [r for r in req.get_profiling_info() if r.status == "EXECUTED"]
+    assert "Add" not in [r.node_type for r in rows]
+
+
+def test_a_non_constant_or_non_channel_add_stays(core: opforge.Core) -> None:
+    x = param("x", (1, 8, 4, 4))
+    up = deconv(x, 8, 8, 6, "up")
+    full = opforge.op("Add", up, const(np.random.default_rng(7).standard_normal((1, 8, 8, 8))), name="full")
+    model = Model([full])
+    feeds = [np.random.default_rng(8).standard_normal((1, 8, 4, 4)).astype(np.float32)]
+    (want,) = evaluate_model(model, feeds)
+    got = core.compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})(feeds).to_tuple()[0]
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-4, atol=1e-4)

@@ -98,7 +98,7 @@ class FuseRMSNormalization(MatcherPass):
         eps = float(np.asarray(match.value("eps")).reshape(-1)[0])
         if axis is None or not np.isfinite(eps):
             return False
-        tail = tuple(int(d) for d in x.partial_shape.dims[axis:])
+        tail = tuple(int(d) for d in x.partial_shape.dims[axis:] if d is not None)  # static (checked above)
         replaced, scale = match.root, np.ones(1, np.float32)
         readers = model.consumers().get(match.root, [])
         if len(readers) == 1 and readers[0][0].type_name == "Multiply" and readers[0][0].op.is_standard:

@@ -376,8 +376,10 @@ void Program::run(State& st, const std::vector<const void*>& inputs, const std::
     const Step& step = steps_[s];
     auto t0 = profiling_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     try {
+      // (the tensor's own size: a blocked or bf16 one is sized by its descriptor, not by its
+      // f32 element count, which overran a bf16 residual's buffer)
       if (step.precopy_from >= 0)
-        std::memcpy(st.step_out[s][0].data, st.views[step.precopy_from].data, st.step_out[s][0].bytes());
+        std::memcpy(st.step_out[s][0].data, st.views[step.precopy_from].data, tensors_[step.outs[0]].info.bytes());
       step.kernel->run(ctx, st.step_in[s].data(), st.step_out[s].data(), st.bound[s].get());
     } catch (const NodeFailure&) {
       throw;

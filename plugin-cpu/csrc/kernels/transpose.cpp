@@ -54,6 +54,9 @@ class TransposeKernel : public Kernel {
         constexpr int64_t kTile = 16;
         const int64_t a_tiles = (a_n + kTile - 1) / kTile;
         parallel_range(planes * a_tiles, ctx.num_threads, [&](int64_t b, int64_t e) {
+          // (sizes and strides in locals: a store through a u8/i8 pointer may alias anything
+          // the lambda captured, which would be reloaded after every element)
+          const int64_t inner = dims_[r - 1], is = strides_[r - 1], a_n = dims_[r - 2];
           for (int64_t job = b; job < e; ++job) {
             const int64_t plane = job / a_tiles, a0 = (job % a_tiles) * kTile;
             const int64_t a1 = std::min(a_n, a0 + kTile);
@@ -74,6 +77,7 @@ class TransposeKernel : public Kernel {
         return;
       }
       parallel_range(rows, ctx.num_threads, [&](int64_t b, int64_t e) {
+        const int64_t inner = dims_[r - 1], is = strides_[r - 1];  // (locals: see above)
         for (int64_t row = b; row < e; ++row) {
           int64_t rr = row, off = 0;
           for (int d = r - 2; d >= 0; --d) {

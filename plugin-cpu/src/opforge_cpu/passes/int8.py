@@ -13,6 +13,11 @@ and replaces the whole region by one QuantizedConvolution/QuantizedMatMul (``opf
 reading the u8/i8 tensor ``q_x`` and writing ``q_y`` (or the f32 value when no quantize
 follows), which the C++ kernels run as one oneDNN int8 primitive.
 
+What lies between those nodes stays on the integers too where the QDQ graph allows it: a
+QuantizeLinear of an f32 op whose inputs are all DequantizeLinear becomes one node on the u8/i8
+tensors (concatenations, element-wise chains as 256-entry tables, Add/Multiply, average pools,
+element moves, residual sums into the convolution before them), computing the QDQ arithmetic.
+
 Weights: the frontend folds DequantizeLinear of constant weights into f32 constants while
 converting, so the int8 weights are recovered from them (``int8_weights``): a weight tensor is
 used in int8 only when every output channel is *exactly* (to f32 rounding) an int8 vector times

@@ -92,3 +92,51 @@ def test_a_non_constant_or_non_channel_add_stays(core: opforge.Core) -> None:
     (want,) = evaluate_model(model, feeds)
     got = core.compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})(feeds).to_tuple()[0]
     np.testing.assert_allclose(np.asarray(got), want, rtol=1e-4, atol=1e-4)
+
+
+def max_pool(x: Any, kernel: list[int], strides: list[int], pads: tuple[list[int], list[int]], rounding: str,
+             dilations: list[int], name: str = "pool") -> Any:
+    return opforge.op("MaxPool", x, strides=strides, pads_begin=pads[0], pads_end=pads[1], kernel=kernel,
+                      rounding_type=rounding, auto_pad="explicit", dilations=dilations, name=name).output(0)
+
+
+POOLS = [
+    ([3, 3], [2, 2], ([0, 0], [0, 0]), "ceil", [1, 1]),  # squeezenet
+    ([3, 3], [2, 2], ([1, 1], [1, 1]), "floor", [1, 1]),  # resnet stem
+    ([2, 2], [2, 2], ([0, 0], [0, 0]), "floor", [1, 1]),  # unet
+    ([3, 3], [1, 1], ([1, 1], [1, 1]), "floor", [1, 1]),  # inception branch
+    ([2, 3], [1, 2], ([1, 0], [0, 2]), "ceil", [2, 1]),  # odd: pads, dilation, ceil
+]
+
+
+@pytest.mark.parametrize(("kernel", "strides", "pads", "rounding", "dilations"), POOLS)
+@pytest.mark.parametrize("channels", [32, 20])
+def test_max_pool_of_nhwc_propagates_nan_in_one_pass(core: opforge.Core, kernel: list[int], strides: list[int],
+                                                    pads: tuple[list[int], list[int]], rounding: str,
+                                                    dilations: list[int], channels: int) -> None:
+    # The convolution's output (with NaN, inf and -inf where its input had them) is returned
+    # too, and the reference pools that: how a convolution spreads a NaN is not tested here.
+    x = param("x", (2, 16, 11, 9))
+    eye = np.zeros((channels, 16, 1, 1), np.float32)
+    eye[:16, :, 0, 0] = np.eye(16, dtype=np.float32)  # the input's 16 channels, then zeros
+    c = opforge.op("Convolution", x, const(eye), strides=[1, 1], pads_begin=[0, 0], pads_end=[0, 0],
+                   dilations=[1, 1], name="id")
+    pool = max_pool(c, kernel, strides, pads, rounding, dilations)
+    feeds = [np.random.default_rng(9).standard_normal((2, 16, 11, 9)).astype(np.float32)]
+    feeds[0][0, 3, 4, 4] = np.nan
+    feeds[0][1, 5, 0, 0] = np.inf
+    feeds[0][1, 6, 2, 3] = -np.inf
+    model = Model([conv(pool, channels, 8, 11, "next", k=1), pool, c])
+    compiled = core.compile_model(model, "CPU", {"ENABLE_PROFILING": True, "INFERENCE_PRECISION_HINT": "f32"})
+    req = compiled.create_infer_request()
+    res = req.infer({0: feeds[0]})
+    got_pool, got_c = np.asarray(res[1]), np.asarray(res[2])
+    p = param("p", got_c.shape)
+    (want,) = evaluate_model(Model([max_pool(p, kernel, strides, pads, rounding, dilations)]), [got_c])
+    np.testing.assert_array_equal(got_pool, want)
+    assert np.isnan(want).any()
+    rows = [r for r in req.get_profiling_info() if r.status == "EXECUTED" and r.node_type == "MaxPool"]
+    if load_core().cpu_isa().startswith("avx512"):
+        assert [r.exec_type for r in rows] == ["max_nhwc:avx512"]
+    else:  # (ONEDNN_MAX_CPU_ISA=AVX2: oneDNN's pooling and the NaN scan)
+        assert rows[0].exec_type != "max_nhwc:avx512"

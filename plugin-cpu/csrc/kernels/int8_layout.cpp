@@ -16,14 +16,12 @@ std::vector<int> dense_order(const dnnl::memory::desc& md) {
   const auto dims = md.get_dims();
   if (md.get_padded_dims() != dims) return {};
   const auto strides = md.get_strides();
-  std::vector<int> order(rank);
-  std::iota(order.begin(), order.end(), 0);
-  // outermost first: larger strides first; among equal strides (size-1 dimensions) the plain order
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    bool a1 = dims[a] == 1, b1 = dims[b] == 1;
-    if (a1 || b1) return false;
-    return strides[a] > strides[b];
-  });
+  // the unit axes first (where they sit changes no offset), then the others outermost first:
+  // larger strides first
+  std::vector<int> order, sized;
+  for (int a = 0; a < rank; ++a) (dims[a] == 1 ? order : sized).push_back(a);
+  std::stable_sort(sized.begin(), sized.end(), [&](int a, int b) { return strides[a] > strides[b]; });
+  order.insert(order.end(), sized.begin(), sized.end());
   // dense: each non-unit axis' stride is the product of the sizes inside it
   int64_t expect = 1;
   for (int i = rank - 1; i >= 0; --i) {
@@ -85,11 +83,21 @@ OPFORGE_VBMI void lookup_vbmi(const uint8_t* table, const uint8_t* x, uint8_t* y
     _mm512_mask_storeu_epi8(y + i, k, lookup64(_mm512_maskz_loadu_epi8(k, x + i), t0, t1, t2, t3));
   }
 }
+// oneDNN's effective ISA (ONEDNN_MAX_CPU_ISA=AVX2 emulates an AVX2 host for the whole plugin):
+// its cpu_isa values are cumulative bit masks
+bool onednn_allows_avx512() {
+  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  const auto want = static_cast<unsigned>(dnnl::cpu_isa::avx512_core);
+  return (isa & want) == want;
+}
 // (a static initialiser may run before libgcc's: __builtin_cpu_init first)
-const bool has_vbmi = [] {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512bw");
-}();
+bool has_vbmi() {
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return onednn_allows_avx512() && __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512bw");
+  }();
+  return has;
+}
 }  // namespace
 #endif
 
@@ -97,7 +105,7 @@ bool int8_avx512() {
 #if defined(__x86_64__) && defined(__GNUC__)
   static const bool has = [] {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+    return onednn_allows_avx512() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
   }();
   return has;
@@ -106,9 +114,11 @@ bool int8_avx512() {
 #endif
 }
 
+const char* int8_isa_suffix() { return int8_avx512() ? ":avx512" : ""; }
+
 void lookup_bytes(const uint8_t* table, const uint8_t* x, uint8_t* y, int64_t n) {
 #ifdef OPFORGE_LOOKUP_VBMI
-  if (has_vbmi) return lookup_vbmi(table, x, y, n);
+  if (has_vbmi()) return lookup_vbmi(table, x, y, n);
 #endif
   for (int64_t i = 0; i < n; ++i) y[i] = table[x[i]];
 }

@@ -25,7 +25,8 @@ bool same_dense_layout(const Shape& shape, const std::vector<int>& a, const std:
 // The byte-wise kernels' hot loops are compiled twice (the build targets baseline x86-64): an
 // always-inlined body, called from a wrapper built for AVX-512 (F/BW/VL/DQ) when the host has it,
 // else from the baseline one; 16 lanes instead of SSE2's 4 for the widening sums and the f32
-// requantization.
+// requantization. Like the rest of the plugin they follow oneDNN's effective ISA: with
+// ONEDNN_MAX_CPU_ISA=AVX2 (an emulated AVX2 host) the baseline builds run.
 #if defined(__x86_64__) && defined(__GNUC__)
 #define OPFORGE_INT8_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
 #define OPFORGE_INT8_INLINE __attribute__((always_inline)) inline
@@ -34,6 +35,8 @@ bool same_dense_layout(const Shape& shape, const std::vector<int>& a, const std:
 #define OPFORGE_INT8_INLINE inline
 #endif
 bool int8_avx512();
+// The suffix of the byte-wise kernels' impl names saying which build runs (":avx512" or "").
+const char* int8_isa_suffix();
 
 // y[i] = table[x[i]] for n bytes: 64 at a time with AVX-512 VBMI byte permutes where the CPU has
 // them (a gather the compiler cannot vectorise otherwise: ~20x faster), else one by one.

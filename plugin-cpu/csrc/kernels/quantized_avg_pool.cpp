@@ -59,7 +59,7 @@ class QuantizedAvgPoolKernel : public Kernel {
     n.outputs[0].blocked = blocked_ok;
   }
   size_t scratch_bytes() const override { return staged_.scratch_bytes() + 64; }
-  std::string impl_name() const override { return staged_.any() ? "reorder+sum" : "sum"; }
+  std::string impl_name() const override { return std::string(staged_.any() ? "reorder+sum" : "sum") + int8_isa_suffix(); }
   std::unique_ptr<Bound> bind(const TensorView* in, size_t, const TensorView*, size_t, void* scratch) override {
     auto b = std::make_unique<PoolBound>();
     staged_.bind(b->staged, in, static_cast<char*>(scratch));

@@ -60,7 +60,9 @@ class QuantizedConcatKernel : public Kernel {
     n.outputs[0].blocked = !same_dense_layout(ys, order, plain_order(rank));
   }
   size_t scratch_bytes() const override { return staged_.scratch_bytes() + 64; }
-  std::string impl_name() const override { return std::string(staged_.any() ? "reorder+" : "") + (all_copy_ ? "memcpy" : "table"); }
+  std::string impl_name() const override {
+    return std::string(staged_.any() ? "reorder+" : "") + (all_copy_ ? "memcpy" : std::string("table") + int8_isa_suffix());
+  }
   std::unique_ptr<Bound> bind(const TensorView* in, size_t, const TensorView*, size_t, void* scratch) override {
     auto b = std::make_unique<ConcatBound>();
     staged_.bind(b->staged, in, static_cast<char*>(scratch));

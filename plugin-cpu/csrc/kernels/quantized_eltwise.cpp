@@ -97,7 +97,7 @@ class QuantizedEltwiseKernel : public Kernel {
     n.outputs[0].blocked = !same_dense_layout(ys, order, plain);
   }
   size_t scratch_bytes() const override { return staged_.scratch_bytes() + 64; }
-  std::string impl_name() const override { return staged_.any() ? "reorder+loop" : "loop"; }
+  std::string impl_name() const override { return std::string(staged_.any() ? "reorder+loop" : "loop") + int8_isa_suffix(); }
   std::unique_ptr<Bound> bind(const TensorView* in, size_t, const TensorView*, size_t, void* scratch) override {
     auto b = std::make_unique<EltwiseBound>();
     staged_.bind(b->staged, in, static_cast<char*>(scratch));

@@ -42,7 +42,7 @@ class QuantizedLookupKernel : public Kernel {
     }
   }
   size_t scratch_bytes() const override { return staged_.scratch_bytes() + 64; }
-  std::string impl_name() const override { return staged_.any() ? "reorder+table" : "table"; }
+  std::string impl_name() const override { return std::string(staged_.any() ? "reorder+table" : "table") + int8_isa_suffix(); }
   // (the table maps bytes one to one: the output may be written over the input)
   int inplace_input(int out) const override { return out == 0 && !staged_.any() ? 0 : -1; }
   std::unique_ptr<Bound> bind(const TensorView* in, size_t, const TensorView*, size_t, void* scratch) override {

@@ -111,3 +111,32 @@ def test_f32_attention_fuses_around_its_matmuls(tmp_path: Path, mask: str, batch
         assert ("Add" in ran) == (mask != "none" and batch > 1), ran
     matmuls = [r.exec_type for r in rows if r.node_type == "MatMul"]
     assert len(matmuls) == 6 and not any(e.startswith("ref") for e in matmuls), matmuls
+
+
+@pytest.mark.parametrize("precision", ["f32", "bf16"])
+@pytest.mark.parametrize("shape", [(1, 1, 3, 4), (2, 3, 5, 4)])
+def test_a_transpose_between_two_matmuls_is_written_by_one_and_read_by_the_other(
+        tmp_path: Path, precision: str, shape: tuple[int, ...]) -> None:
+    """x -> Transpose -> MatMul(w1) -> Transpose -> MatMul(w2), all operands run-time (the ONNX
+    frontend's Resize by matrices on two axes has this shape). The middle Transpose can be the
+    head merge of the first MatMul or the head split of the second, not both: taking it as both
+    left the second reading a tensor nobody wrote (a segfault)."""
+    b, c, h, w = shape
+    nodes = [helper.make_node("Transpose", ["x"], ["xt"], perm=[0, 1, 3, 2]),
+             helper.make_node("MatMul", ["xt", "w1"], ["m1"]),
+             helper.make_node("Transpose", ["m1"], ["m1t"], perm=[0, 1, 3, 2]),
+             helper.make_node("MatMul", ["m1t", "w2"], ["y"])]
+    graph = helper.make_graph(nodes, "chain", [
+        helper.make_tensor_value_info("x", TP.FLOAT, [b, c, h, w]),
+        helper.make_tensor_value_info("w1", TP.FLOAT, [h, 5]),
+        helper.make_tensor_value_info("w2", TP.FLOAT, [w, 6])], [helper.make_tensor_value_info("y", TP.FLOAT, None)])
+    path = tmp_path / "chain.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    rng = np.random.default_rng(3)
+    feeds = [rng.standard_normal(s).astype(np.float32) for s in ([b, c, h, w], [h, 5], [w, 6])]
+    compiled = opforge.Core().compile_model(str(path), "CPU", {"INFERENCE_PRECISION_HINT": precision})
+    got = compiled.create_infer_request().infer(feeds)[0]
+    x, w1, w2 = (a.astype(np.float64) for a in feeds)
+    want = np.swapaxes(np.swapaxes(x, 2, 3) @ w1, 2, 3) @ w2
+    tol = 1e-5 if precision == "f32" else 3e-2
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * float(np.max(np.abs(want))))

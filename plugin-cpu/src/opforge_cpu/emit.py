@@ -401,6 +401,11 @@ class Emitter:
         the tensor is saved. In f32 only for a MatMul of two run-time operands (attention's; one
         with constant weights keeps the inner-product path)."""
         t = operand.node
+        if t.id in self.absorbed:
+            # already the head merge of the MatMul before (perm_out, _output_transpose), which
+            # writes this Transpose's output: its input is never produced (Resize by matrices on
+            # two axes: MatMul -> Transpose -> MatMul read an unwritten tensor and crashed)
+            return None
         if (mm.type_name != "MatMul" or not mm.op.is_standard
                 or not (self.bf16 or mm.inputs[1].node.constant_value() is None)
                 or find_plugin_kernel(self.kernels, mm) is not None or mm.inputs[0].element_type is not Type.f32

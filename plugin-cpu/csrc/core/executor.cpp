@@ -73,6 +73,17 @@ void Program::build_kernels() {
 
   for (size_t s = 0; s < specs_.size(); ++s) {
     NodeSpec& sp = specs_[s];
+    // A step must never read a buffer nothing wrote: a lowering that fused away the producer of
+    // one of its inputs (a Transpose both written by one MatMul and folded into the next) read
+    // unplanned memory and crashed. Refuse the program instead.
+    for (int t : sp.inputs) {
+      const ProgTensor& in = tensors_.at(static_cast<size_t>(t < 0 ? 0 : t));
+      if (t >= 0 && !in.is_input && !in.released && in.const_data == nullptr && in.producer < 0 &&
+          numel(in.info.shape) > 0)
+        throw NodeCompileFailure(sp.name, sp.type,
+                                 "reads tensor #" + std::to_string(t) + ", which no earlier step writes (an internal "
+                                 "error of the CPU lowering; please report it with the model)");
+    }
     // Non-flexible readers get plain data: insert a reorder for each blocked input.
     bool flex = flexible(static_cast<int>(s));
     for (auto& t : sp.inputs) {

@@ -561,3 +561,16 @@ def test_einsum_keeps_element_type(t: str) -> None:
     a, b = g.integers(-3, 4, (2, 3)).astype(dt), g.integers(-3, 4, (3, 4)).astype(dt)
     (y,) = evaluate(n, [a, b])
     np.testing.assert_array_equal(y.astype(np.float64), a.astype(np.float64) @ b.astype(np.float64))
+
+
+@pytest.mark.parametrize("mode", ["linear_onnx", "linear", "cubic"])
+def test_interpolate_keeps_a_nan_inside_the_outputs_that_read_it(mode: str) -> None:
+    """Each output sums only its own taps: a NaN pixel makes NaN of the outputs whose taps include
+    it, not of its whole row (a dense weight product gave 0 * NaN for every other output)."""
+    x = np.arange(64, dtype=np.float32).reshape(1, 1, 8, 8)
+    x[0, 0, 1, 1] = np.nan
+    got = evaluate(interp([1, 1, 8, 8], [16, 16], [2, 3], mode=mode), [x])[0]
+    clean = evaluate(interp([1, 1, 8, 8], [16, 16], [2, 3], mode=mode), [np.nan_to_num(x)])[0]
+    nan = np.isnan(got)
+    assert nan.any() and not nan[0, 0, 12:, :].any() and not nan[0, 0, :, 12:].any()
+    np.testing.assert_allclose(got[~nan], clean[~nan], rtol=1e-6, atol=1e-5)

@@ -174,8 +174,25 @@ class Interpolate(Op):
 
 
 def _apply(y: np.ndarray, axis: int, w: np.ndarray) -> np.ndarray:
-    """Resize ``axis`` of ``y`` with the weight matrix ``w`` [out, in]."""
-    return np.moveaxis(np.tensordot(w.astype(y.dtype), y, axes=([1], [axis])), 0, axis)
+    """Resize ``axis`` of ``y`` with the weight matrix ``w`` [out, in], summing only each output's
+    taps (its nonzero weights). A dense product would multiply every input of the row by its zero
+    weight, and 0 * NaN is NaN: one NaN pixel would turn its whole row into NaN, where the device
+    kernels (and any tap-by-tap implementation) keep it inside the outputs that read it."""
+    w = w.astype(y.dtype)
+    nonzero = w != 0
+    taps = int(nonzero.sum(axis=1).max(initial=0))
+    out_shape = [w.shape[0] if d == axis else n for d, n in enumerate(y.shape)]
+    out = np.zeros(out_shape, dtype=y.dtype)
+    # per output, the columns of its nonzero weights first (in input order), then zero-weight padding
+    cols = np.argsort(~nonzero, axis=1, kind="stable")[:, :taps]
+    weights = np.take_along_axis(w, cols, axis=1)
+    bshape = [1] * y.ndim
+    bshape[axis] = w.shape[0]
+    with np.errstate(invalid="ignore"):  # 0 * inf of a padding tap, discarded by the where
+        for t in range(taps):
+            wt = weights[:, t].reshape(bshape)
+            out += np.where(wt != 0, wt * np.take(y, cols[:, t], axis=axis), 0)
+    return out
 
 
 def _coordinate_fn(mode: str) -> Callable[[np.ndarray, np.float32, int, int], np.ndarray]:

@@ -27,6 +27,7 @@ one scale, i.e. when the int8 form loses nothing. Anything else stays f32 and ru
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Iterator
 from typing import ClassVar
@@ -58,6 +59,24 @@ _WEIGHT_RANGES = (127.0, 128.0, 63.0, 64.0)
 _WEIGHT_TOLERANCE = 1e-6
 
 _INT8 = {Type.u8: (0, 255), Type.i8: (-128, 127)}
+
+#: oneDNN ISAs with no VNNI dot product. Their u8 x s8 convolutions and matrix products add the
+#: products in pairs with vpmaddubsw, which saturates at int16: 255 * (127 + 127) overflows, so
+#: full-range int8 weights (ONNX Runtime's and NNCF's default) give silently wrong sums, up to 23
+#: quantization steps off on an inception block. ONNX Runtime's answer is 7-bit weights
+#: (reduce_range); a model quantized without it keeps such layers in f32 here.
+_NO_VNNI = frozenset({"x86-64", "sse41", "avx", "avx2", "avx512_core"})
+#: the largest |weight| whose pair sums cannot saturate: 255 * (64 + 64) = 32640 <= 32767
+_PAIR_SAFE_WEIGHT = 64
+
+
+@functools.cache
+def _pairs_saturate() -> bool:
+    """Whether this host's int8 kernels sum u8 x s8 pairs in saturating int16 (no VNNI, as
+    oneDNN sees the host: ONEDNN_MAX_CPU_ISA caps it)."""
+    from opforge_cpu._loader import load_core
+
+    return str(load_core().cpu_isa()) in _NO_VNNI
 
 
 @dataclasses.dataclass
@@ -365,6 +384,8 @@ class QuantizedOpFusion(p.MatcherPass):
 
     def _replace(self, match: p.Match, model: Model, src: QuantizedInput, q_w: np.ndarray, w_scale: np.ndarray,
                  channels: int, integer: bool) -> bool:
+        if _pairs_saturate() and int(np.abs(q_w.astype(np.int16)).max(initial=0)) > _PAIR_SAFE_WEIGHT:
+            return False  # see _NO_VNNI: the f32 path gives the right answer, the int8 one would not
         node = match.root.node
         is_mm = node.type_name == "MatMul"
         uses = model.consumers()

@@ -24,17 +24,9 @@ namespace {
 inline float softmax_exp(float x) {
   constexpr float kMin = -87.33654f;  // ln(FLT_MIN): 2^-126
   const float t = std::max(x, kMin);  // keeps a NaN (the comparison is false)
-  float fn = (t * 1.44269504088896341f + 12582912.f) - 12582912.f;  // round(t / ln 2)
-  fn = fn == fn ? fn : 0.f;
-  const int32_t n = static_cast<int32_t>(fn);  // -126..0
-  const float r = (t - fn * 0.693359375f) + fn * 2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  const float e = (p * r * r + r + 1.0f) * bits_to_float((n + 127) << 23);
+  float r;
+  const int32_t n = static_cast<int32_t>(exp_split(t, r));  // -126..0
+  const float e = exp_poly(r) * bits_to_float((n + 127) << 23);
   return x < kMin ? 0.f : e;
 }
 

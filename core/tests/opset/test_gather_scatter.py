@@ -212,15 +212,20 @@ def test_scatter_nd_update_inference() -> None:
 def test_scatter_nd_update_matches_openvino(ishape: tuple[int, ...]) -> None:
     from openvino import opset4
 
+    # Distinct positions (each written once, as a negative index or not), then one deliberate
+    # repeat, where the last update wins. Random draws could repeat a position by chance (i and
+    # i - d alias), and which of two updates OpenVINO keeps there is its own: the test then
+    # failed or passed with the shared RNG's state, i.e. with the tests xdist ran before it.
+    rng = np.random.default_rng(len(ishape) * 100 + sum(ishape))
     k = ishape[-1]
-    idx = (
-        np.stack([RNG.integers(-d, d, ishape[:-1]) for d in DATA.shape[:k]], axis=-1)
-        .astype(np.int64)
-        .reshape(ishape)
-    )
+    dims = DATA.shape[:k]
+    n = int(np.prod(ishape[:-1]))
+    pos = np.stack(np.unravel_index(rng.choice(int(np.prod(dims)), size=n, replace=False), dims), axis=-1)
+    negative = rng.integers(0, 2, pos.shape).astype(bool)
+    idx = np.where(negative, pos - np.asarray(dims), pos).astype(np.int64).reshape(ishape)
     if idx.size:
         idx.reshape(-1, k)[-1] = idx.reshape(-1, k)[0]  # a repeated index: the last update wins
-    updates = RNG.standard_normal(ishape[:-1] + DATA.shape[k:]).astype(np.float32)
+    updates = rng.standard_normal(ishape[:-1] + DATA.shape[k:]).astype(np.float32)
     compare(
         "ScatterNDUpdate", lambda d, i, u: opset4.scatter_nd_update(d, i, u), [DATA, idx, updates], consts=[1]
     )

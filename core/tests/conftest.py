@@ -11,15 +11,16 @@ import pytest
 from opforge.plugins import reset_default_plugins
 
 # The tests import with --import-mode=importlib, so this folder is not on sys.path: make the
-# helpers importable as ``plugin_fixtures`` for the test modules.
-if "plugin_fixtures" not in sys.modules:
-    _spec = importlib.util.spec_from_file_location("plugin_fixtures", Path(__file__).with_name("plugin_fixtures.py"))
-    assert _spec is not None and _spec.loader is not None
-    _module = importlib.util.module_from_spec(_spec)
-    sys.modules["plugin_fixtures"] = _module
-    _spec.loader.exec_module(_module)
+# helper modules (``plugin_fixtures``, ``graph_building``) importable for the test modules.
+for _name in ("plugin_fixtures", "graph_building"):
+    if _name not in sys.modules:
+        _spec = importlib.util.spec_from_file_location(_name, Path(__file__).with_name(f"{_name}.py"))
+        assert _spec is not None and _spec.loader is not None
+        _module = importlib.util.module_from_spec(_spec)
+        sys.modules[_name] = _module
+        _spec.loader.exec_module(_module)
 
-from plugin_fixtures import PLUGIN_ENV_VARS, FakeDists
+from plugin_fixtures import PLUGIN_ENV_VARS, FakeDists  # noqa: E402 - loaded just above
 
 
 @pytest.fixture

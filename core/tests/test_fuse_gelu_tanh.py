@@ -6,33 +6,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
-import opforge
 import pytest
+from graph_building import const, op, param, types_of
 from opforge import Model, Node
 from opforge.graph import Value
 from opforge.reference import evaluate_model
 from opforge.transformations.fuse_gelu_tanh import FuseGeluTanh
 
 K = math.sqrt(2 / math.pi)
-
-
-def param(shape: list[int], name: str = "x") -> Node:
-    return opforge.op("Parameter", element_type="f32", shape=shape, name=name)
-
-
-def const(value: Any) -> Node:
-    return opforge.op("Constant", value=np.asarray(value, dtype=np.float32))
-
-
-def op(type_name: str, *args: Value, **attrs: Any) -> Node:
-    return opforge.op(type_name, *args, **attrs)
-
-
-def types_of(model: Model) -> list[str]:
-    return [n.type_name for n in model.get_ordered_ops() if n.type_name not in ("Parameter", "Constant", "Result")]
 
 
 def sample(shape: tuple[int, ...]) -> np.ndarray:

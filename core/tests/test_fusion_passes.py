@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
-import opforge
 import pytest
+from graph_building import const, op, param, rand, types_of
 from opforge import Model, Node
 from opforge.graph import Value
 from opforge.reference import evaluate_model
@@ -19,26 +18,6 @@ from opforge.transformations.fold_batch_norm import FoldBatchNormIntoConvolution
 from opforge.transformations.fuse_gelu_erf import FuseGeluErf
 from opforge.transformations.fuse_layer_norm import FuseLayerNormToMVN
 from opforge.transformations.pattern import MatcherPass
-
-
-def param(shape: list[int], name: str = "x") -> Node:
-    return opforge.op("Parameter", element_type="f32", shape=shape, name=name)
-
-
-def const(value: Any, dtype: Any = np.float32) -> Node:
-    return opforge.op("Constant", value=np.asarray(value, dtype=dtype))
-
-
-def op(type_name: str, *args: Value, **attrs: Any) -> Node:
-    return opforge.op(type_name, *args, **attrs)
-
-
-def rand(shape: tuple[int, ...], seed: int, low: float = -2.0, high: float = 2.0) -> np.ndarray:
-    return np.random.default_rng(seed).uniform(low, high, shape).astype(np.float32)
-
-
-def types_of(model: Model) -> list[str]:
-    return [n.type_name for n in model.get_ordered_ops() if n.type_name not in ("Parameter", "Constant", "Result")]
 
 
 def rewritten(model: Model, pass_: MatcherPass, feed: list[np.ndarray], rtol: float = 1e-5) -> list[str]:

@@ -8,22 +8,15 @@ from typing import Any
 import numpy as np
 import opforge
 import pytest
+from graph_building import param, types_of
 from opforge import Model, Node
 from opforge.graph import Value
 from opforge.reference import evaluate_model
 from opforge.transformations.merge_transposes import MergeTransposes
 
 
-def param(shape: list[int], name: str = "x", et: str = "f32") -> Node:
-    return opforge.op("Parameter", element_type=et, shape=shape, name=name)
-
-
 def transpose(x: Value, order: list[int]) -> Node:
     return opforge.op("Transpose", x, opforge.op("Constant", value=np.array(order, np.int64)))
-
-
-def types_of(model: Model) -> list[str]:
-    return [n.type_name for n in model.get_ordered_ops() if n.type_name not in ("Parameter", "Constant", "Result")]
 
 
 def sample(shape: tuple[int, ...]) -> np.ndarray:

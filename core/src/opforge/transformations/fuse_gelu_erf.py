@@ -41,8 +41,8 @@ class FuseGeluErf(MatcherPass):
 
     def callback(self, match: Match, model: Model) -> bool:
         end = match.root.node
-        if not all(n.op.is_standard for n in match.nodes):
-            return False  # a plugin's op that subclasses a standard one may mean something else
+        if not match.all_standard:
+            return False
         gelu = Node.create(Gelu, [match["x"]], {"approximation_mode": "ERF"}, name=f"{end.name}/gelu")
         gelu.rt_info.update(end.rt_info)
         match.replace_root(gelu)

@@ -52,10 +52,10 @@ class FuseGeluTanh(MatcherPass):
 
     def callback(self, match: Match, model: Model) -> bool:
         end = match.root.node
-        if not all(n.op.is_standard for n in match.nodes):
-            return False  # a plugin's op that subclasses a standard one may mean something else
+        if not match.all_standard:
+            return False
         x = match["x"]
-        if end.output(0).partial_shape != x.partial_shape:
+        if not match.root_keeps_shape_of("x"):
             return False  # a constant broadcast the result to a larger shape than x's
         gelu = Node.create(Gelu, [x], {"approximation_mode": "TANH"}, name=f"{end.name}/gelu")
         gelu.rt_info.update(end.rt_info)

@@ -66,10 +66,10 @@ class FuseLayerNormToMVN(MatcherPass):
 
     def callback(self, match: Match, model: Model) -> bool:
         end = match.root.node
-        if not all(n.op.is_standard for n in match.nodes):
-            return False  # a plugin's op that subclasses a standard one may mean something else
+        if not match.all_standard:
+            return False
         x = match["x"]
-        if end.output(0).partial_shape != x.partial_shape:
+        if not match.root_keeps_shape_of("x"):
             return False  # the division broadcast to a larger shape: not a layer norm of x
         rank = len(x.partial_shape.dims)
         axes = Node.create(Constant, [], {"value": np.array([rank - 1], np.int64)}, name=f"{end.name}/mvn/axes")

@@ -89,10 +89,10 @@ class FuseRMSNormalization(MatcherPass):
 
     def callback(self, match: Match, model: Model) -> bool:
         end = match.root.node
-        if not all(n.op.is_standard for n in match.nodes):
-            return False  # a plugin's op that subclasses a standard one may mean something else
+        if not match.all_standard:
+            return False
         x = match["x"]
-        if not x.partial_shape.is_static or end.output(0).partial_shape != x.partial_shape:
+        if not x.partial_shape.is_static or not match.root_keeps_shape_of("x"):
             return False  # the division broadcast to a larger shape: not a norm of x
         axis = trailing_axes(match.node("mean"))
         eps = float(np.asarray(match.value("eps")).reshape(-1)[0])

@@ -433,6 +433,17 @@ class Match:
                 seen.setdefault(v.node.id, v.node)
         return list(seen.values())
 
+    @property
+    def all_standard(self) -> bool:
+        """Whether every matched node is a standard opset op. Fusions check this because a
+        plugin's op that subclasses a standard one may mean something else."""
+        return all(n.op.is_standard for n in self.nodes)
+
+    def root_keeps_shape_of(self, key: str | PatternNode) -> bool:
+        """Whether the root port has the partial shape of capture ``key``: a fusion that replaces
+        the root by an op of ``x`` alone is wrong where a constant broadcast ``x`` to a larger shape."""
+        return self.root.partial_shape == self[key].partial_shape
+
     def replace_root(self, new: Value) -> int:
         """Make every reader of the root port read ``new`` (tensor names move with it, see
         ``Model.replace_output``). Returns the number of uses changed. ``rt_info`` is not copied:

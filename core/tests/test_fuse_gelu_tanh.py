@@ -83,3 +83,20 @@ def test_tanh_gelu_near_misses_stay(near_miss: str) -> None:
         results.append(op("Result", t.inputs[1].node.inputs[0].node.inputs[0].node.inputs[1].node))
     model = Model(results, [x, z])
     assert FuseGeluTanh().run(model) == 0
+
+
+def test_a_plugin_subclass_of_a_standard_op_inside_the_pattern_stays() -> None:
+    # A third party's Tanh subclass may compute something else under the same shape: the
+    # fusion must not swallow it (Match.all_standard).
+    from opforge.opset.tanh import Tanh
+
+    class PluginTanh(Tanh):
+        type_name = "Tanh"
+        version = "acme1"
+
+    x = param([2, 8])
+    inner = op("Add", x, op("Multiply", const(0.044715), cube(x, "pow")))
+    t = op("Add", const(1.0), Node.create(PluginTanh, [op("Multiply", inner, const(K)).output(0)], {}))
+    model = Model([OUTER["half_x_times"](x, t)], [x])
+    assert not PluginTanh.is_standard
+    assert FuseGeluTanh().run(model) == 0 and "Gelu" not in types_of(model)

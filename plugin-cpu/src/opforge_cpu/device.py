@@ -226,7 +226,7 @@ class CpuExecutable(PlannedExecutable[CpuPlan]):
     def planning_passes(self) -> list[Transformation]:
         """Run on every specialized model (in their ``sort_key`` order): BatchNorm folding, the
         GELU (erf, tanh)/LayerNorm/RMSNorm/SiLU fusions and Transpose merging (core's), the int8
-        regions (passes/int8.py), then f32 compute for f16/bf16/f64 nodes without a kernel of
+        regions (passes/int8/), then f32 compute for f16/bf16/f64 nodes without a kernel of
         their type."""
         return [FoldBatchNormIntoConvolution(), FuseGeluErf(), FuseGeluTanh(), MergeTransposes(), FuseLayerNormToMVN(),
                 FuseRMSNormalization(), FuseSwish(), Int8Fusion(), LowerPrecision(self._core, self._kernels)]

@@ -469,6 +469,7 @@ class PyProgram {
       d["name"] = s.name;
       d["type"] = s.type;
       d["impl"] = s.kernel->impl_name();
+      d["threads"] = s.threads;
       d["fused_names"] = s.fused_names;
       d["inputs"] = s.ins;
       d["outputs"] = s.outs;

@@ -10,12 +10,23 @@
 #include <map>
 
 #include "core/dnnl_util.hpp"
+#include "core/step_threads.hpp"
 
 namespace opforge_cpu {
 
 namespace {
 constexpr size_t kAlign = 64;
 size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+// Sets the calling thread's OpenMP thread count for a scope and puts `restore` back after it,
+// also when a kernel throws.
+struct OmpThreads {
+  OmpThreads(int now, int restore) : restore_(restore) { omp_set_num_threads(now); }
+  ~OmpThreads() { omp_set_num_threads(restore_); }
+  OmpThreads(const OmpThreads&) = delete;
+  OmpThreads& operator=(const OmpThreads&) = delete;
+  int restore_;
+};
 }  // namespace
 
 size_t TensorInfo::bytes() const {
@@ -95,7 +106,11 @@ void Program::build_kernels() {
       Step st;
       st.name = sp.name + "/reorder_input";
       st.type = "Reorder";
-      st.kernel = make_reorder_kernel(tensors_[t].info, plain);
+      st.threads = reorder_threads(numel(plain.shape), num_threads_);
+      {
+        OmpThreads scope(st.threads, num_threads_);
+        st.kernel = make_reorder_kernel(tensors_[t].info, plain);
+      }
       st.ins = {t};
       st.outs = {nt};
       tensors_[nt].producer = static_cast<int>(steps_.size());
@@ -123,8 +138,13 @@ void Program::build_kernels() {
       for (int r : readers[t]) allow = allow && flexible(r);
       d.allow_blocked_output.push_back(allow);
     }
+    // A small step's primitives are created for one thread (oneDNN fixes a primitive's split
+    // when it is created) and it runs with one; third-party kernels keep every thread.
+    const int step_nt = sp.maker ? num_threads_ : step_threads(d, num_threads_);
+    d.num_threads = step_nt;
     std::unique_ptr<Kernel> k;
     try {
+      OmpThreads scope(step_nt, num_threads_);
       if (sp.maker) {
         k = sp.maker(d);
       } else {
@@ -167,6 +187,7 @@ void Program::build_kernels() {
     st.kernel = std::move(k);
     st.ins = sp.inputs;
     st.outs = sp.outputs;
+    st.threads = step_nt;
     steps_.push_back(std::move(st));
   }
 
@@ -180,7 +201,11 @@ void Program::build_kernels() {
     Step st;
     st.name = "output_reorder";
     st.type = "Reorder";
-    st.kernel = make_reorder_kernel(tensors_[o].info, plain);
+    st.threads = reorder_threads(numel(plain.shape), num_threads_);
+    {
+      OmpThreads scope(st.threads, num_threads_);
+      st.kernel = make_reorder_kernel(tensors_[o].info, plain);
+    }
     st.ins = {o};
     st.outs = {nt};
     tensors_[nt].producer = static_cast<int>(steps_.size());
@@ -380,11 +405,20 @@ void Program::run(State& st, const std::vector<const void*>& inputs, const std::
   }
   RunContext ctx;
   ctx.stream = &st.stream;
-  ctx.num_threads = num_threads_;
   ctx.scratch = st.scratch;
   ctx.python_calls = &python_calls_;
+  // Each step runs with the thread count its primitives were created for: a primitive split for
+  // one thread that asks OpenMP for the current count must not get two (its scratchpad and
+  // partition are sized for one).
+  OmpThreads restore(num_threads_, num_threads_);
+  int current = num_threads_;
   for (size_t s = 0; s < steps_.size(); ++s) {
     const Step& step = steps_[s];
+    if (step.threads != current) {
+      omp_set_num_threads(step.threads);
+      current = step.threads;
+    }
+    ctx.num_threads = step.threads;
     auto t0 = profiling_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     try {
       // (the tensor's own size: a blocked or bf16 one is sized by its descriptor, not by its

@@ -64,6 +64,9 @@ struct Step {
   std::unique_ptr<Kernel> kernel;
   std::vector<int> ins, outs;
   int precopy_from = -1;  // tensor copied into outs[0] first (oneDNN sum post-op without aliasing)
+  // OpenMP threads it runs with (and its primitives were created for): 1 for small steps
+  // (step_threads.hpp), else the program's count.
+  int threads = 1;
 };
 
 class Program;

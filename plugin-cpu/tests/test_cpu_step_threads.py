@@ -1,0 +1,81 @@
+"""Small steps run on one thread (csrc/core/step_threads.cpp): which steps get one, and that the
+thread count a step runs with never changes a result (1 vs 2 threads, vs the reference)."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+import opforge
+from cpu_testing import check, const, param, rand
+from opforge.graph import Model
+
+CONV = {"strides": [1, 1], "pads_begin": [1, 1], "pads_end": [1, 1], "dilations": [1, 1]}
+
+
+def mixed_model() -> tuple[Model, list[np.ndarray]]:
+    """A large convolution (~30 M multiply-adds) next to small ones, a small MatMul, pooling,
+    a squeeze-and-excitation gate and a concat: steps of both sizes in one program."""
+    x = param("x", [1, 32, 32, 32])
+    big = opforge.op("Convolution", x, const(rand((64, 32, 3, 3), seed=1) * 0.1), name="big_conv", **CONV)
+    big = opforge.op("Relu", big, name="big_relu")
+    pool = opforge.op("MaxPool", big, strides=[4, 4], pads_begin=[0, 0], pads_end=[0, 0], kernel=[4, 4], dilations=[1, 1],
+                      name="pool")  # 64 x 8 x 8
+    small = opforge.op("Convolution", pool.output(0), const(rand((16, 64, 1, 1), seed=2) * 0.1), name="small_conv",
+                       strides=[1, 1], pads_begin=[0, 0], pads_end=[0, 0], dilations=[1, 1])
+    gate = opforge.op("ReduceMean", small, const([2, 3], np.int64), keep_dims=True, name="se_mean")
+    gate = opforge.op("Sigmoid", gate, name="se_sigmoid")
+    small = opforge.op("Multiply", small, gate, name="se_scale")
+    cat = opforge.op("Concat", small, small, axis=1, name="cat")  # 32 x 8 x 8
+    flat = opforge.op("Reshape", cat, const([1, 32 * 64], np.int64), special_zero=False, name="flat")
+    fc = opforge.op("MatMul", flat, const(rand((32 * 64, 10), seed=3) * 0.05), name="fc")
+    return Model([fc.output(0), big.output(0)], [x], name="mixed"), [rand((1, 32, 32, 32), seed=4)]
+
+
+def step_threads(core: Any, model: Model, threads: int) -> dict[str, int]:
+    compiled = core.compile_model(model, "CPU", {"INFERENCE_NUM_THREADS": threads})
+    (plan,) = compiled._executable.programs().values()
+    return {name: s["threads"] for s in plan.program.steps() for name in s["fused_names"] or [s["name"]]}
+
+
+def test_small_steps_get_one_thread(core: Any) -> None:
+    model, _ = mixed_model()
+    at2 = step_threads(core, model, 2)
+    assert at2["big_conv"] == 2
+    for name in ("small_conv", "se_mean", "se_scale", "cat", "fc", "pool"):
+        assert at2[name] == 1, (name, at2)
+    assert set(step_threads(core, model, 1).values()) == {1}
+
+
+def test_results_do_not_depend_on_threads(core: Any) -> None:
+    model, feeds = mixed_model()
+    outs = {}
+    for n in (1, 2):
+        outs[n] = check(core, model, feeds, rtol=1e-4, atol=1e-4, config={"INFERENCE_NUM_THREADS": n})
+    for a, b in zip(outs[1], outs[2]):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_two_streams_mix_serial_and_parallel_steps(core: Any) -> None:
+    """Two requests at once, each setting its own thread's OpenMP count step by step."""
+    model, feeds = mixed_model()
+    compiled = core.compile_model(model, "CPU", {"INFERENCE_NUM_THREADS": 2, "NUM_STREAMS": 2})
+    want = [np.asarray(o) for o in compiled(feeds).to_tuple()]
+    errors: list[BaseException] = []
+
+    def worker() -> None:
+        try:
+            req = compiled.create_infer_request()
+            for _ in range(20):
+                for g, w in zip(req.infer(feeds).to_tuple(), want):
+                    np.testing.assert_array_equal(g, w)
+        except BaseException as err:  # noqa: BLE001 - reported by the main thread
+            errors.append(err)
+
+    workers = [threading.Thread(target=worker) for _ in range(2)]
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join()
+    assert not errors, errors[0]

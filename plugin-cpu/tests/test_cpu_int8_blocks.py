@@ -223,3 +223,56 @@ def test_baseline_builds_of_the_byte_kernels() -> None:
     done = subprocess.run([sys.executable, "-m", "pytest", __file__, "-q", "-x", "-p", "no:randomly", "-p", "no:cacheprovider",
                            "-k", "not baseline_builds"], env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+
+
+@pytest.mark.parametrize(("mode", "ctm", "scales", "activation"), [
+    ("linear", "half_pixel", (1, 1, 2, 2), "u8"),
+    ("linear", "align_corners", (1, 1, 2, 1.5), "i8"),
+    ("nearest", "asymmetric", (1, 1, 2, 2), "u8"),
+    ("cubic", "half_pixel", (1, 1, 2, 2), "u8"),
+    ("linear", "half_pixel", (1, 2, 1, 1), "u8"),  # resizes the channels: the int8 kernel refuses it
+])
+def test_resize_between_quantized_convolutions_runs_on_the_integers(
+        tmp_path: Path, mode: str, ctm: str, scales: tuple[float, ...], activation: str) -> None:
+    """A UNet decoder step: convolution, Resize (the quantizer gives its output the input's scale),
+    the model output. Resizing H and W it is a QuantizedInterpolate on the bytes (bilinear,
+    nearest, cubic; the QDQ graph's f32 arithmetic with Interpolate's weights), no Quantize or
+    Dequantize in between; a Resize of another axis stays f32. Within one step of ONNX Runtime."""
+    rng = np.random.default_rng(29)
+    shape = (1, 8, 10, 12)
+    out_hw = [int(10 * scales[2]), int(12 * scales[3])]
+    nodes = [
+        helper.make_node("Conv", ["x", "w0"], ["c0"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c0"], ["a"]),
+        helper.make_node("Resize", ["a", "", "scales"], ["y"], mode=mode, coordinate_transformation_mode=ctm),
+    ]
+    inits = [*_inits(rng, w0=(16, 8, 3, 3)),
+             numpy_helper.from_array(np.array(scales, np.float32), "scales")]
+    src = save_model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
+                     [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16 * int(scales[1]), *out_hw])], inits,
+                     tmp_path / "f32.onnx")
+    q = quantize(src, tmp_path / "q.onnx", shape, True, activation)
+    x = np.random.default_rng(30).standard_normal(shape).astype(np.float32)
+    got, want, rows = run_both(q, x)
+    assert_close_steps(got, want, output_scale(q))
+    ran = [r.node_type for r in rows if r.status != "OPTIMIZED_OUT"]
+    if scales[1] == 1:
+        assert ran.count("QuantizedInterpolate") == 1 and "Interpolate" not in ran, ran
+        assert ran.count("Quantize") == 1 and ran.count("Dequantize") == 1, ran
+        # the resample reads the convolution's channels-last output where it lies
+        assert int8_steps(rows, "QuantizedInterpolate")[0].exec_type.startswith("resample"), rows
+    else:
+        assert "QuantizedInterpolate" not in ran and "Interpolate" in ran, ran
+
+
+def test_quantized_interpolate_reference_is_the_qdq_arithmetic() -> None:
+    """Dequantize, Interpolate's own weights in f32, quantize half to even onto the output grid."""
+    from opforge_cpu.ops.quantized_interpolate import QuantizedInterpolate, QuantizedInterpolateAttrs
+
+    x = np.array([[[[10, 13]]]], np.uint8)
+    attrs = QuantizedInterpolateAttrs(mode="linear_onnx", shape_calculation_mode="scales",
+                                      coordinate_transformation_mode="align_corners", src_scale=0.5,
+                                      src_zero_point=10, dst_scale=0.25, dst_zero_point=0, output_type="u8")
+    # real values 0 and 1.5, 3 -> 4 samples: 0, 0.5, 1, 1.5 -> /0.25: 0, 2, 4, 6
+    y = QuantizedInterpolate.evaluate(attrs, [x, np.array([1, 1, 1, 2], np.float32)])[0]
+    np.testing.assert_array_equal(y, np.array([[[[0, 2, 4, 6]]]], np.uint8))

@@ -14,6 +14,7 @@
 #include "core/dnnl_util.hpp"
 #include "core/resample.hpp"
 #include "kernels/index_common.hpp"
+#include "kernels/interpolate_taps.hpp"
 
 namespace opforge_cpu {
 
@@ -299,6 +300,13 @@ std::unique_ptr<Kernel> make_channels_last(NodeDesc& n) {
   return k;
 }
 }  // namespace
+
+bool interpolate_plane_taps(const NodeDesc& n, ResampleTaps<float> (&taps)[2], int64_t& planes) {
+  NodeDesc plain = n;  // the weights depend on the shapes and attributes only, not on the layout
+  plain.inputs[0].info.blocked = false;
+  plain.inputs[0].info.md = dnnl::memory::desc();
+  return InterpolateKernel<float>(plain).plane_taps(plain, taps, planes);
+}
 
 std::unique_ptr<Kernel> make_interpolate(NodeDesc& n) {
   if (n.in(0).blocked) {

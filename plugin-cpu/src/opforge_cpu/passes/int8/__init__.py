@@ -26,7 +26,8 @@ one scale, i.e. when the int8 form loses nothing. Anything else stays f32 and ru
 The modules: ``qdq_patterns`` recognises the (de)quantize and requantize decompositions;
 ``weights`` recovers int8 weights; ``no_vnni`` keeps full-range weights in f32 where the kernels
 would saturate; one module per rewrite (``quantized_op``, ``quantize_dequantize``,
-``residual_sum``, ``max_pool``, ``avg_pool``, ``concat``, ``lookup``, ``eltwise``, ``movement``),
+``residual_sum``, ``max_pool``, ``avg_pool``, ``concat``, ``lookup``, ``eltwise``, ``movement``,
+``interpolate``),
 applied in the order ``Int8Fusion`` lists them.
 """
 
@@ -40,6 +41,7 @@ from opforge.transformations import pattern as p
 from opforge_cpu.passes.int8.avg_pool import AvgPoolFusion
 from opforge_cpu.passes.int8.concat import ConcatFusion
 from opforge_cpu.passes.int8.eltwise import EltwiseFusion
+from opforge_cpu.passes.int8.interpolate import InterpolateFusion
 from opforge_cpu.passes.int8.lookup import LookupFusion
 from opforge_cpu.passes.int8.max_pool import MaxPoolFusion
 from opforge_cpu.passes.int8.movement import MovementFusion
@@ -56,14 +58,14 @@ class Int8Fusion(p.GraphRewrite):
     and dequantize chains around them), then the chains left over become Quantize/Dequantize,
     then residual Adds between them go into the convolution before them, and max and average
     poolings, concatenations, element moves (Reshape, Transpose, Split...), element-wise chains
-    of one tensor (tables) and Add/Multiply of two between them run on the integers."""
+    of one tensor (tables), Add/Multiply of two and image resizes between them run on the integers."""
 
     name: ClassVar[str] = "cpu_int8_fusion"
 
     def __init__(self) -> None:
         super().__init__(QuantizedOpFusion(), QuantizeFusion(), DequantizeFusion(), ResidualSumFusion(),
                          MaxPoolFusion(), ConcatFusion(), LookupFusion(), EltwiseFusion(), AvgPoolFusion(),
-                         MovementFusion())
+                         MovementFusion(), InterpolateFusion())
 
 
 def fuse_int8(model: Model) -> bool:

@@ -12,12 +12,7 @@ from opforge.transformations import pattern as p
 from opforge_cpu.ops.dequantize import Dequantize
 from opforge_cpu.ops.quantize import Quantize
 from opforge_cpu.ops.quantized_avg_pool import QuantizedAvgPool
-from opforge_cpu.passes.int8.qdq_patterns import (
-    fused_names,
-    is_op,
-    is_standard,
-    single_user,
-)
+from opforge_cpu.passes.int8.qdq_patterns import fused_names, is_op, is_standard, single_user
 
 
 class AvgPoolFusion(p.MatcherPass):

@@ -10,11 +10,7 @@ from opforge.transformations import pattern as p
 from opforge_cpu.ops.dequantize import Dequantize
 from opforge_cpu.ops.quantize import Quantize
 from opforge_cpu.ops.quantized_concat import QuantizedConcat
-from opforge_cpu.passes.int8.qdq_patterns import (
-    fused_names,
-    is_op,
-    single_user,
-)
+from opforge_cpu.passes.int8.qdq_patterns import fused_names, is_op, single_user
 
 
 class ConcatFusion(p.MatcherPass):

@@ -10,9 +10,7 @@ from opforge.transformations import pattern as p
 from opforge_cpu.ops.dequantize import Dequantize
 from opforge_cpu.ops.quantize import Quantize
 from opforge_cpu.ops.quantized_max_pool import QuantizedMaxPool
-from opforge_cpu.passes.int8.qdq_patterns import (
-    single_user,
-)
+from opforge_cpu.passes.int8.qdq_patterns import single_user
 
 
 class MaxPoolFusion(p.MatcherPass):

@@ -9,11 +9,7 @@ from opforge.transformations import pattern as p
 
 from opforge_cpu.ops.dequantize import Dequantize
 from opforge_cpu.ops.quantize import Quantize
-from opforge_cpu.passes.int8.qdq_patterns import (
-    fused_names,
-    is_op,
-    single_user,
-)
+from opforge_cpu.passes.int8.qdq_patterns import fused_names, is_op, single_user
 
 
 class MovementFusion(p.MatcherPass):

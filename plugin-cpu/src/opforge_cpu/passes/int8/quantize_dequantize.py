@@ -10,10 +10,7 @@ from opforge.transformations import pattern as p
 
 from opforge_cpu.ops.dequantize import Dequantize
 from opforge_cpu.ops.quantize import Quantize
-from opforge_cpu.passes.int8.qdq_patterns import (
-    dequantized,
-    quantize_chain,
-)
+from opforge_cpu.passes.int8.qdq_patterns import dequantized, quantize_chain
 
 
 class QuantizeFusion(p.MatcherPass):

@@ -10,12 +10,7 @@ from opforge.transformations import pattern as p
 from opforge_cpu.ops.dequantize import Dequantize
 from opforge_cpu.ops.quantize import Quantize
 from opforge_cpu.ops.quantized_convolution import QuantizedConvolution
-from opforge_cpu.passes.int8.qdq_patterns import (
-    INT8_RANGES,
-    is_op,
-    is_standard,
-    single_user,
-)
+from opforge_cpu.passes.int8.qdq_patterns import INT8_RANGES, is_op, is_standard, single_user
 
 
 class ResidualSumFusion(p.MatcherPass):

@@ -1,0 +1,221 @@
+// QuantizedInterpolate (opforge_cpu/ops/quantized_interpolate.py): Interpolate-11 of a u8/s8
+// image over H and W, read through its dequantization and written on the output's grid: a UNet
+// decoder's bilinear upsampling between quantized convolutions, with no f32 tensor in between.
+// The weights are Interpolate's own (interpolate_taps.hpp); the arithmetic is the QDQ graph's in
+// f32, in the order the f32 kernel resamples (columns, then rows):
+//   v = (q - z) * s,  t[iy][ox] = sum_kx wx * v[iy][ix],  y = sum_ky wy * t[iy],
+//   q_out = saturate(rint(y / s_out) + z_out)
+// over the channels-last input (a quantized convolution's output, read in place; another layout
+// is reordered into scratch first), so every loop runs along the contiguous channels. A source
+// row's column pass is kept while the next output rows read it (2x upsampling reads each twice).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")  // see quantized_eltwise.cpp: the clamps vectorise
+#endif
+#include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/elementwise.hpp"
+#include "kernels/int8_layout.hpp"
+#include "kernels/interpolate_taps.hpp"
+
+namespace opforge_cpu {
+
+namespace {
+bool is_int8(DType t) { return t == DType::u8 || t == DType::i8; }
+
+struct InterpBound : Bound {
+  StagedInputs::Bound staged;
+};
+
+class QuantizedInterpolateKernel : public Kernel {
+ public:
+  QuantizedInterpolateKernel(NodeDesc& n, ResampleTaps<float> rows, ResampleTaps<float> cols)
+      : rows_(std::move(rows)), cols_(std::move(cols)) {
+    const Shape& xs = n.in(0).shape;
+    N_ = xs[0];
+    C_ = xs[1];
+    H_ = xs[2];
+    W_ = xs[3];
+    OH_ = rows_.n_out;
+    OW_ = cols_.n_out;
+    for (int64_t o = 0; o < OH_; ++o) max_row_taps_ = std::max(max_row_taps_, rows_.start[o + 1] - rows_.start[o]);
+    in_ = n.in(0).dtype;
+    out_ = n.outputs[0].dtype;
+    s_ = static_cast<float>(n.attrs.f("src_scale"));
+    z_ = static_cast<float>(n.attrs.i("src_zero_point", 0));
+    so_ = static_cast<float>(n.attrs.f("dst_scale"));
+    zo_ = static_cast<float>(n.attrs.i("dst_zero_point", 0));
+    staged_.add(n.in(0), channels_last_order(4));
+    const bool blocked_ok = !n.allow_blocked_output.empty() && n.allow_blocked_output[0];
+    channels_last_out_ = blocked_ok;
+    std::vector<int> order = blocked_ok ? channels_last_order(4) : std::vector<int>{0, 1, 2, 3};
+    n.outputs[0].md = ordered_md(out_, n.outputs[0].shape, order);
+    n.outputs[0].blocked = blocked_ok;
+  }
+  size_t scratch_bytes() const override { return staged_.scratch_bytes() + 64; }
+  std::string impl_name() const override {
+    return std::string(staged_.any() ? "reorder+resample" : "resample") + int8_isa_suffix();
+  }
+  std::unique_ptr<Bound> bind(const TensorView* in, size_t, const TensorView*, size_t, void* scratch) override {
+    auto b = std::make_unique<InterpBound>();
+    staged_.bind(b->staged, in, static_cast<char*>(scratch));
+    return b;
+  }
+  void run(RunContext& ctx, const TensorView*, TensorView* out, Bound* bound) override {
+    auto* b = static_cast<InterpBound*>(bound);
+    staged_.run(ctx, b->staged);
+    if (in_ == DType::u8) with_out<uint8_t>(ctx, static_cast<const uint8_t*>(b->staged.data[0]), out[0].data);
+    else with_out<int8_t>(ctx, static_cast<const int8_t*>(b->staged.data[0]), out[0].data);
+  }
+
+ private:
+  template <class I> void with_out(RunContext& ctx, const I* x, void* y) const {
+    if (out_ == DType::u8) resample<I, uint8_t>(ctx, x, static_cast<uint8_t*>(y), 0.f, 255.f);
+    else resample<I, int8_t>(ctx, x, static_cast<int8_t*>(y), -128.f, 127.f);
+  }
+  template <class I, class O> void resample(RunContext& ctx, const I* x, O* y, float lo, float hi) const {
+    const bool wide = int8_avx512();
+    parallel_range(N_ * OH_, ctx.num_threads, [&](int64_t r0, int64_t r1) {
+      if (wide) rows_avx512<I, O>(x, y, lo, hi, r0, r1);
+      else rows<I, O>(x, y, lo, hi, r0, r1);
+    }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, OW_ * C_)));
+  }
+  template <class I, class O>
+  OPFORGE_INT8_AVX512 void rows_avx512(const I* x, O* y, float lo, float hi, int64_t r0, int64_t r1) const {
+    rows<I, O>(x, y, lo, hi, r0, r1);
+  }
+  // Source row iy of image n, dequantized and resampled along W: t[ox * C + c].
+  template <class I>
+  OPFORGE_INT8_INLINE void column_pass(const I* x, int64_t n, int64_t iy, float* t) const {
+    const int64_t C = C_, W = W_, OW = OW_;
+    const float s = s_, z = z_;
+    const I* row = x + (n * H_ + iy) * W * C;
+    const int64_t* start = cols_.start.data();
+    const int64_t* idx = cols_.idx.data();
+    const float* w = cols_.w.data();
+    for (int64_t ox = 0; ox < OW; ++ox) {
+      float* dst = t + ox * C;
+      for (int64_t k = start[ox]; k < start[ox + 1]; ++k) {
+        const I* src = row + idx[k] * C;
+        const float wx = w[k];
+        if (k == start[ox]) {
+          for (int64_t c = 0; c < C; ++c) dst[c] = wx * ((static_cast<float>(src[c]) - z) * s);
+        } else {
+          for (int64_t c = 0; c < C; ++c) dst[c] += wx * ((static_cast<float>(src[c]) - z) * s);
+        }
+      }
+      if (start[ox] == start[ox + 1]) for (int64_t c = 0; c < C; ++c) dst[c] = 0.f;
+    }
+  }
+  // Output rows [r0, r1) of N * OH. (Everything the loops read is a local: a store through a
+  // byte pointer may alias any object the compiler can see, and the loops would not vectorise.)
+  template <class I, class O>
+  OPFORGE_INT8_INLINE void rows(const I* x, O* y, float lo, float hi, int64_t r0, int64_t r1) const {
+    const int64_t C = C_, OH = OH_, OW = OW_, len = OW * C;
+    const int64_t sc = channels_last_out_ ? 1 : OH * OW, sp = channels_last_out_ ? C : 1, sn = C * OH * OW;
+    // column passes of source rows, tagged (image, row); one more slot than a row reads, so the
+    // rows the previous output row read stay while the next one fills a slot
+    const int64_t slots = max_row_taps_ + 1;
+    std::vector<float> buf(static_cast<size_t>(slots * len + len));
+    std::vector<int64_t> tag(static_cast<size_t>(slots), -1);
+    std::vector<int64_t> last_use(static_cast<size_t>(slots), -1);
+    float* acc = buf.data() + slots * len;
+    const int64_t* start = rows_.start.data();
+    const int64_t* idx = rows_.idx.data();
+    const float* w = rows_.w.data();
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t n = r / OH, oy = r % OH;
+      for (int64_t k = start[oy]; k < start[oy + 1]; ++k) {
+        const int64_t want = n * H_ + idx[k];
+        int64_t slot = -1;
+        for (int64_t j = 0; j < slots; ++j) if (tag[j] == want) slot = j;
+        if (slot < 0) {  // the slot used longest ago (never one this output row read already)
+          slot = 0;
+          for (int64_t j = 1; j < slots; ++j) if (last_use[j] < last_use[slot]) slot = j;
+          column_pass<I>(x, n, idx[k], buf.data() + slot * len);
+          tag[slot] = want;
+        }
+        last_use[slot] = r * slots + (k - start[oy]);
+        const float* t = buf.data() + slot * len;
+        const float wy = w[k];
+        if (k == start[oy]) {
+          for (int64_t i = 0; i < len; ++i) acc[i] = wy * t[i];
+        } else {
+          for (int64_t i = 0; i < len; ++i) acc[i] += wy * t[i];
+        }
+      }
+      if (start[oy] == start[oy + 1]) for (int64_t i = 0; i < len; ++i) acc[i] = 0.f;
+      const float so = so_, zo = zo_;
+      for (int64_t i = 0; i < len; ++i) {
+        float v = acc[i] / so;
+        const float big = 4194304.f, magic = 12582912.f;
+        v = v > -big ? v : -big;
+        v = v < big ? v : big;
+        v = ((v + magic) - magic) + zo;  // half to even, as rint in the default mode
+        v = v > lo ? v : lo;
+        v = v < hi ? v : hi;
+        acc[i] = v;
+      }
+      O* dst = y + n * sn + oy * OW * sp;
+      if (sc == 1) {
+        for (int64_t i = 0; i < len; ++i) dst[i] = static_cast<O>(static_cast<int32_t>(acc[i]));
+      } else {
+        for (int64_t ox = 0; ox < OW; ++ox)
+          for (int64_t c = 0; c < C; ++c) dst[ox + c * sc] = static_cast<O>(static_cast<int32_t>(acc[ox * C + c]));
+      }
+    }
+  }
+
+  ResampleTaps<float> rows_, cols_;
+  StagedInputs staged_;
+  int64_t N_ = 0, C_ = 0, H_ = 0, W_ = 0, OH_ = 0, OW_ = 0, max_row_taps_ = 1;
+  bool channels_last_out_ = false;
+  DType in_ = DType::u8, out_ = DType::u8;
+  float s_ = 1.f, z_ = 0.f, so_ = 1.f, zo_ = 0.f;
+};
+
+// Why the node cannot run here ("" when it can); the taps when it can.
+std::string plan(const NodeDesc& n, ResampleTaps<float> (&taps)[2]) {
+  if (!is_int8(n.in(0).dtype)) return std::string("input is ") + dtype_name(n.in(0).dtype) + ", expected u8 or i8";
+  if (n.outputs.empty() || !is_int8(n.outputs[0].dtype)) return "output must be u8 or i8";
+  if (n.in(0).shape.size() != 4 || n.outputs[0].shape.size() != 4) return "only images (rank 4) are supported";
+  if (!n.is_const(1) || (n.inputs.size() > 2 && !n.is_const(2))) return "sizes/scales and axes must be constants";
+  const std::string mode = n.attrs.s("mode");
+  if (mode != "nearest" && mode != "linear" && mode != "linear_onnx" && mode != "cubic")
+    return "mode '" + mode + "' is not supported";
+  for (const char* k : {"src_scale", "dst_scale"}) {
+    const double s = n.attrs.f(k, 0.0);
+    if (!(s > 0) || !std::isfinite(s)) return std::string(k) + " must be positive and finite";
+  }
+  const Shape& xs = n.in(0).shape;
+  const Shape& ys = n.outputs[0].shape;
+  int64_t planes = 0;
+  try {
+    if (!interpolate_plane_taps(n, taps, planes)) return "only H and W may be resized, without padding";
+  } catch (const CompileFailure& e) {
+    return e.what();
+  }
+  if (xs[0] != ys[0] || xs[1] != ys[1] || planes != xs[0] * xs[1] || taps[0].n_in != xs[2] || taps[1].n_in != xs[3] ||
+      taps[0].n_out != ys[2] || taps[1].n_out != ys[3])
+    return "only H and W may be resized";
+  return "";
+}
+}  // namespace
+
+std::string check_quantized_interpolate(const NodeDesc& n) {
+  ResampleTaps<float> taps[2];
+  return plan(n, taps);
+}
+
+std::unique_ptr<Kernel> make_quantized_interpolate(NodeDesc& n) {
+  ResampleTaps<float> taps[2];
+  std::string why = plan(n, taps);
+  if (!why.empty()) throw CompileFailure(why);
+  return std::make_unique<QuantizedInterpolateKernel>(n, std::move(taps[0]), std::move(taps[1]));
+}
+
+OPFORGE_KERNEL(QuantizedInterpolate, make_quantized_interpolate, check_quantized_interpolate).layout_flexible();
+
+}  // namespace opforge_cpu

@@ -1,7 +1,8 @@
 """bf16 attention on CPU: the head-split Transposes before Q x K^T and P x V are read by the
 MatMuls through permuted strides (their f32 -> bf16 operand conversion moves the values, no
 Transpose step), the head merge after P x V is written by that MatMul through permuted strides,
-and the mask Add after the scale is a binary post-op of the Q x K^T MatMul."""
+the mask Add after the scale is a binary post-op of the Q x K^T MatMul, and the Softmax is
+computed by the P x V MatMul into its bf16 source (the rows rounded to bf16 once, no f32 P)."""
 
 from __future__ import annotations
 
@@ -83,9 +84,11 @@ def test_bf16_attention_folds_head_transposes_and_mask(core: Any, k_order: list[
     assert np.abs(got - want).max() / scale < 2e-3  # the bf16 arithmetic, to f32 summation order
     assert 1e-4 < np.abs(got - f32).max() / scale < 3e-2  # it really rounded, within bf16's reach
     rows = [r for r in request.get_profiling_info() if r.status == "EXECUTED"]
-    # the three head splits, the mask Add and the head merge after P x V (written by that MatMul
-    # through permuted strides) are no steps of their own
-    assert not any(r.node_type in ("Transpose", "Add") for r in rows), [(r.node_name, r.node_type) for r in rows]
+    # the three head splits, the mask Add, the Softmax (computed by P x V into its bf16 source)
+    # and the head merge after P x V (written by that MatMul through permuted strides) are no
+    # steps of their own
+    assert not any(r.node_type in ("Transpose", "Add", "Softmax") for r in rows), [
+        (r.node_name, r.node_type) for r in rows]
     assert all(r.exec_type.startswith("brg") for r in rows if r.node_type == "MatMul"), [
         (r.node_name, r.exec_type) for r in rows]
 
@@ -111,3 +114,113 @@ def test_transpose_with_another_reader_still_runs(core: Any) -> None:
     tv = xv.transpose(0, 2, 1, 3).astype(np.float64)
     want = tv.sum(3, keepdims=True) + to_bf16(tv) @ np.swapaxes(to_bf16(tv), -1, -2)
     assert np.abs(got - want).max() / np.abs(want).max() < 1e-6
+
+
+# --- the Softmax before P x V, folded into that bf16 MatMul (emit.py _folded_softmax): it writes
+# the softmax's rows as bf16 straight into the MatMul's source
+
+
+def scores_then_pv(h: int, s: int, d: int, extra_reader: bool = False, axis: int = -1) -> Model:
+    """softmax(scores + mask) x V, as attention runs it after Q x K^T (scores given)."""
+    sc, mask, v = param("scores", [1, h, s, s]), param("mask", [1, 1, 1, s]), param("v", [1, h, s, d])
+    p = opforge.op("Softmax", opforge.op("Add", sc, mask, name="mask_add"), axis=axis, name="softmax")
+    outs = [opforge.op("MatMul", p, v, name="pv")]
+    if extra_reader:
+        outs.append(opforge.op("Relu", p, name="other_reader"))  # keeps the Softmax a step of its own
+    return Model(outs, [sc, mask, v], name="pv")
+
+
+def executed(request: Any) -> list[Any]:
+    return [r for r in request.get_profiling_info() if r.status == "EXECUTED"]
+
+
+def softmax64(x: np.ndarray) -> np.ndarray:
+    x = x.astype(np.float64)
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+@needs_bf16
+@pytest.mark.parametrize(("h", "s", "d"), [(3, 197, 64), (2, 7, 16), (1, 33, 8)])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_bf16_softmax_folds_into_pv(core: Any, h: int, s: int, d: int, threads: int) -> None:
+    scores = rand((1, h, s, s), seed=1, low=-6, high=6)
+    v = rand((1, h, s, d), seed=2)
+    mask = np.zeros((1, 1, 1, s), np.float32)
+    mask[..., -(s // 4 + 1):] = -1e4  # padded keys
+    if s > 8:
+        mask[..., 0] = -np.inf  # a -inf mask entry is exactly 0, as in the f32 Softmax
+    cfg = {"INFERENCE_PRECISION_HINT": "bf16", "ENABLE_PROFILING": True, "INFERENCE_NUM_THREADS": threads}
+    fused = core.compile_model(scores_then_pv(h, s, d), "CPU", cfg).create_infer_request()
+    got = np.asarray(fused.infer([scores, mask, v])[0])
+    rows = executed(fused)
+    assert not any(r.node_type == "Softmax" for r in rows), [(r.node_name, r.node_type) for r in rows]
+    assert any(r.node_type == "MatMul" and r.exec_type.startswith("brg") for r in rows), rows
+    # the same numbers as the Softmax step followed by the MatMul's own f32 -> bf16 conversion
+    split = core.compile_model(scores_then_pv(h, s, d, extra_reader=True), "CPU", cfg).create_infer_request()
+    want_split = np.asarray(split.infer([scores, mask, v])[0])
+    assert any(r.node_type == "Softmax" for r in executed(split))
+    np.testing.assert_array_equal(got, want_split)
+    # what bf16 computes: P rounded to bf16, V rounded to bf16, f32 (here f64) sums
+    p = softmax64(scores + mask)
+    want = to_bf16(p.astype(np.float32)) @ to_bf16(v)
+    scale = np.abs(want).max()
+    assert np.abs(got - want).max() / scale < 2e-3
+    f32 = softmax64(scores + mask) @ v.astype(np.float64)
+    assert np.abs(got - f32).max() / scale < 3e-2  # within bf16's reach of the exact result
+
+
+@needs_bf16
+def test_bf16_folded_softmax_nan_inf_rows(core: Any) -> None:
+    # a row with a NaN or +inf is NaN throughout, a row of -inf alone is NaN (x - max), as the
+    # Softmax step computes them; the other rows are untouched
+    h, s, d = 2, 40, 16
+    scores = rand((1, h, s, s), seed=3)
+    scores[0, 0, 3, 5] = np.nan
+    scores[0, 1, 7, 0] = np.inf
+    scores[0, 1, 9, :] = -np.inf
+    v = rand((1, h, s, d), seed=4)
+    mask = np.zeros((1, 1, 1, s), np.float32)
+    cfg = {"INFERENCE_PRECISION_HINT": "bf16"}
+    got = np.asarray(core.compile_model(scores_then_pv(h, s, d), "CPU", cfg)([scores, mask, v])[0])
+    want = np.asarray(core.compile_model(scores_then_pv(h, s, d, extra_reader=True), "CPU", cfg)([scores, mask, v])[0])
+    np.testing.assert_array_equal(got, want)
+    bad = {(0, 3), (1, 7), (1, 9)}
+    for hh in range(h):
+        for r in range(s):
+            assert np.isnan(got[0, hh, r]).all() == ((hh, r) in bad), (hh, r)
+    assert not np.isnan(got[0, 0, 4]).any()
+
+
+@needs_bf16
+def test_bf16_folded_softmax_long_rows(core: Any) -> None:
+    # rows longer than the kernel's stack row (2048): the exponentials go to a heap row
+    s, d = 2100, 8
+    sc, v = param("scores", [1, 1, 3, s]), param("v", [1, 1, s, d])
+    p = opforge.op("Softmax", sc, axis=3, name="softmax")
+    model = Model([opforge.op("MatMul", p, v, name="pv")], [sc, v], name="long")
+    scores, vv = rand((1, 1, 3, s), seed=5, low=-8, high=8), rand((1, 1, s, d), seed=6)
+    request = core.compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "bf16",
+                                                "ENABLE_PROFILING": True}).create_infer_request()
+    got = np.asarray(request.infer([scores, vv])[0])
+    assert not any(r.node_type == "Softmax" for r in executed(request))
+    want = to_bf16(softmax64(scores).astype(np.float32)) @ to_bf16(vv)
+    assert np.abs(got - want).max() / np.abs(want).max() < 2e-3
+
+
+@pytest.mark.parametrize(("precision", "axis", "extra"), [("f32", -1, False), ("bf16", 2, False), ("bf16", -1, True)])
+def test_softmax_stays_a_step(core: Any, precision: str, axis: int, extra: bool) -> None:
+    # f32 programs, a Softmax over another axis and one with a second reader keep their Softmax step
+    if precision == "bf16" and not bool(load_core().native_bf16()):
+        pytest.skip("this host has no bf16 arithmetic (AVX512_BF16/AMX)")
+    h, s, d = 2, 12, 8
+    scores, v = rand((1, h, s, s), seed=7), rand((1, h, s, d), seed=8)
+    mask = np.zeros((1, 1, 1, s), np.float32)
+    request = core.compile_model(scores_then_pv(h, s, d, extra, axis), "CPU", {
+        "INFERENCE_PRECISION_HINT": precision, "ENABLE_PROFILING": True}).create_infer_request()
+    got = np.asarray(request.infer([scores, mask, v])[0])
+    assert any(r.node_type == "Softmax" for r in executed(request))
+    p = scores.astype(np.float64)
+    e = np.exp(p - p.max(axis, keepdims=True))
+    want = (e / e.sum(axis, keepdims=True)) @ v.astype(np.float64)
+    assert np.abs(got - want).max() / np.abs(want).max() < (1e-5 if precision == "f32" else 1e-2)

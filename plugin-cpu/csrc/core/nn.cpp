@@ -2,6 +2,7 @@
 
 #include "core/elementwise.hpp"
 #include "core/fully_connected.hpp"
+#include "core/softmax_rows.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -72,10 +73,23 @@ class WindowKernel : public Kernel {
  public:
   void run(RunContext& ctx, const TensorView* in, TensorView* out, Bound* bound) override {
     auto* b = static_cast<ConvBound*>(bound);
-    if (has_src_reorder_) src_reorder_.execute(*ctx.stream, b->reorder_args);
+    if (softmax_len_) softmax_source(ctx, b);
+    else if (has_src_reorder_) src_reorder_.execute(*ctx.stream, b->reorder_args);
     if (has_wei_reorder_) wei_reorder_.execute(*ctx.stream, b->wei_reorder_args);
     prim_.execute(*ctx.stream, b->args);
     if (nan_max_) propagate_nan(ctx, b->args);
+  }
+
+  // A bf16 MatMul that folds the Softmax of its source (attention's P x V, attribute softmax_a):
+  // the softmax of the f32 scores' rows is written as bf16 straight into the source buffer, in
+  // place of the f32 -> bf16 conversion of a softmax result (one pass over P instead of three).
+  void softmax_source(RunContext& ctx, ConvBound* b) const {
+    const float* x = static_cast<const float*>(b->reorder_args.at(DNNL_ARG_FROM).get_data_handle());
+    uint16_t* y = static_cast<uint16_t*>(b->reorder_args.at(DNNL_ARG_TO).get_data_handle());
+    const int64_t len = softmax_len_, rows = softmax_rows_;
+    // ~20 flops an element (the exp): threads from 8192 elements on, as the Softmax kernel
+    parallel_range(rows, ctx.num_threads, [&](int64_t r0, int64_t r1) { softmax_rows_bf16(x, y, r0, r1, len); },
+                   std::max<int64_t>(1, 8192 / len));
   }
 
   // oneDNN's pooling_max skips a NaN inside a window; ONNX (and ReduceMax here) give NaN. Only
@@ -216,6 +230,7 @@ class WindowKernel : public Kernel {
     wei_bytes_ = (want.get_size() + 63) / 64 * 64;
   }
   bool nan_max_ = false;  // a max pooling: see propagate_nan
+  int64_t softmax_len_ = 0, softmax_rows_ = 0;  // a folded Softmax of the source: see softmax_source
   dnnl::memory::desc src_md_, src_user_md_, dst_md_, weights_md_, bias_md_, scratch_md_, workspace_md_;
   dnnl::memory weights_;
   dnnl::memory bias_;  // a constant bias converted at compile time (bf16 depthwise)
@@ -722,6 +737,12 @@ std::unique_ptr<Kernel> make_dnnl_matmul(NodeDesc& n) {
     return has_bias ? dnnl::matmul::primitive_desc(cpu_engine(), a, b, bias_md, cmd, attr)
                     : dnnl::matmul::primitive_desc(cpu_engine(), a, b, cmd, attr);
   };
+  // softmax_a: input 0 is the f32 input of a Softmax over its last axis that this (bf16) MatMul
+  // folds (emit.py _folded_softmax): the source's conversion to bf16 becomes that softmax
+  const bool softmax_a = n.attrs.b("softmax_a", false);
+  if (softmax_a && (!n.attrs.b("bf16", false) || !perm_a.empty() || ta || n.in(0).shape.size() < 2 ||
+                    n.in(0).shape.back() <= 0))
+    throw CompileFailure("MatMul: a folded Softmax needs a bf16 MatMul of a plain, untransposed source of rank >= 2");
   if (n.attrs.b("bf16", false)) {
     // INFERENCE_PRECISION_HINT=bf16: bf16 operands, f32 accumulation, bias and output. The f32
     // source is converted into scratch before each run (a WindowKernel does exactly that);
@@ -736,13 +757,21 @@ std::unique_ptr<Kernel> make_dnnl_matmul(NodeDesc& n) {
     bool ok = false;
     try {
       bpd = mk(abf, bbf);
-      ok = !is_reference_impl(bpd);
-    } catch (const dnnl::error&) {
+      // (a folded Softmax needs the bf16 source: oneDNN's reference kernel is slow, still right)
+      ok = !is_reference_impl(bpd) || softmax_a;
+    } catch (const dnnl::error& e) {
+      if (softmax_a) throw CompileFailure(std::string("MatMul with a folded Softmax: oneDNN has no bf16 kernel: ") + e.what());
       ok = false;
     }
     if (ok) {
       auto k = std::make_unique<WindowKernel>();
       k->finish(dnnl::matmul(bpd), bpd, amd);
+      if (softmax_a) {
+        // the bf16 source in scratch is dense row-major (abf: amd's plain strides), rows of K
+        k->softmax_len_ = n.in(0).shape.back();
+        k->softmax_rows_ = numel(n.in(0).shape) / k->softmax_len_;
+        if (!k->has_src_reorder_) throw CompileFailure("MatMul with a folded Softmax: no bf16 source buffer");
+      }
       if (w_const) {
         k->weights_md_ = bpd.weights_desc();
         k->weights_ = pack_constant(n.inputs[1].const_data, bmd_user, bpd.weights_desc());

@@ -10,7 +10,11 @@
 #include "core/softmax_rows.hpp"
 
 #include <algorithm>
+#include <immintrin.h>
+
+#include <cstring>
 #include <limits>
+#include <vector>
 
 #include "core/fast_exp.hpp"
 
@@ -30,9 +34,21 @@ inline float softmax_exp(float x) {
   return x < kMin ? 0.f : e;
 }
 
-inline __attribute__((always_inline)) void softmax_row(const float* x, float* y, int64_t len) {
+// exp(x[k] - max) into e[k] (e may be x: same index only); returns 1 / their sum. A row holding
+// a NaN or +inf fills e with NaN (returns 1, so the caller's scaling keeps it NaN).
+// f32 -> bf16 bits, round to nearest even (as oneDNN's reorder and vcvtneps2bf16); a NaN stays a
+// quiet NaN where the rounding add would carry it into inf. Branch-free: the loop vectorises.
+inline uint16_t f32_to_bf16_rne(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  const uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+  const uint32_t quiet = (u >> 16) | 0x40u;
+  return static_cast<uint16_t>((u & 0x7FFFFFFFu) > 0x7F800000u ? quiet : rounded);
+}
+
+inline __attribute__((always_inline)) float softmax_exp_row(const float* x, float* e, int64_t len) {
   constexpr float kInf = std::numeric_limits<float>::infinity();
-  // omp simd: vector partial maxima/sums, combined at the end (y may be x: same index only)
+  // omp simd: vector partial maxima/sums, combined at the end
   float m = -kInf, screen = 0.f;
 #pragma omp simd reduction(max : m) reduction(+ : screen)
   for (int64_t k = 0; k < len; ++k) {
@@ -43,19 +59,23 @@ inline __attribute__((always_inline)) void softmax_row(const float* x, float* y,
     bool poisoned = false;
     for (int64_t k = 0; k < len; ++k) poisoned |= !(x[k] < kInf);
     if (poisoned) {
-      for (int64_t k = 0; k < len; ++k) y[k] = std::numeric_limits<float>::quiet_NaN();
-      return;
+      for (int64_t k = 0; k < len; ++k) e[k] = std::numeric_limits<float>::quiet_NaN();
+      return 1.f;
     }
   }
   // a row of -inf alone: m = -inf, x - m = NaN everywhere, as the reference computes
   float sum = 0.f;
 #pragma omp simd reduction(+ : sum)
   for (int64_t k = 0; k < len; ++k) {
-    const float e = softmax_exp(x[k] - m);
-    y[k] = e;
-    sum += e;
+    const float v = softmax_exp(x[k] - m);
+    e[k] = v;
+    sum += v;
   }
-  const float inv = 1.f / sum;
+  return 1.f / sum;
+}
+
+inline __attribute__((always_inline)) void softmax_row(const float* x, float* y, int64_t len) {
+  const float inv = softmax_exp_row(x, y, len);
 #pragma omp simd
   for (int64_t k = 0; k < len; ++k) y[k] *= inv;
 }
@@ -64,6 +84,51 @@ inline __attribute__((always_inline)) void softmax_row(const float* x, float* y,
 __attribute__((target_clones("avx512f", "avx2", "default")))
 void softmax_rows_f32(const float* x, float* y, int64_t r0, int64_t r1, int64_t len) {
   for (int64_t r = r0; r < r1; ++r) softmax_row(x + r * len, y + r * len, len);
+}
+
+namespace {
+// e[k] * inv rounded to bf16 with AVX512_BF16's vcvtneps2bf16 (round to nearest even, NaN stays
+// a quiet NaN: what f32_to_bf16_rne computes): GCC's vectorisation of f32_to_bf16_rne ran at
+// AVX2 width with blends, and made the whole bf16 softmax 1.5x the f32 one.
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+void scale_to_bf16_avx512(const float* e, float inv, uint16_t* y, int64_t len) {
+  const __m512 s = _mm512_set1_ps(inv);
+  int64_t k = 0;
+  for (; k + 16 <= len; k += 16) {
+    const __m256bh h = _mm512_cvtneps_pbh(_mm512_mul_ps(_mm512_loadu_ps(e + k), s));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + k), reinterpret_cast<const __m256i&>(h));
+  }
+  if (k < len) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (len - k)) - 1u);
+    const __m256bh h = _mm512_cvtneps_pbh(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, e + k), s));
+    _mm256_mask_storeu_epi16(y + k, m, reinterpret_cast<const __m256i&>(h));
+  }
+}
+
+void scale_to_bf16(const float* e, float inv, uint16_t* y, int64_t len) {
+  for (int64_t k = 0; k < len; ++k) y[k] = f32_to_bf16_rne(e[k] * inv);
+}
+
+template <void (*Scale)(const float*, float, uint16_t*, int64_t)>
+__attribute__((target_clones("avx512f", "avx2", "default")))
+void softmax_rows_bf16_with(const float* x, uint16_t* y, int64_t r0, int64_t r1, int64_t len) {
+  // the exponentials of one row in f32 (L1-resident: a stack row up to 2048, rows of attention
+  // scores are 128-512), then scaled and rounded on the way out
+  constexpr int64_t kStack = 2048;
+  alignas(64) float stack[kStack];
+  std::vector<float> heap(len > kStack ? static_cast<size_t>(len) : 0);
+  float* e = len > kStack ? heap.data() : stack;
+  for (int64_t r = r0; r < r1; ++r) {
+    const float inv = softmax_exp_row(x + r * len, e, len);
+    Scale(e, inv, y + r * len, len);
+  }
+}
+}  // namespace
+
+void softmax_rows_bf16(const float* x, uint16_t* y, int64_t r0, int64_t r1, int64_t len) {
+  static const bool native = __builtin_cpu_supports("avx512bf16");
+  if (native) softmax_rows_bf16_with<scale_to_bf16_avx512>(x, y, r0, r1, len);
+  else softmax_rows_bf16_with<scale_to_bf16>(x, y, r0, r1, len);
 }
 
 }  // namespace opforge_cpu

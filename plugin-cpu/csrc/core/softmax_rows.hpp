@@ -9,4 +9,9 @@ namespace opforge_cpu {
 // or +inf is NaN throughout (ONNX/IEEE: inf - inf); -inf entries (masks) give 0.
 void softmax_rows_f32(const float* x, float* y, int64_t r0, int64_t r1, int64_t len);
 
+// The same softmax (f32 arithmetic) written as bf16, rounded to nearest even: attention's P for
+// the bf16 P x V MatMul that folds the Softmax (core/nn.cpp), written straight into that
+// MatMul's bf16 source instead of an f32 tensor it would convert.
+void softmax_rows_bf16(const float* x, uint16_t* y, int64_t r0, int64_t r1, int64_t len);
+
 }  // namespace opforge_cpu

@@ -208,6 +208,9 @@ class Emitter:
         if t == "Transpose" and (reader := single_user(self.uses, node.output(0))) is not None and \
                 self._folded_transpose(reader, node.output(0)) is not None:
             return  # its MatMul reads the input through permuted strides (emit_fused)
+        if t == "Softmax" and (reader := single_user(self.uses, node.output(0))) is not None and \
+                self._folded_softmax(reader, node.output(0)):
+            return  # its bf16 MatMul computes it into its own bf16 source (emit_fused)
         if t == "MaxPool":
             need = len(node.output_specs) > 1 and bool(self.uses.get(node.output(1)))
             attrs = attrs_dict(node) | {"need_indices": need, "plain_layout": need}
@@ -329,10 +332,15 @@ class Emitter:
             cur = user.output(0)
         operands = list(node.inputs)
         perms: dict[str, list[int]] = {}
+        softmax_a = False
         if is_mm:
             for k, key in ((0, "perm_a"), (1, "perm_b")):
                 if (folded := self._folded_transpose(node, node.inputs[k])) is not None:
                     operands[k], perms[key] = folded
+            if self._folded_softmax(node, node.inputs[0]):
+                softmax_a = True
+                operands[0] = node.inputs[0].node.inputs[0]
+                fused.insert(0, node.inputs[0].node.name)
         ins = [self.tensor(i) for i in operands] + extra
         if sum_input == -2:
             sum_input = base + (1 if has_bias else 0)
@@ -349,6 +357,8 @@ class Emitter:
             # packed as bf16 once
             attrs["bf16"] = True
             attrs["bf16_output"] = not is_mm and self._bf16_storable(cur, self.order.get(node.id, -1))
+            if softmax_a:
+                attrs["softmax_a"] = True
         self.prog.add_node(fused[-1] if len(fused) > 1 else node.name, node.type_name, node.version, attrs, ins,
                            [self.tensor(cur)], fused)
 
@@ -421,6 +431,31 @@ class Emitter:
         if sorted(perm) != list(range(rank)):
             return None
         return src, perm
+
+    def _folded_softmax(self, mm: Node, operand: Output) -> bool:
+        """Whether MatMul ``mm`` computes the Softmax that produces its first operand ``operand``
+        itself (attention's P x V under the bf16 hint): a Softmax over the last axis of an f32
+        run-time tensor, read by nothing else. The bf16 MatMul converts its f32 source to bf16
+        anyway; with the Softmax folded it writes the softmax's rows (f32 arithmetic) as bf16
+        straight into that source (core/nn.cpp softmax_source), the same numbers as the Softmax
+        step followed by the conversion, without P's f32 write and its re-read (OpenVINO computes
+        its attention's softmax inside its fused MHA kernel)."""
+        t = operand.node
+        if (not self.bf16 or mm.type_name != "MatMul" or not mm.op.is_standard or operand != mm.inputs[0]
+                or mm.inputs[1] == operand or find_plugin_kernel(self.kernels, mm) is not None
+                or bool(getattr(mm.attrs, "transpose_a", False))
+                or t.type_name != "Softmax" or not t.op.is_standard or find_plugin_kernel(self.kernels, t) is not None
+                or getattr(single_user(self.uses, operand), "id", None) != mm.id):
+            return False
+        src = t.inputs[0]
+        if not src.partial_shape.is_static or not mm.inputs[1].partial_shape.is_static:
+            return False
+        rank = len(src.shape)
+        if (src.element_type is not Type.f32 or operand.element_type is not Type.f32 or rank < 2
+                or src.shape[-1] <= 0 or src.node.constant_value() is not None or len(mm.inputs[1].shape) < 2):
+            return False
+        axis = int(getattr(t.attrs, "axis", 1))
+        return (axis + rank if axis < 0 else axis) == rank - 1
 
     @staticmethod
     def _scalar_factor(user: Node, cur: Output) -> float | None:

@@ -278,7 +278,10 @@ class Emitter:
         post: list[tuple[str, dict[str, Any]]] = []
         fusable = set(self.core.post_op_types())
         has_bias = False
-        sum_input = -1
+        # one residual operand at most (oneDNN's sum post-op): a second run-time Add after it,
+        # (m + a) + x as GPT-NeoX's parallel attention/MLP residual writes it, ends the chain
+        # (taken as a second sum it was dropped: hf_gpt_neox_small 1.2 of max|y| off)
+        has_sum = False
         scale: float | None = None  # a constant scalar Multiply/Divide (oneDNN eltwise_linear)
         mask: Output | None = None  # a broadcast Add of a run-time tensor (oneDNN binary add)
         perm_out: list[int] | None = None  # a Transpose of the result, written through strides
@@ -293,26 +296,26 @@ class Emitter:
                     break
                 # (a bias or sum comes before the scale in oneDNN's chain: not after one)
                 bias = self._bias_value(other, out_shape, is_mm) if scale is None else None
-                if bias is not None and not has_bias and sum_input < 0 and not post:
+                if bias is not None and not has_bias and not has_sum and not post:
                     has_bias = True
                     extra.insert(0, self.const_tensor(bias))
                 elif (scale is None and other.node.constant_value() is None and tuple(other.shape) == tuple(out_shape)
-                      and sum_input < 0 and not post and self._computed(other)):
+                      and not has_sum and not post and self._computed(other)):
                     extra.append(self.tensor(other))  # oneDNN's sum post-op, first in the chain
-                    sum_input = -2  # resolved below once the bias position is known
-                elif (is_mm and sum_input < 0 and not post
+                    has_sum = True  # its input position is resolved below, after the bias's
+                elif (is_mm and not has_sum and not post
                       and self._mask_operand(node, other, out_shape)):
                     # attention's mask after Q x K^T (/ sqrt(d)): a binary add post-op of the
                     # MatMul, after the scale (bert_small: 4 Add steps of 0.015-0.02 ms saved)
                     mask = other
                 else:
                     break
-            elif (is_mm and scale is None and sum_input < 0 and not post
+            elif (is_mm and scale is None and not has_sum and not post
                   and (s := self._scalar_factor(user, cur)) is not None):
                 # attention's Q x K^T / sqrt(d): the scale becomes a post-op of the MatMul
                 # (x * (1/c) for x / c: within one f32 rounding, exact for sqrt(64) = 8)
                 scale = s
-            elif is_mm and sum_input < 0 and (p := self._output_transpose(node, user)) is not None:
+            elif is_mm and not has_sum and (p := self._output_transpose(node, user)) is not None:
                 # attention's head merge after P x V: the MatMul writes [B, S, H, D] directly
                 # (oneDNN's f32 and bf16 MatMuls take the permuted destination: brg, no
                 # reference kernel); last in the chain, so a post-op never sees the permuted layout
@@ -342,8 +345,7 @@ class Emitter:
                 operands[0] = node.inputs[0].node.inputs[0]
                 fused.insert(0, node.inputs[0].node.name)
         ins = [self.tensor(i) for i in operands] + extra
-        if sum_input == -2:
-            sum_input = base + (1 if has_bias else 0)
+        sum_input = base + (1 if has_bias else 0) if has_sum else -1
         attrs = attrs_dict(node) | {"has_bias": has_bias, "sum_input": sum_input, "post_ops": post} | perms
         if scale is not None:
             attrs["out_scale"] = scale

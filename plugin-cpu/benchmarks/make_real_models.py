@@ -1,7 +1,7 @@
 """Generate a held-out set of real models for the CPU benchmark: random weights, seeded, nothing
 downloaded, none of them in ``shared/bench`` (the set the CPU device was tuned on).
 
-Two routes:
+Three routes:
 
 * PaddlePaddle: ``paddle.vision.models`` CNNs and ``paddle.nn`` GRU / bidirectional LSTM /
   TransformerEncoder text models -> ``paddle.jit.save`` (PIR ``.json``) -> ``paddle2onnx``. The CNNs
@@ -12,6 +12,11 @@ Two routes:
   GELU), an EfficientNet-B0-like stack (depthwise Conv, SiLU as Sigmoid*x, squeeze-excitation), a
   GPT-2-like decoder (fused QKV + Split, causal mask, tanh GELU with Pow 3) and a T5-like encoder
   (RMSNorm with Pow 2, position bias, gated GELU).
+* torch (the second, wider held-out set, ``--family torch``, written to ``/tmp/real-models-2``):
+  torchvision, timm and Hugging Face models with seeded random weights (``weights=None``, HF models
+  from a config, never from the hub) -> ``torch.onnx.export``; the models and the export live in
+  ``torch_models.py``, run with ``--torch-python`` (or $TORCH_PYTHON), a Python with torch, since
+  torch is not a project dependency (setup in ``torch_models.py``'s docstring).
 
 Layout (the one of ``shared/bench/make_models.py``, so ``bench_cpu.py --models-dir`` reads both)::
 
@@ -29,6 +34,8 @@ Without it the paddle models are skipped (said on stderr) and the onnx.helper on
 
     python plugin-cpu/benchmarks/make_real_models.py --out /tmp/real-models [--only vit_tiny unet_small]
         [--list] [--int8] [--paddle2onnx-python /tmp/p2o-venv/bin/python]
+    python plugin-cpu/benchmarks/make_real_models.py --family torch --out /tmp/real-models-2 --int8
+        --torch-python /tmp/torch-venv/bin/python
 """
 
 from __future__ import annotations
@@ -68,7 +75,7 @@ class Built:
 @dataclasses.dataclass(frozen=True)
 class Spec:
     name: str
-    family: str  # "paddle" (needs paddle2onnx) or "onnx" (onnx.helper)
+    family: str  # "paddle" (needs paddle2onnx), "onnx" (onnx.helper) or "torch" (needs --torch-python)
     about: str
     build: Callable[[Path, Options], Built]
 
@@ -77,6 +84,7 @@ class Spec:
 class Options:
     opset: int
     paddle2onnx_python: str | None
+    torch_python: str | None = None
 
 
 #: every model this script can make, filled by the @model decorator below
@@ -517,6 +525,36 @@ def make_paddle_transformer(out: Path, opts: Options) -> Built:
                           "paddle.nn Embedding + TransformerEncoder(4 x TransformerEncoderLayer)")
 
 
+# ------------------------------------------------------------------------------ torch models
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # torch_models: the list only, no torch import
+import torch_models  # noqa: E402
+
+
+def _torch(spec: torch_models.TorchSpec) -> None:
+    def build(out: Path, opts: Options) -> Built:
+        python = opts.torch_python or sys.executable
+        onnx_path = out / f"{spec.name}.onnx"
+        with tempfile.TemporaryDirectory(prefix=f"opforge-{spec.name}-") as tmp:
+            npz = Path(tmp) / "io.npz"
+            cmd = [python, torch_models.__file__, spec.name, str(onnx_path), str(npz), str(opts.opset)]
+            done = subprocess.run(cmd, capture_output=True, text=True, check=False,
+                                  env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
+            if done.returncode != 0 or not npz.exists():
+                raise RuntimeError(f"torch export ({python}) failed on {spec.name}: "
+                                   f"{(done.stderr or done.stdout)[-1500:]}")
+            with np.load(npz) as data:
+                inputs = {k.removeprefix("in."): data[k] for k in data.files if k.startswith("in.")}
+                ref = data["out"]
+        route = json.loads(done.stdout.strip().splitlines()[-1])["route"]
+        return Built(onnx_path, inputs, ref, route)
+
+    model(spec.name, "torch", spec.about)(build)
+
+
+for _spec in torch_models.TORCH_MODELS.values():
+    _torch(_spec)
+
+
 # ------------------------------------------------------------------------------ driver
 def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
@@ -567,11 +605,11 @@ def generate(out: Path, names: list[str], opts: Options, log: Callable[[str], No
         try:
             with _fresh_names(spec.family):
                 built = spec.build(out / "onnx", opts)
+            y = _onnxruntime(built.onnx, built.inputs)
         except Exception as err:  # noqa: BLE001 - one model that cannot be built must not stop the others
             manifest["failed"][name] = f"{type(err).__name__}: {err}"
             log(f"{name}: NOT BUILT: {type(err).__name__}: {str(err)[:400]}")
             continue
-        y = _onnxruntime(built.onnx, built.inputs)
         ref = built.ref if built.ref is not None else y
         ref_path = out / "ref" / f"{name}.npz"
         arrays: dict[str, Any] = {f"in.{k}": v for k, v in built.inputs.items()}
@@ -651,12 +689,17 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=Path("/tmp/real-models"))
     ap.add_argument("--only", nargs="+", choices=sorted(MODELS), metavar="MODEL", help="models to make")
+    ap.add_argument("--family", nargs="+", choices=["paddle", "onnx", "torch"], default=["paddle", "onnx"],
+                    help="which routes to make without --only: paddle and onnx are the first held-out set "
+                         "(/tmp/real-models), torch the second, wider one (/tmp/real-models-2)")
     ap.add_argument("--list", action="store_true", help="print the models and exit")
     ap.add_argument("--opset", type=int, default=OPSET)
     ap.add_argument("--int8", action="store_true", help="also write QDQ int8 copies (int8/<m>.onnx) of the "
                     "models with float inputs, made with ONNX Runtime's static quantizer")
     ap.add_argument("--paddle2onnx-python", default=os.environ.get("PADDLE2ONNX_PYTHON"),
                     help="a Python with paddle2onnx, used when this one cannot import it")
+    ap.add_argument("--torch-python", default=os.environ.get("TORCH_PYTHON"),
+                    help="a Python with torch, torchvision, timm, transformers and onnx (torch_models.py)")
     args = ap.parse_args()
     if args.list:
         for spec in MODELS.values():
@@ -669,8 +712,8 @@ def main() -> int:
     def log(msg: str) -> None:
         print(f"[{time.perf_counter() - t0:6.1f}s] {msg}", file=sys.stderr, flush=True)
 
-    opts = Options(args.opset, args.paddle2onnx_python)
-    names = args.only or list(MODELS)
+    opts = Options(args.opset, args.paddle2onnx_python, args.torch_python)
+    names = args.only or [name for name, spec in MODELS.items() if spec.family in args.family]
     manifest = generate(args.out.resolve(), names, opts, log)
     if args.int8:
         quantize(args.out.resolve(), names, log)

@@ -122,3 +122,21 @@ def test_bench_cpu_reads_the_generated_layout(generated: tuple[Path, dict, dict]
         sys.modules["make_real_models"].quantize(out, ["unet_small"], lambda _msg: None)
     assert bench.int8_files(out, list(found)) == {"unet_small": out / "int8" / "unet_small.onnx"}
     assert bench.top_node_types([("Conv", 3.0), ("Relu", 1.0), ("Conv", 1.0)], 1) == "Conv 4.00 (80%); total 5.00 ms"
+
+
+def test_torch_route_lists_its_models_and_fails_cleanly_without_torch(tmp_path: Path) -> None:
+    """The second held-out set (torchvision/timm/Hugging Face, torch_models.py) is listed without
+    torch installed; asked to build with a Python that lacks torch, a model lands in the
+    manifest's ``failed`` with the exporter's error, and nothing is left half-written."""
+    if importlib.util.find_spec("torch") is not None:
+        pytest.skip("torch is importable here: the failure path needs a Python without it")
+    gen = _load_script()
+    torch_names = [n for n, s in gen.MODELS.items() if s.family == "torch"]
+    assert len(torch_names) >= 8
+    assert {n.split("_")[0] for n in torch_names} == {"tv", "timm", "hf"}
+    opts = gen.Options(opset=gen.OPSET, paddle2onnx_python=None, torch_python=sys.executable)
+    logged: list[str] = []
+    manifest = gen.generate(tmp_path, ["tv_resnet50"], opts, logged.append)
+    assert "torch" in manifest["failed"]["tv_resnet50"] and "No module named 'torch'" in manifest["failed"]["tv_resnet50"]
+    assert "tv_resnet50" not in manifest["models"] and not (tmp_path / "ref" / "tv_resnet50.npz").exists()
+    assert any("NOT BUILT" in line for line in logged)

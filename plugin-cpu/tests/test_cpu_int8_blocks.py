@@ -276,3 +276,55 @@ def test_quantized_interpolate_reference_is_the_qdq_arithmetic() -> None:
     # real values 0 and 1.5, 3 -> 4 samples: 0, 0.5, 1, 1.5 -> /0.25: 0, 2, 4, 6
     y = QuantizedInterpolate.evaluate(attrs, [x, np.array([1, 1, 1, 2], np.float32)])[0]
     np.testing.assert_array_equal(y, np.array([[[[0, 2, 4, 6]]]], np.uint8))
+
+
+@pytest.mark.parametrize(("kernel", "strides", "pads", "activation"), [
+    (2, 2, 0, "u8"),  # a UNet decoder's upsampling
+    (3, 2, 1, "i8"),
+    (4, 2, 1, "u8"),
+])
+def test_conv_transpose_between_quantized_convolutions_runs_in_int8(
+        tmp_path: Path, kernel: int, strides: int, pads: int, activation: str) -> None:
+    """Convolution, Relu, ConvTranspose with bias (the quantizer gives its weights per-channel
+    scales along axis 1, the output channels), a 1x1 convolution: the transposed convolution is
+    one QuantizedConvolutionBackpropData (oneDNN's int8 deconvolution) reading and writing the
+    bytes, no Quantize or Dequantize in between, within one step of ONNX Runtime."""
+    rng = np.random.default_rng(31)
+    shape = (1, 8, 7, 9)
+    out_hw = [(d - 1) * strides + kernel - 2 * pads for d in shape[2:]]
+    nodes = [
+        helper.make_node("Conv", ["x", "w0"], ["c0"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c0"], ["a"]),
+        helper.make_node("ConvTranspose", ["a", "wt", "bt"], ["t"], kernel_shape=[kernel, kernel],
+                         strides=[strides, strides], pads=[pads] * 4),
+        helper.make_node("Conv", ["t", "w1"], ["y"]),
+    ]
+    inits = [*_inits(rng, w0=(16, 8, 3, 3), wt=(16, 12, kernel, kernel), bt=(12,), w1=(8, 12, 1, 1))]
+    src = save_model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
+                     [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, *out_hw])], inits,
+                     tmp_path / "f32.onnx")
+    q = quantize(src, tmp_path / "q.onnx", shape, True, activation)
+    x = np.random.default_rng(32).standard_normal(shape).astype(np.float32)
+    got, want, rows = run_both(q, x)
+    assert_close_steps(got, want, output_scale(q))
+    ran = [r.node_type for r in rows if r.status != "OPTIMIZED_OUT"]
+    assert ran.count("QuantizedConvolutionBackpropData") == 1 and "ConvolutionBackpropData" not in ran, ran
+    assert ran.count("Quantize") == 1 and ran.count("Dequantize") == 1, ran
+
+
+def test_quantized_conv_transpose_reference_scales_the_output_channels() -> None:
+    """Weights [C_in, C_out, k...]: the per-channel scales apply along axis 1, then the bias."""
+    from opforge_cpu.ops.quantized_convolution_backprop_data import (
+        QuantizedConvolutionBackpropData,
+        QuantizedConvolutionBackpropDataAttrs,
+    )
+
+    x = np.array([[[[2]]]], np.uint8)  # one pixel, one input channel: real (2 - 1) * 0.5 = 0.5
+    w = np.array([[[[1]], [[-2]]]], np.int8)  # [1, 2, 1, 1]: two output channels
+    attrs = QuantizedConvolutionBackpropDataAttrs(strides=[1, 1], pads_begin=[0, 0], pads_end=[0, 0],
+                                                  dilations=[1, 1], src_scale=0.5, src_zero_point=1,
+                                                  dst_scale=0.25, dst_zero_point=10, output_type="u8")
+    y = QuantizedConvolutionBackpropData.evaluate(attrs, [x, w, np.array([1.0, 0.5], np.float32),
+                                                          np.array([0.25, 0.0], np.float32)])[0]
+    # channel 0: 0.5 * 1 * 1 + 0.25 = 0.75 -> 3 + 10; channel 1: 0.5 * -2 * 0.5 = -0.5 -> -2 + 10
+    np.testing.assert_array_equal(y.reshape(-1), [13, 8])

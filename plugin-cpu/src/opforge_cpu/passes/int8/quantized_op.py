@@ -1,5 +1,6 @@
-"""Convolution/GroupConvolution/MatMul of a quantized input and constant weights, with its
-bias, activation and quantize tail -> one QuantizedConvolution/QuantizedMatMul."""
+"""Convolution/GroupConvolution/ConvolutionBackpropData/MatMul of a quantized input and constant
+weights, with its bias, activation and quantize tail -> one QuantizedConvolution /
+QuantizedConvolutionBackpropData / QuantizedMatMul."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from opforge.opset.constant import Constant
 from opforge.transformations import pattern as p
 
 from opforge_cpu.ops.quantized_convolution import QuantizedConvolution
+from opforge_cpu.ops.quantized_convolution_backprop_data import QuantizedConvolutionBackpropData
 from opforge_cpu.ops.quantized_mat_mul import QuantizedMatMul
 from opforge_cpu.passes.int8.no_vnni import PAIR_SAFE_WEIGHT, pairs_saturate
 from opforge_cpu.passes.int8.qdq_patterns import (
@@ -31,12 +33,14 @@ from opforge_cpu.passes.int8.weights import int8_weights
 
 class QuantizedOpFusion(p.MatcherPass):
     """Convolution/GroupConvolution/MatMul of a dequantized (or zero-point-centred) u8/i8 input
-    and constant weights, with its tail -> one QuantizedConvolution/QuantizedMatMul."""
+    and constant weights, with its tail -> one QuantizedConvolution/QuantizedMatMul; a
+    ConvolutionBackpropData (ConvTranspose) of a dequantized input, without an output_shape
+    input -> QuantizedConvolutionBackpropData."""
 
     name: ClassVar[str] = "cpu_int8_quantized_ops"
 
     def pattern(self) -> p.PatternNode:
-        return p.op(["Convolution", "GroupConvolution", "MatMul"], p.capture("x"), p.capture("w"),
+        return p.op(["Convolution", "GroupConvolution", "ConvolutionBackpropData", "MatMul"], p.capture("x"), p.capture("w"),
                     predicate=lambda out: out.node.op.is_standard and out.partial_shape.is_static)
 
     def callback(self, match: p.Match, model: Model) -> bool:
@@ -49,7 +53,10 @@ class QuantizedOpFusion(p.MatcherPass):
         if src is None:
             return False
         is_mm = node.type_name == "MatMul"
+        deconv = node.type_name == "ConvolutionBackpropData"
         wv = match["w"].node.constant_value()
+        if deconv and (integer or wv is None or wv.ndim != len(x.shape)):
+            return False  # (no QLinear form; weights folded by the frontend only; not grouped)
         if wv is None:
             return self._dequantized_weights(match, model, src)
         w = wv
@@ -58,6 +65,9 @@ class QuantizedOpFusion(p.MatcherPass):
                 return False
             w = w if node.attrs.transpose_b else w.T  # type: ignore[attr-defined]
             rows = w  # [N, K]: one row per output column
+        elif deconv:
+            # [C_in, C_out, k...]: the output channels are axis 1
+            rows = np.moveaxis(w, 1, 0).reshape(w.shape[1], -1)
         else:
             rows = w.reshape(-1, int(np.prod(w.shape[2:] if node.type_name == "GroupConvolution" else w.shape[1:])))
         channels = rows.shape[0]
@@ -68,7 +78,12 @@ class QuantizedOpFusion(p.MatcherPass):
         if got is None:
             return False
         q_rows, w_scale = got
-        q_w = np.ascontiguousarray(q_rows.T) if is_mm else q_rows.reshape(w.shape)
+        if is_mm:
+            q_w = np.ascontiguousarray(q_rows.T)
+        elif deconv:
+            q_w = np.ascontiguousarray(np.moveaxis(q_rows.reshape((w.shape[1], w.shape[0], *w.shape[2:])), 0, 1))
+        else:
+            q_w = q_rows.reshape(w.shape)
         return self._replace(match, model, src, q_w, w_scale, channels, integer)
 
     def _dequantized_weights(self, match: p.Match, model: Model, src: QuantizedInput) -> bool:
@@ -150,10 +165,14 @@ class QuantizedOpFusion(p.MatcherPass):
             attrs |= {"dst_scale": out.scale, "dst_zero_point": out.zero_point}
         if not is_mm:
             attrs |= {k: getattr(node.attrs, k) for k in ("strides", "pads_begin", "pads_end", "dilations", "auto_pad")}
+        if node.type_name == "ConvolutionBackpropData":
+            attrs["output_padding"] = node.attrs.output_padding  # type: ignore[attr-defined]
         consts = [q_w, w_scale] + ([] if bias is None else [bias.astype(np.float32)])
         ins = [src.q] + [Node.create(Constant, [], {"value": np.ascontiguousarray(c)}, name=f"{node.name}/int8/{k}").output(0)
                          for k, c in zip(("weights", "weight_scales", "bias"), consts)]
         op = QuantizedMatMul if is_mm else QuantizedConvolution
+        if node.type_name == "ConvolutionBackpropData":
+            op = QuantizedConvolutionBackpropData
         new = Node.create(op, ins, attrs, name=node.name if out is None else out.out.node.name)
         all_nodes = fused + ([] if out is None else out.nodes)
         new.rt_info["fused_names"] = [n.name for n in all_nodes]

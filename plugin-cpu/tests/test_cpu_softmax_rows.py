@@ -1,10 +1,16 @@
 """Softmax over the last axis runs the CPU's hand-written row loops (softmax_rows): values of the
 reference and of ONNX Runtime for row lengths around the 16-lane blocks, 1 and 2 threads, in
 place after an Add (attention's mask), large and masked (-inf, -1e4) scores, and the NaN/+inf
-rule (such a row is NaN throughout, -inf alone is a mask); other axes keep oneDNN's kernel."""
+rule (such a row is NaN throughout, -inf alone is a mask); other axes keep oneDNN's kernel.
+The rows run a hand-written AVX-512 build where oneDNN's ISA has AVX-512 and the compiler's
+vectorised loops elsewhere: ``test_baseline_builds`` runs the module again under
+ONEDNN_MAX_CPU_ISA=AVX2."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -97,3 +103,12 @@ def test_scores_match_onnxruntime(tmp_path: Path) -> None:
     want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
     got = opforge.Core().compile_model(str(path), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})([x]).to_tuple()[0]
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-8)
+
+
+def test_baseline_builds() -> None:
+    """The tests above on the rows' non-AVX-512 build (an AVX2 host, emulated)."""
+    env = dict(os.environ, ONEDNN_MAX_CPU_ISA="AVX2")
+    done = subprocess.run([sys.executable, "-m", "pytest", __file__, "-q", "-x", "-p", "no:randomly", "-p",
+                           "no:cacheprovider", "-k", "not baseline_builds"], env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]

@@ -171,6 +171,37 @@ def test_bf16_softmax_folds_into_pv(core: Any, h: int, s: int, d: int, threads: 
 
 
 @needs_bf16
+@pytest.mark.parametrize(("mask_shape", "folded"), [
+    ((1, 1, 1, 13), True),   # padded keys (a Q x K^T would take it as its post-op)
+    ((1, 1, 13, 13), True),  # GPT-2's causal mask, broadcast over the heads
+    ((1, 3, 13, 13), True),  # T5's position bias, one per head
+    ((3, 13, 13), True),     # the same, rank 3
+    ((1, 3, 1, 13), False),  # per head and key: no row broadcast, the Add stays a step
+])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_bf16_add_before_the_folded_softmax(core: Any, mask_shape: tuple[int, ...], folded: bool,
+                                            threads: int) -> None:
+    h, s, d = 3, 13, 16
+    sc, mask, v = param("scores", [1, h, s, s]), param("mask", list(mask_shape)), param("v", [1, h, s, d])
+    p = opforge.op("Softmax", opforge.op("Add", sc, mask, name="mask_add"), axis=-1, name="softmax")
+    model = Model([opforge.op("MatMul", p, v, name="pv")], [sc, mask, v], name="pv")
+    scores, vv = rand((1, h, s, s), seed=11, low=-5, high=5), rand((1, h, s, d), seed=12)
+    mv = rand(mask_shape, seed=13, low=-3, high=3)
+    if mask_shape[-2:] == (s, s):
+        mv = mv + np.triu(np.full((s, s), -1e4, np.float32), 1)  # causal
+    cfg = {"INFERENCE_PRECISION_HINT": "bf16", "ENABLE_PROFILING": True, "INFERENCE_NUM_THREADS": threads}
+    request = core.compile_model(model, "CPU", cfg).create_infer_request()
+    got = np.asarray(request.infer([scores, mv, vv])[0])
+    kinds = [r.node_type for r in executed(request)]
+    assert ("Add" not in kinds and "Softmax" not in kinds) == folded, kinds
+    want = to_bf16(softmax64(scores.astype(np.float32) + mv).astype(np.float32)) @ to_bf16(vv)
+    assert np.abs(got - want).max() / np.abs(want).max() < 2e-3
+    # bit for bit what the Add and Softmax steps compute (a second reader of P keeps them)
+    split = Model([opforge.op("MatMul", p, v, name="pv2"), opforge.op("Relu", p, name="other")], [sc, mask, v])
+    np.testing.assert_array_equal(got, np.asarray(core.compile_model(split, "CPU", cfg)([scores, mv, vv])[0]))
+
+
+@needs_bf16
 def test_bf16_folded_softmax_nan_inf_rows(core: Any) -> None:
     # a row with a NaN or +inf is NaN throughout, a row of -inf alone is NaN (x - max), as the
     # Softmax step computes them; the other rows are untouched

@@ -76,7 +76,7 @@ class WindowKernel : public Kernel {
  public:
   void run(RunContext& ctx, const TensorView* in, TensorView* out, Bound* bound) override {
     auto* b = static_cast<ConvBound*>(bound);
-    if (softmax_len_) softmax_source(ctx, b);
+    if (softmax_len_) softmax_source(ctx, in, b);
     else if (has_src_reorder_) src_reorder_.execute(*ctx.stream, b->reorder_args);
     if (has_wei_reorder_) wei_reorder_.execute(*ctx.stream, b->wei_reorder_args);
     if (has_exact_ && !finite_bf16(ctx, b->args.at(DNNL_ARG_SRC))) {
@@ -89,14 +89,18 @@ class WindowKernel : public Kernel {
 
   // A bf16 MatMul that folds the Softmax of its source (attention's P x V, attribute softmax_a):
   // the softmax of the f32 scores' rows is written as bf16 straight into the source buffer, in
-  // place of the f32 -> bf16 conversion of a softmax result (one pass over P instead of three).
-  void softmax_source(RunContext& ctx, ConvBound* b) const {
+  // place of the f32 -> bf16 conversion of a softmax result (one pass over P instead of three);
+  // with the Add before the Softmax folded too (input softmax_add_input_: a mask or position bias
+  // that the bf16 Q x K^T cannot take as a post-op), the scores plus its rows.
+  void softmax_source(RunContext& ctx, const TensorView* in, ConvBound* b) const {
     const float* x = static_cast<const float*>(b->reorder_args.at(DNNL_ARG_FROM).get_data_handle());
     uint16_t* y = static_cast<uint16_t*>(b->reorder_args.at(DNNL_ARG_TO).get_data_handle());
-    const int64_t len = softmax_len_, rows = softmax_rows_;
+    const float* add = softmax_add_input_ >= 0 ? in[softmax_add_input_].ptr<float>() : nullptr;
+    const int64_t len = softmax_len_, rows = softmax_rows_, add_rows = softmax_add_rows_;
     // ~20 flops an element (the exp): threads from 8192 elements on, as the Softmax kernel
-    parallel_range(rows, ctx.num_threads, [&](int64_t r0, int64_t r1) { softmax_rows_bf16(x, y, r0, r1, len); },
-                   std::max<int64_t>(1, 8192 / len));
+    parallel_range(rows, ctx.num_threads, [&](int64_t r0, int64_t r1) {
+      softmax_rows_bf16(x, add, add_rows, y, r0, r1, len);
+    }, std::max<int64_t>(1, 8192 / len));
   }
 
   // Whether a bf16 source holds only finite values (see regroup_bf16): inf and NaN are exactly
@@ -271,6 +275,8 @@ class WindowKernel : public Kernel {
   }
   bool nan_max_ = false;  // a max pooling: see propagate_nan
   int64_t softmax_len_ = 0, softmax_rows_ = 0;  // a folded Softmax of the source: see softmax_source
+  int softmax_add_input_ = -1;
+  int64_t softmax_add_rows_ = 1;
   bool has_exact_ = false;  // a regrouped convolution (regroup_bf16) and its exact twin
   dnnl::primitive exact_prim_;
   dnnl::memory exact_weights_;
@@ -893,6 +899,26 @@ std::unique_ptr<Kernel> make_dnnl_matmul(NodeDesc& n) {
         k->softmax_len_ = n.in(0).shape.back();
         k->softmax_rows_ = numel(n.in(0).shape) / k->softmax_len_;
         if (!k->has_src_reorder_) throw CompileFailure("MatMul with a folded Softmax: no bf16 source buffer");
+        const int ai = static_cast<int>(n.attrs.i("softmax_add_input", -1));
+        if (ai >= 0) {
+          // [1, ..., 1, R, K] rows added to every block of R score rows: R is 1 or the scores' own
+          // row count (a mask over the batch and heads), or [..., S, K] of the scores' shape
+          const Shape& s = n.in(0).shape;
+          if (ai >= static_cast<int>(n.inputs.size()) || n.in(ai).blocked ||
+              n.in(ai).dtype != DType::f32 || n.in(ai).shape.empty() || n.in(ai).shape.back() != s.back() ||
+              n.in(ai).shape.size() > s.size())
+            throw CompileFailure("MatMul: the folded Softmax's Add operand has a shape or type it cannot take");
+          const Shape& as = n.in(ai).shape;
+          const int64_t arows = numel(as) / as.back();
+          const bool lead_ones = std::all_of(as.begin(), as.end() - std::min<size_t>(as.size(), 2),
+                                             [](int64_t d) { return d == 1; });
+          const int64_t srow = s[s.size() - 2];
+          const bool fits = arows == k->softmax_rows_ ? as == Shape(s.end() - as.size(), s.end())
+                                                      : lead_ones && (arows == 1 || arows == srow);
+          if (!fits) throw CompileFailure("MatMul: the folded Softmax's Add operand does not broadcast by rows");
+          k->softmax_add_input_ = ai;
+          k->softmax_add_rows_ = arows;
+        }
       }
       if (w_const) {
         k->weights_md_ = bpd.weights_desc();

@@ -196,12 +196,22 @@ bool avx512_rows() {
 // bf16 rows: e[k] * inv rounded to bf16 with AVX512_BF16's vcvtneps2bf16 (round to nearest
 // even, NaN stays a quiet NaN: what f32_to_bf16_rne computes, one instruction for 16)
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma,avx512bf16")))
-void softmax_rows_bf16_avx512(const float* x, uint16_t* y, int64_t r0, int64_t r1, int64_t len, float* e) {
+void softmax_rows_bf16_avx512(const float* x, const float* add, int64_t add_rows, uint16_t* y, int64_t r0,
+                              int64_t r1, int64_t len, float* e) {
   const int64_t full = len & ~int64_t{15};
   const __mmask16 tm = tail_mask(len - full);
   for (int64_t r = r0; r < r1; ++r) {
     uint16_t* yr = y + r * len;
-    const __m512 inv = _mm512_set1_ps(softmax_exp_row_avx512(x + r * len, e, len));
+    const float* xr = x + r * len;
+    if (add) {  // the scores plus their mask/bias row, in f32 as the Add step computes it
+      const float* ar = add + (r % add_rows) * len;
+      int64_t k = 0;
+      for (; k < full; k += 16) _mm512_storeu_ps(e + k, _mm512_add_ps(_mm512_loadu_ps(xr + k), _mm512_loadu_ps(ar + k)));
+      if (tm) _mm512_mask_storeu_ps(e + full, tm, _mm512_add_ps(_mm512_maskz_loadu_ps(tm, xr + full),
+                                                                _mm512_maskz_loadu_ps(tm, ar + full)));
+      xr = e;
+    }
+    const __m512 inv = _mm512_set1_ps(softmax_exp_row_avx512(xr, e, len));
     int64_t k = 0;
     for (; k < full; k += 16) {
       const __m256bh h = _mm512_cvtneps_pbh(_mm512_mul_ps(_mm512_loadu_ps(e + k), inv));
@@ -216,9 +226,16 @@ void softmax_rows_bf16_avx512(const float* x, uint16_t* y, int64_t r0, int64_t r
 
 // Elsewhere (a host without AVX512_BF16 never runs a bf16 program; ONEDNN_MAX_CPU_ISA below it)
 __attribute__((target_clones("avx512f", "avx2", "default")))
-void softmax_rows_bf16_generic(const float* x, uint16_t* y, int64_t r0, int64_t r1, int64_t len, float* e) {
+void softmax_rows_bf16_generic(const float* x, const float* add, int64_t add_rows, uint16_t* y, int64_t r0,
+                               int64_t r1, int64_t len, float* e) {
   for (int64_t r = r0; r < r1; ++r) {
-    const float inv = softmax_exp_row(x + r * len, e, len);
+    const float* xr = x + r * len;
+    if (add) {
+      const float* ar = add + (r % add_rows) * len;
+      for (int64_t k = 0; k < len; ++k) e[k] = xr[k] + ar[k];
+      xr = e;
+    }
+    const float inv = softmax_exp_row(xr, e, len);
     uint16_t* yr = y + r * len;
     for (int64_t k = 0; k < len; ++k) yr[k] = f32_to_bf16_rne(e[k] * inv);
   }
@@ -235,7 +252,8 @@ void softmax_rows_f32(const float* x, float* y, int64_t r0, int64_t r1, int64_t 
   else softmax_rows_f32_generic(x, y, r0, r1, len);
 }
 
-void softmax_rows_bf16(const float* x, uint16_t* y, int64_t r0, int64_t r1, int64_t len) {
+void softmax_rows_bf16(const float* x, const float* add, int64_t add_rows, uint16_t* y, int64_t r0, int64_t r1,
+                       int64_t len) {
   // the exponentials of one row in f32 (L1-resident: a stack row up to 2048, rows of attention
   // scores are 128-512), then scaled and rounded on the way out
   constexpr int64_t kStack = 2048;
@@ -243,8 +261,8 @@ void softmax_rows_bf16(const float* x, uint16_t* y, int64_t r0, int64_t r1, int6
   std::vector<float> heap(len > kStack ? static_cast<size_t>(len) : 0);
   float* e = len > kStack ? heap.data() : stack;
   static const bool native = avx512_rows() && __builtin_cpu_supports("avx512bf16");
-  if (native) softmax_rows_bf16_avx512(x, y, r0, r1, len, e);
-  else softmax_rows_bf16_generic(x, y, r0, r1, len, e);
+  if (native) softmax_rows_bf16_avx512(x, add, add_rows, y, r0, r1, len, e);
+  else softmax_rows_bf16_generic(x, add, add_rows, y, r0, r1, len, e);
 }
 
 }  // namespace opforge_cpu

@@ -211,6 +211,8 @@ class Emitter:
         if t == "Softmax" and (reader := single_user(self.uses, node.output(0))) is not None and \
                 self._folded_softmax(reader, node.output(0)):
             return  # its bf16 MatMul computes it into its own bf16 source (emit_fused)
+        if t == "Add" and self._add_before_folded_softmax(node):
+            return  # that MatMul adds it to the scores as it computes the softmax
         if t == "MaxPool":
             need = len(node.output_specs) > 1 and bool(self.uses.get(node.output(1)))
             attrs = attrs_dict(node) | {"need_indices": need, "plain_layout": need}
@@ -336,14 +338,19 @@ class Emitter:
         operands = list(node.inputs)
         perms: dict[str, list[int]] = {}
         softmax_a = False
+        addend: Output | None = None  # an Add before the folded Softmax: its other operand
         if is_mm:
             for k, key in ((0, "perm_a"), (1, "perm_b")):
                 if (folded := self._folded_transpose(node, node.inputs[k])) is not None:
                     operands[k], perms[key] = folded
             if self._folded_softmax(node, node.inputs[0]):
                 softmax_a = True
-                operands[0] = node.inputs[0].node.inputs[0]
-                fused.insert(0, node.inputs[0].node.name)
+                softmax = node.inputs[0].node
+                operands[0] = softmax.inputs[0]
+                fused.insert(0, softmax.name)
+                if (add := self._softmax_add(softmax)) is not None:
+                    operands[0], addend = add
+                    fused.insert(0, softmax.inputs[0].node.name)
         ins = [self.tensor(i) for i in operands] + extra
         sum_input = base + (1 if has_bias else 0) if has_sum else -1
         attrs = attrs_dict(node) | {"has_bias": has_bias, "sum_input": sum_input, "post_ops": post} | perms
@@ -361,6 +368,9 @@ class Emitter:
             attrs["bf16_output"] = not is_mm and self._bf16_storable(cur, self.order.get(node.id, -1))
             if softmax_a:
                 attrs["softmax_a"] = True
+                if addend is not None:
+                    attrs["softmax_add_input"] = len(ins)
+                    ins.append(self.tensor(addend))
         self.prog.add_node(fused[-1] if len(fused) > 1 else node.name, node.type_name, node.version, attrs, ins,
                            [self.tensor(cur)], fused)
 
@@ -463,6 +473,44 @@ class Emitter:
             return False
         axis = int(getattr(t.attrs, "axis", 1))
         return (axis + rank if axis < 0 else axis) == rank - 1
+
+    def _softmax_add(self, softmax: Node) -> tuple[Output, Output] | None:
+        """(the scores, the addend) when the input of a folded ``softmax`` is an Add of run-time
+        scores and a mask or position bias that the bf16 Q x K^T did not take as its post-op
+        (GPT-2's causal [1, 1, S, S], T5's [1, H, S, S]) and the Add has no other reader: the
+        MatMul adds its rows as it computes the softmax (core/nn.cpp softmax_source), in f32 as
+        the Add step would. The addend broadcasts by rows only: [1, ..., 1, R, K] with R = 1 or
+        the scores' S, or the scores' own trailing shape."""
+        add = softmax.inputs[0].node
+        if (add.type_name != "Add" or not add.op.is_standard or find_plugin_kernel(self.kernels, add) is not None
+                or add.id in self.absorbed or getattr(add.attrs, "auto_broadcast", "numpy") != "numpy"
+                or getattr(single_user(self.uses, add.output(0)), "id", None) != softmax.id
+                or add.inputs[0] == add.inputs[1]):
+            return None
+        shape = tuple(add.output(0).shape)
+        for x, a in ((add.inputs[0], add.inputs[1]), (add.inputs[1], add.inputs[0])):
+            if (tuple(x.shape) != shape or x.element_type is not Type.f32 or x.node.constant_value() is not None
+                    or a.element_type is not Type.f32 or not a.partial_shape.is_static):
+                continue
+            if a.node.constant_value() is None and not self._computed(a):
+                continue
+            ashape = tuple(a.shape)
+            if not ashape or len(ashape) > len(shape) or ashape[-1] != shape[-1]:
+                continue
+            if ashape == shape[len(shape) - len(ashape):] and all(d == 1 for d in shape[:len(shape) - len(ashape)]):
+                return x, a
+            if len(ashape) >= 2 and all(d == 1 for d in ashape[:-2]) and ashape[-2] in (1, shape[-2]):
+                return x, a
+        return None
+
+    def _add_before_folded_softmax(self, add: Node) -> bool:
+        """Whether ``add`` is the Add that a folded Softmax's MatMul computes (``_softmax_add``)."""
+        sm = single_user(self.uses, add.output(0))
+        if sm is None or sm.type_name != "Softmax":
+            return False
+        mm = single_user(self.uses, sm.output(0))
+        return (mm is not None and self._folded_softmax(mm, sm.output(0)) and self._softmax_add(sm) is not None
+                and sm.inputs[0].node.id == add.id)
 
     @staticmethod
     def _scalar_factor(user: Node, cur: Output) -> float | None:

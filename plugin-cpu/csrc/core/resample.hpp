@@ -73,15 +73,23 @@ class ChannelsLastResampler {
                         int max_threads);
   size_t scratch_bytes() const { return scratch_bytes_; }
   void run(const float* x, float* y, int threads, void* scratch) const;
+  // A bf16 source (bf16 bits) and a bf16 (y_bf16) or f32 destination: a bf16 program's
+  // convolutions on either side of a UNet's upsampling. The same f32 sums as `run` on the
+  // source's values, each output rounded to bf16 (nearest even) once. Needs W resized
+  // (!cols_identity()).
+  void run_bf16(const uint16_t* x, void* y, bool y_bf16, int threads, void* scratch) const;
+  bool cols_identity() const { return cols_.identity; }
 
  private:
-  void run_unit(const float* x, float* y, int64_t unit, float* buf) const;
+  template <class In, class Out> void run_unit(const In* x, Out* y, int64_t unit, float* buf) const;
+  template <class In, class Out> void run_all(const In* x, Out* y, int threads, void* scratch) const;
   void cols(const float* src, float* dst) const;
 
   int64_t batch_, channels_;
   ResampleTaps<float> rows_, cols_;
   int max_threads_;
   int64_t block_rows_ = 1, blocks_ = 1, buf_rows_ = 0, max_row_taps_ = 0;
+  int64_t per_thread_ = 0;  // floats of scratch per thread: the W-resampled rows, then a bf16 row's f32 copies
   size_t scratch_bytes_ = 0;
 };
 

@@ -264,28 +264,39 @@ template <class T> class InterpolateKernel : public Kernel {
 // An f32 NCHW tensor a convolution wrote channels-last (nhwc) resized over H and W in that
 // layout; the output is nhwc too. A UNet decoder's bilinear upsampling between convolutions then
 // costs no reorder to planes and back (2.5 ms of reorders per unet_small inference).
+// A bf16 program's nhwc bf16 tensor (emit.py: a convolution's bf16 output read by this
+// Interpolate) is resized from its bf16 values, into bf16 when the emitter found that only bf16
+// readers take the result ("bf16_output"), else into f32: OpenVINO's bf16 Interpolate, without
+// the reorder to f32 planes and back.
 class ChannelsLastInterpolate : public Kernel {
  public:
-  explicit ChannelsLastInterpolate(std::unique_ptr<ChannelsLastResampler> r) : r_(std::move(r)) {}
+  ChannelsLastInterpolate(std::unique_ptr<ChannelsLastResampler> r, bool x_bf16, bool y_bf16)
+      : r_(std::move(r)), x_bf16_(x_bf16), y_bf16_(y_bf16) {}
   void run(RunContext& ctx, const TensorView* in, TensorView* out, Bound*) override {
-    r_->run(in[0].ptr<float>(), out[0].ptr<float>(), ctx.num_threads, ctx.scratch);
+    if (x_bf16_) r_->run_bf16(static_cast<const uint16_t*>(in[0].data), out[0].data, y_bf16_, ctx.num_threads, ctx.scratch);
+    else r_->run(in[0].ptr<float>(), out[0].ptr<float>(), ctx.num_threads, ctx.scratch);
   }
   size_t scratch_bytes() const override { return r_->scratch_bytes(); }
-  std::string impl_name() const override { return "interpolate_nhwc"; }
+  std::string impl_name() const override {
+    return x_bf16_ ? (y_bf16_ ? "interpolate_nhwc_bf16" : "interpolate_nhwc_bf16_f32") : "interpolate_nhwc";
+  }
 
  private:
   std::unique_ptr<ChannelsLastResampler> r_;
+  bool x_bf16_, y_bf16_;
 };
 
-dnnl::memory::desc nhwc_md(const Shape& s) {
-  return dnnl::memory::desc(to_dims(s), dnnl::memory::data_type::f32, dnnl::memory::format_tag::acdb);
+dnnl::memory::desc nhwc_md(const Shape& s, dnnl::memory::data_type t = dnnl::memory::data_type::f32) {
+  return dnnl::memory::desc(to_dims(s), t, dnnl::memory::format_tag::acdb);
 }
 
-// The channels-last kernel when the blocked input is f32 nhwc and only H and W are resized.
+// The channels-last kernel when the blocked input is f32 or bf16 nhwc and only H and W are resized.
 std::unique_ptr<Kernel> make_channels_last(NodeDesc& n) {
   const TensorInfo& x = n.in(0);
   const Shape& ys = n.outputs.at(0).shape;
-  if (x.dtype != DType::f32 || x.shape.size() != 4 || x.md != nhwc_md(x.shape)) return nullptr;
+  if (x.dtype != DType::f32 || x.shape.size() != 4) return nullptr;
+  const bool x_bf16 = x.md == nhwc_md(x.shape, dnnl::memory::data_type::bf16);
+  if (!x_bf16 && x.md != nhwc_md(x.shape)) return nullptr;
   NodeDesc plain = n;
   plain.inputs[0].info.blocked = false;
   plain.inputs[0].info.md = dnnl::memory::desc();
@@ -293,10 +304,14 @@ std::unique_ptr<Kernel> make_channels_last(NodeDesc& n) {
   ResampleTaps<float> taps[2];
   int64_t count = 0;
   if (!planes.plane_taps(plain, taps, count) || x.shape[0] != ys[0] || x.shape[1] != ys[1]) return nullptr;
-  auto k = std::make_unique<ChannelsLastInterpolate>(std::make_unique<ChannelsLastResampler>(
-      x.shape[0], x.shape[1], std::move(taps[0]), std::move(taps[1]), n.num_threads));
+  auto r = std::make_unique<ChannelsLastResampler>(x.shape[0], x.shape[1], std::move(taps[0]), std::move(taps[1]),
+                                                   n.num_threads);
+  if (x_bf16 && r->cols_identity()) return nullptr;  // (run_bf16 needs W resized)
+  const bool y_bf16 = x_bf16 && n.attrs.b("bf16_output", false) && !n.allow_blocked_output.empty() &&
+                      n.allow_blocked_output[0];
+  auto k = std::make_unique<ChannelsLastInterpolate>(std::move(r), x_bf16, y_bf16);
   n.outputs[0].blocked = true;
-  n.outputs[0].md = nhwc_md(ys);
+  n.outputs[0].md = nhwc_md(ys, y_bf16 ? dnnl::memory::data_type::bf16 : dnnl::memory::data_type::f32);
   return k;
 }
 }  // namespace

@@ -232,6 +232,8 @@ class Emitter:
             return
         ins = [self.tensor(i) for i in node.inputs]
         attrs = attrs_dict(node)
+        if self.bf16 and t == "Interpolate" and self._bf16_storable(node.output(0), self.order.get(node.id, -1)):
+            attrs["bf16_output"] = True  # a bf16 nhwc input resized into bf16 (core/resample.cpp)
         if self.bf16 and t in ("RNNSequence", "GRUSequence", "LSTMSequence"):
             # the recurrence's weights in bf16, f32 accumulation (core/rnn_gemv.cpp), as
             # OpenVINO runs its recurrent sequences under the bf16 hint
@@ -573,9 +575,31 @@ class Emitter:
             elif r.type_name == "Add":
                 if not self._residual_conv(r, out, at):
                     return False
+            elif r.type_name in ("Interpolate", "ConvolutionBackpropData", "GroupConvolutionBackpropData"):
+                if not self._bf16_upsampling(r, i, out):
+                    return False
             else:
                 return False
         return True
+
+    def _bf16_upsampling(self, r: Node, i: int, out: Output) -> bool:
+        """Whether a UNet decoder's upsampling ``r`` reads ``out`` (its input ``i``) in bf16:
+        an Interpolate of a 4-D tensor (the nhwc bf16 resampler of core/resample.cpp; the C++
+        kernel converts any other case to f32 planes first: slower, never wrong), or a transposed
+        convolution with constant weights (no output_shape), which runs in bf16 (emit_deconv)."""
+        if i != 0 or len(out.shape) != 4 or r.output_specs[0].type is not Type.f32:
+            return False
+        if r.type_name == "Interpolate":
+            return True
+        return self._deconv_bf16(r)
+
+    def _deconv_bf16(self, node: Node) -> bool:
+        """Whether transposed convolution ``node`` runs in bf16 under the bf16 hint: constant
+        weights, no output_shape input, an f32 data input (core/nn.cpp make_dnnl_deconv keeps f32
+        where oneDNN has only its reference kernel)."""
+        return (self.bf16 and len(node.inputs) == 2 and node.inputs[0].element_type is Type.f32
+                and node.inputs[1].node.constant_value() is not None and node.op.is_standard
+                and find_plugin_kernel(self.kernels, node) is None)
 
     def _residual_conv(self, add: Node, out: Output, at: int) -> bool:
         """Whether ``add`` (``out`` + the output of a convolution, same shape) is going to be the
@@ -646,6 +670,9 @@ class Emitter:
                 self.absorbed.add(user.id)
                 fused.append(user.name)
                 cur = user.output(0)
+        if self._deconv_bf16(node):
+            attrs["bf16"] = True
+            attrs["bf16_output"] = self._bf16_storable(cur, self.order.get(node.id, -1))
         self.prog.add_node(fused[-1] if len(fused) > 1 else node.name, node.type_name, node.version, attrs, ins,
                            [self.tensor(cur)], fused)
 

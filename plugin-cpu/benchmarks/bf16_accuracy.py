@@ -8,6 +8,7 @@ the top-1 agreement (argmax over the last axis of each output row: the class for
 output unit per row/token for the MLP and BERT's hidden states).
 
     python plugin-cpu/benchmarks/bf16_accuracy.py --models /tmp/bench-models [--samples 8]
+    python plugin-cpu/benchmarks/bf16_accuracy.py --models /tmp/real-models --only googlenet densenet121
 """
 
 from __future__ import annotations
@@ -71,9 +72,11 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", type=Path, required=True, help="folder of make_models.py output")
     ap.add_argument("--samples", type=int, default=8)
+    ap.add_argument("--only", nargs="*", default=["resnet18", "mobilenet_v2", "bert_small", "mlp"],
+                    help="models of the folder (a make_real_models.py folder: googlenet densenet121 ...)")
     args = ap.parse_args()
     print(f"{'model':<14}{'rows':>6}{'opforge bf16 rel':>18}{'top-1':>8}{'OpenVINO default rel':>22}{'top-1':>8}")
-    for name in ("resnet18", "mobilenet_v2", "bert_small", "mlp"):
+    for name in args.only:
         path, ref = args.models / "onnx" / f"{name}.onnx", args.models / "ref" / f"{name}.npz"
         if not path.exists() or not ref.exists():
             print(f"{name}: not in {args.models}", file=sys.stderr)

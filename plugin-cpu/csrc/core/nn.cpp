@@ -70,6 +70,41 @@ struct ConvBound : Bound {
   std::unordered_map<int, dnnl::memory> exact_args;  // see WindowKernel::add_exact
 };
 
+// What WindowKernel::propagate_nan needs of an element type: NaN, +inf and lowest() as values
+// of it, and a fast screen of a chunk for NaN.
+template <class T> struct NanScan;
+template <> struct NanScan<float> {
+  static constexpr float inf = std::numeric_limits<float>::infinity();
+  static constexpr float lowest = std::numeric_limits<float>::lowest();
+  static constexpr float nan = std::numeric_limits<float>::quiet_NaN();
+  static bool is_nan(float v) { return v != v; }
+  // A screen first: v - v is NaN exactly for NaN and +-inf, and a plain float sum of it is a
+  // vector subtract-and-add (an int |-reduction of x != x under `omp parallel for simd ... if`
+  // stayed scalar: 0.44 ms for resnet18's 64x112x112 input, 9x the pooling itself (0.05);
+  // the screen takes 0.16). Only a flagged chunk (an inf is fine) gets the exact test.
+  static bool any_nan(const float* x, int64_t n) {
+    float screen = 0.0f;
+#pragma omp simd reduction(+ : screen)
+    for (int64_t i = 0; i < n; ++i) screen += x[i] - x[i];
+    if (screen == screen) return false;
+    for (int64_t i = 0; i < n; ++i)
+      if (x[i] != x[i]) return true;
+    return false;
+  }
+};
+// bf16 as its bit pattern: NaN is exactly |bits| > 0x7f80, so the screen is a vector max of the
+// 15 magnitude bits.
+template <> struct NanScan<uint16_t> {
+  static constexpr uint16_t inf = 0x7f80, lowest = 0xff7f, nan = 0x7fc0;
+  static bool is_nan(uint16_t v) { return (v & 0x7fff) > inf; }
+  static bool any_nan(const uint16_t* x, int64_t n) {
+    int16_t top = 0;
+#pragma omp simd reduction(max : top)
+    for (int64_t i = 0; i < n; ++i) top = std::max<int16_t>(top, static_cast<int16_t>(x[i] & 0x7fff));
+    return top > 0x7f80;
+  }
+};
+
 // A convolution-like primitive (conv, deconv, pooling) plus an optional reorder of a plain
 // source into the layout the primitive prefers, done in the kernel's scratch memory.
 class WindowKernel : public Kernel {
@@ -133,68 +168,33 @@ class WindowKernel : public Kernel {
   // oneDNN's pooling_max skips a NaN inside a window; ONNX (and ReduceMax here) give NaN. Only
   // when the source holds a NaN (a scan of it, the rare case costs one more pooling): pool a
   // copy where NaN is +inf and +inf is lowest(), so exactly the windows with a NaN come out
-  // +inf, and make those outputs NaN. Works on the primitive's own (possibly blocked) layout.
+  // +inf, and make those outputs NaN. Works on the primitive's own (possibly blocked) layout,
+  // f32 or bf16 (bf16 programs pool bf16 into bf16: the same on the bit patterns, NanScan).
   void propagate_nan(RunContext& ctx, const std::unordered_map<int, dnnl::memory>& args) const {
     ctx.stream->wait();
-    if (src_md_.get_data_type() == dnnl::memory::data_type::bf16) {
-      propagate_nan_bf16(ctx, args);
-      return;
-    }
-    const float* x = static_cast<const float*>(args.at(DNNL_ARG_SRC).get_data_handle());
-    const int64_t nx = static_cast<int64_t>(src_md_.get_size() / sizeof(float));
-    // A screen first: v - v is NaN exactly for NaN and +-inf, and a plain float sum of it is a
-    // vector subtract-and-add (an int |-reduction of x != x under `omp parallel for simd ... if`
-    // stayed scalar: 0.44 ms for resnet18's 64x112x112 input, 9x the pooling itself (0.05);
-    // the screen takes 0.16). Only a flagged chunk (an inf is fine) gets the exact test.
-    std::atomic<int> any{0};
-    parallel_range(nx, ctx.num_threads, [&](int64_t b, int64_t e) {
-      float screen = 0.0f;
-#pragma omp simd reduction(+ : screen)
-      for (int64_t i = b; i < e; ++i) screen += x[i] - x[i];
-      if (screen == screen) return;
-      for (int64_t i = b; i < e; ++i)
-        if (x[i] != x[i]) { any = 1; return; }
-    }, 65536);
-    if (!any) return;
-    std::vector<float> xm(nx), ym(dst_md_.get_size() / sizeof(float));
-    const float inf = std::numeric_limits<float>::infinity();
-    for (int64_t i = 0; i < nx; ++i) xm[i] = x[i] != x[i] ? inf : (x[i] == inf ? std::numeric_limits<float>::lowest() : x[i]);
-    auto& eng = cpu_engine();
-    std::unordered_map<int, dnnl::memory> marked(args);
-    marked[DNNL_ARG_SRC] = dnnl::memory(src_md_, eng, xm.data());
-    marked[DNNL_ARG_DST] = dnnl::memory(dst_md_, eng, ym.data());
-    prim_.execute(*ctx.stream, marked);
-    ctx.stream->wait();
-    float* y = static_cast<float*>(args.at(DNNL_ARG_DST).get_data_handle());
-    for (size_t i = 0; i < ym.size(); ++i)
-      if (ym[i] == inf) y[i] = std::numeric_limits<float>::quiet_NaN();
+    if (src_md_.get_data_type() == dnnl::memory::data_type::bf16) propagate_nan_as<uint16_t>(ctx, args);
+    else propagate_nan_as<float>(ctx, args);
   }
-
-  // The same for a bf16 pooling (bf16 programs pool bf16 into bf16), on the bit patterns: NaN is
-  // exactly |bits| > 0x7f80, so the screen is a vector max of the 15 magnitude bits.
-  void propagate_nan_bf16(RunContext& ctx, const std::unordered_map<int, dnnl::memory>& args) const {
-    const uint16_t* x = static_cast<const uint16_t*>(args.at(DNNL_ARG_SRC).get_data_handle());
-    const int64_t nx = static_cast<int64_t>(src_md_.get_size() / sizeof(uint16_t));
+  template <class T> void propagate_nan_as(RunContext& ctx, const std::unordered_map<int, dnnl::memory>& args) const {
+    using S = NanScan<T>;
+    const T* x = static_cast<const T*>(args.at(DNNL_ARG_SRC).get_data_handle());
+    const int64_t nx = static_cast<int64_t>(src_md_.get_size() / sizeof(T));
     std::atomic<int> any{0};
     parallel_range(nx, ctx.num_threads, [&](int64_t b, int64_t e) {
-      int16_t top = 0;
-#pragma omp simd reduction(max : top)
-      for (int64_t i = b; i < e; ++i) top = std::max<int16_t>(top, static_cast<int16_t>(x[i] & 0x7fff));
-      if (top > 0x7f80) any = 1;
+      if (S::any_nan(x + b, e - b)) any = 1;
     }, 65536);
     if (!any) return;
-    const uint16_t inf = 0x7f80, lowest = 0xff7f, nan = 0x7fc0;
-    std::vector<uint16_t> xm(nx), ym(dst_md_.get_size() / sizeof(uint16_t));
-    for (int64_t i = 0; i < nx; ++i) xm[i] = (x[i] & 0x7fff) > inf ? inf : (x[i] == inf ? lowest : x[i]);
+    std::vector<T> xm(nx), ym(dst_md_.get_size() / sizeof(T));
+    for (int64_t i = 0; i < nx; ++i) xm[i] = S::is_nan(x[i]) ? S::inf : (x[i] == S::inf ? S::lowest : x[i]);
     auto& eng = cpu_engine();
     std::unordered_map<int, dnnl::memory> marked(args);
     marked[DNNL_ARG_SRC] = dnnl::memory(src_md_, eng, xm.data());
     marked[DNNL_ARG_DST] = dnnl::memory(dst_md_, eng, ym.data());
     prim_.execute(*ctx.stream, marked);
     ctx.stream->wait();
-    uint16_t* y = static_cast<uint16_t*>(args.at(DNNL_ARG_DST).get_data_handle());
+    T* y = static_cast<T*>(args.at(DNNL_ARG_DST).get_data_handle());
     for (size_t i = 0; i < ym.size(); ++i)
-      if (ym[i] == inf) y[i] = nan;
+      if (ym[i] == S::inf) y[i] = S::nan;
   }
   std::unique_ptr<Bound> bind(const TensorView* in, size_t, const TensorView* out, size_t, void* scratch) override {
     auto b = std::make_unique<ConvBound>();
@@ -827,6 +827,21 @@ std::unique_ptr<Kernel> make_dnnl_matmul(NodeDesc& n) {
   // 1-D operands: a -> [1, K], b -> [K, 1]; transposing a vector changes nothing.
   if (a.size() == 1) { a = {1, a[0]}; ta = false; }
   if (b.size() == 1) { b = {b[0], 1}; tb = false; }
+  // Constant 2-D weights (B's leading dimensions all 1) under an A of rank > 2: one product of
+  // all of A's rows, [M, K] x [K, N], the same bytes in and out. Taken as batches ([1, 7, 7, 768]
+  // is 7 products of 7 rows each, the weights broadcast) oneDNN runs one small GEMM per batch
+  // and streams the whole weight matrix through each: ConvNeXt-T's last-stage MLP MatMuls took
+  // ~9.5 ms each at 1 thread where OpenVINO's fully connected takes ~3.9. Not with the
+  // operations that need A's own dimensions: a transposed or permuted A, a permuted result, a
+  // broadcast binary operand (add_input).
+  if (n.is_const(1) && !ta && a.size() > 2 && b.size() >= 2 && n.attrs.ints("perm_a", {}).empty() &&
+      n.attrs.ints("perm_b", {}).empty() && n.attrs.ints("perm_out", {}).empty() && n.attrs.i("add_input", -1) < 0 &&
+      std::all_of(b.begin(), b.end() - 2, [](int64_t d) { return d == 1; })) {
+    int64_t rows = 1;
+    for (size_t d = 0; d + 1 < a.size(); ++d) rows *= a[d];
+    a = {rows, a.back()};
+    b = {b[b.size() - 2], b.back()};
+  }
   int rank = static_cast<int>(std::max(a.size(), b.size()));
   // Stored shapes (before transposition) pad to rank; logical dims come from the descriptors.
   // perm_a/perm_b: the operand is a Transpose of the stored tensor, read through its strides.

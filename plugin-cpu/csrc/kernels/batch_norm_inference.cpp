@@ -1,8 +1,11 @@
 // BatchNormInference-5: per-channel (axis 1) gamma * (x - mean) / sqrt(var + eps) + beta.
 // Usually folded into the preceding convolution at compile time; this kernel runs the rest.
+#include "core/bf16_bits.hpp"
 #include "core/binary_blocked.hpp"
 #include "core/dnnl_util.hpp"
 #include "kernels/common.hpp"
+
+#include <immintrin.h>
 
 namespace opforge_cpu {
 
@@ -67,13 +70,57 @@ void scale_shift_rows(const float* __restrict x, float* __restrict y, const floa
   }
 }
 
+// The same on bf16 rows (a bf16 program's DenseNet concatenation, see emit.py _bf16_storable):
+// f32 arithmetic on the exact f32 value of each element, the result rounded to nearest even
+// (NaN kept). AVX512_BF16 by hand: GCC's vectorisation of the portable loop (bf16_bits.hpp's
+// rounding select) ran 2x slower than the f32 kernel on twice the bytes; the portable loop is
+// for hosts without it.
+// `y` is bf16 (uint16_t) or, where the result leaves the bf16 part of the program (DenseNet's
+// last BN -> ReLU before the global pooling), f32.
+template <class Out>
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+void scale_shift_row_bf16_avx512(const uint16_t* x, Out* y, const float* s, const float* t, int64_t c, bool relu) {
+  const __m512 zero = _mm512_setzero_ps();
+  for (int64_t i = 0; i < c; i += 16) {
+    const __mmask16 lanes = c - i >= 16 ? static_cast<__mmask16>(0xffff)
+                                        : static_cast<__mmask16>((1u << (c - i)) - 1u);
+    const __m512 v = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(lanes, x + i)), 16));
+    __m512 u = _mm512_fmadd_ps(v, _mm512_maskz_loadu_ps(lanes, s + i), _mm512_maskz_loadu_ps(lanes, t + i));
+    if (relu) u = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(u, zero, _CMP_LT_OQ), u, zero);  // NaN stays NaN
+    if constexpr (sizeof(Out) == 2) _mm256_mask_storeu_epi16(y + i, lanes, reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(u)));
+    else _mm512_mask_storeu_ps(y + i, lanes, u);
+  }
+}
+
+template <class Out>
+void scale_shift_rows_bf16(const uint16_t* x, Out* y, const float* s, const float* t, int64_t rows, int64_t c,
+                           bool relu) {
+  static const bool avx512_bf16 = __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw") &&
+                                  __builtin_cpu_supports("avx512vl");
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint16_t* xp = x + r * c;
+    Out* yp = y + r * c;
+    if (avx512_bf16) {
+      scale_shift_row_bf16_avx512(xp, yp, s, t, c, relu);
+      continue;
+    }
+    for (int64_t i = 0; i < c; ++i) {
+      const float u = bf16_bits_to_f32(xp[i]) * s[i] + t[i];
+      const float v = relu && u < 0.f ? 0.f : u;
+      if constexpr (sizeof(Out) == 2) yp[i] = f32_to_bf16_bits(v);
+      else yp[i] = v;
+    }
+  }
+}
+
 // An f32 nhwc input (brgconv's layout): the plain kernel's per-channel scale and shift (computed
 // in double from the four inputs at each run: C values), applied over pixels with the channels
 // as the vector, and a following ReLU fused (DenseNet's BN -> ReLU: one pass where oneDNN's batch
 // norm plus the NaN-keeping Relu were two, and oneDNN's own fused ReLU would turn NaN into 0).
 class ChannelsLastBatchNorm : public Kernel {
  public:
-  explicit ChannelsLastBatchNorm(const NodeDesc& n) {
+  // bf16: a bf16 input, written in bf16 unless `f32_out`
+  ChannelsLastBatchNorm(const NodeDesc& n, bool bf16, bool f32_out) : bf16_(bf16), f32_out_(bf16 && f32_out) {
     const Shape& s = n.in(0).shape;
     c_ = s[1];
     pixels_ = c_ > 0 ? numel(s) / c_ : 0;
@@ -88,17 +135,33 @@ class ChannelsLastBatchNorm : public Kernel {
       st[c] = static_cast<float>(scale);
       st[c_ + c] = static_cast<float>(b[c] - m[c] * scale);
     }
+    const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, c_));
+    if (bf16_) {
+      const auto* x = static_cast<const uint16_t*>(in[0].data);
+      parallel_range(pixels_, ctx.num_threads, [&](int64_t p0, int64_t p1) {
+        if (f32_out_)
+          scale_shift_rows_bf16(x + p0 * c_, static_cast<float*>(out[0].data) + p0 * c_, st, st + c_, p1 - p0, c_, relu_);
+        else
+          scale_shift_rows_bf16(x + p0 * c_, static_cast<uint16_t*>(out[0].data) + p0 * c_, st, st + c_, p1 - p0, c_,
+                                relu_);
+      }, grain);
+      return;
+    }
     const float* x = in[0].ptr<float>();
     float* y = out[0].ptr<float>();
     parallel_range(pixels_, ctx.num_threads, [&](int64_t p0, int64_t p1) {
       scale_shift_rows(x + p0 * c_, y + p0 * c_, st, st + c_, p1 - p0, c_, relu_);
-    }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, c_)));
+    }, grain);
   }
   size_t scratch_bytes() const override { return static_cast<size_t>(2 * c_) * sizeof(float); }
+  // (the planner takes it only where the sizes agree: not for bf16 -> f32)
   int inplace_input(int out) const override { return out == 0 ? 0 : -1; }
-  std::string impl_name() const override { return relu_ ? "scale_shift_relu:nhwc" : "scale_shift:nhwc"; }
+  std::string impl_name() const override {
+    return std::string(relu_ ? "scale_shift_relu:nhwc" : "scale_shift:nhwc") + (f32_out_ ? "_bf16_f32" : bf16_ ? "_bf16" : "");
+  }
 
  private:
+  bool bf16_ = false, f32_out_ = false;
   int64_t c_ = 1, pixels_ = 1;
   double eps_ = 1e-5;
   bool relu_ = false;
@@ -137,12 +200,20 @@ std::unique_ptr<Kernel> make_batch_norm_inference(NodeDesc& n) {
   const TensorInfo& x = n.in(0);
   if (x.blocked) {
     bool f32 = x.dtype == DType::f32 && x.md.get_data_type() == dnnl::memory::data_type::f32 && x.shape.size() >= 3;
-    for (size_t i = 1; i < n.inputs.size(); ++i) f32 = f32 && n.in(static_cast<int>(i)).dtype == DType::f32;
-    if (f32 && n.inputs.size() == 5 && x.shape.size() == 4 &&
-        x.md == dnnl::memory::desc(to_dims(x.shape), dnnl::memory::data_type::f32, dnnl::memory::format_tag::acdb)) {
-      n.outputs[0].blocked = true;
-      n.outputs[0].md = x.md;
-      return std::make_unique<ChannelsLastBatchNorm>(n);
+    bool params = n.inputs.size() == 5;
+    for (size_t i = 1; i < n.inputs.size(); ++i) params = params && n.in(static_cast<int>(i)).dtype == DType::f32;
+    f32 = f32 && params;
+    // nhwc, f32 or bf16 (a bf16 program's tensor, see emit.py _bf16_storable: written back in
+    // bf16 where the emitter set "bf16_output", for the bf16 convolution that reads it, else f32)
+    using dt = dnnl::memory::data_type;
+    for (dt t : {dt::f32, dt::bf16}) {
+      if (params && x.dtype == DType::f32 && x.shape.size() == 4 &&
+          x.md == dnnl::memory::desc(to_dims(x.shape), t, dnnl::memory::format_tag::acdb)) {
+        const bool f32_out = t == dt::bf16 && !n.attrs.b("bf16_output", false);
+        n.outputs[0].blocked = true;
+        n.outputs[0].md = f32_out ? dnnl::memory::desc(to_dims(x.shape), dt::f32, dnnl::memory::format_tag::acdb) : x.md;
+        return std::make_unique<ChannelsLastBatchNorm>(n, t == dt::bf16, f32_out);
+      }
     }
     // (oneDNN's batch norm has no ReLU that keeps NaN: a fused one runs on plain data)
     if (f32 && n.inputs.size() == 5 && !n.attrs.b("fused_relu", false)) return std::make_unique<DnnlBatchNorm>(n);

@@ -1,4 +1,6 @@
 // Concat. Plain inputs: for each outer index, one memcpy per input of its slab along the axis.
+// bf16 inputs in one layout (a bf16 program's Inception/Dense/Fire block) give a bf16 output in
+// that layout: half the bytes, and no f32 round trip between the block's convolutions.
 // Layout-flexible: when a convolution wrote an input in oneDNN's layout (nhwc, nChw16c), oneDNN's
 // concat reads it there and writes the output in that layout too (when every reader takes a
 // blocked tensor), so the next convolution or pooling reads it as it is. Before, each blocked
@@ -64,7 +66,8 @@ class DnnlConcatKernel : public DnnlKernel {
     const TensorInfo& y = n.outputs[0];
     dnnl::concat::primitive_desc pd;
     try {
-      pd = dnnl::concat::primitive_desc(cpu_engine(), dst_like(srcs.at(0), y), axis, srcs, default_attr());
+      pd = dnnl::concat::primitive_desc(cpu_engine(), dst_like(srcs.at(0), y, n.attrs.b("bf16_output", false)), axis,
+                                        srcs, default_attr());
     } catch (const dnnl::error&) {
       return;
     }
@@ -85,7 +88,7 @@ class DnnlConcatKernel : public DnnlKernel {
 
   // A descriptor of the output's dims in the layout of `src` (same dimension order and inner
   // blocks; dense strides recomputed for the output's sizes).
-  static dnnl::memory::desc dst_like(const dnnl::memory::desc& src, const TensorInfo& y) {
+  static dnnl::memory::desc dst_like(const dnnl::memory::desc& src, const TensorInfo& y, bool bf16_output) {
     const auto dims = to_dims(y.shape);
     const int nd = static_cast<int>(dims.size());
     const auto sstr = src.get_strides();
@@ -110,8 +113,12 @@ class DnnlConcatKernel : public DnnlKernel {
       strides[order[k]] = s;
       s *= outer[order[k]];
     }
-    // (the output's own type: a bf16 input does not make the output bf16)
-    const auto dt = dnnl_type(y.dtype);
+    // (bf16 for bf16 inputs, the convolution outputs of a bf16 program, where the emitter found
+    // every reader takes the concatenation in bf16 too, "bf16_output": emit.py _bf16_storable;
+    // else the output's own type: oneDNN then finds only its reference concat, and the plain
+    // path below converts)
+    const bool bf16 = bf16_output && src.get_data_type() == dnnl::memory::data_type::bf16;
+    const auto dt = bf16 ? dnnl::memory::data_type::bf16 : dnnl_type(y.dtype);
     if (blks.empty()) return dnnl::memory::desc(dims, dt, strides);
     // Rebuild with the inner blocks: the C API's blocking descriptor through a format tag is not
     // reachable generically, so only the layouts oneDNN's convolutions choose are rebuilt here.

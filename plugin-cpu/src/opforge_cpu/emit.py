@@ -232,6 +232,8 @@ class Emitter:
             return
         ins = [self.tensor(i) for i in node.inputs]
         attrs = attrs_dict(node)
+        if self._bf16_output(node, node.output(0)):
+            attrs["bf16_output"] = True  # a bf16 input stays bf16 (Concat, Relu: _bf16_passes)
         if self.bf16 and t == "Interpolate" and self._bf16_storable(node.output(0), self.order.get(node.id, -1)):
             attrs["bf16_output"] = True  # a bf16 nhwc input resized into bf16 (core/resample.cpp)
         if self.bf16 and t in ("RNNSequence", "GRUSequence", "LSTMSequence"):
@@ -554,7 +556,10 @@ class Emitter:
           (oneDNN pools in one type; ResNet's stem: 0.5 -> ~0.15 ms, half the bytes);
         * a residual Add that a later bf16 convolution takes as its post-op, reading ``out`` in
           place of its f32 copy (the convolution writes whatever its own readers take, see
-          ``_residual_conv``).
+          ``_residual_conv``);
+        * an op that passes bf16 on (``_bf16_passes``): Concat, AvgPool, Relu and BatchNorm,
+          whose own output is bf16-storable in turn, so an Inception/Dense/Fire block has no f32
+          round trip between its convolutions.
 
         Anything else reads f32 (a reader that got bf16 anyway would get a converting reorder:
         slower, never wrong)."""
@@ -578,9 +583,34 @@ class Emitter:
             elif r.type_name in ("Interpolate", "ConvolutionBackpropData", "GroupConvolutionBackpropData"):
                 if not self._bf16_upsampling(r, i, out):
                     return False
-            else:
+            elif not self._bf16_passes(r, i, out):
                 return False
         return True
+
+    def _bf16_passes(self, r: Node, i: int, out: Output) -> bool:
+        """Whether reader ``r`` takes ``out`` (its input ``i``) in bf16:
+
+        * a Concat or AvgPool whose own output is bf16-storable: oneDNN concatenates bf16 inputs
+          of one layout into bf16 (an input of another type or layout makes the whole Concat
+          f32, still right) and pools in one type;
+        * a Relu (a select on the bit patterns) or BatchNormInference (DenseNet's
+          pre-activation, ReLU fused; f32 arithmetic, rounded to bf16) on a 4-D data input:
+          they write bf16 where their output is bf16-storable (``_bf16_output``), else f32, so
+          the last block before a global pooling or a classifier stays bf16 up to them."""
+        t = r.type_name
+        if t not in ("Concat", "AvgPool", "Relu", "BatchNormInference") or r.output_specs[0].type is not Type.f32:
+            return False
+        if t != "Concat" and (i != 0 or len(out.shape) != 4):
+            return False
+        if t == "BatchNormInference":
+            return all(p.node.constant_value() is not None for p in r.inputs[1:])
+        return t == "Relu" or self._bf16_storable(r.output(0), self.order.get(r.id, -1))
+
+    def _bf16_output(self, node: Node, out: Output) -> bool:
+        """Whether Concat/Relu/BatchNormInference ``node``, writing ``out`` (a fused ReLU's), keeps
+        a bf16 input in bf16 (attribute ``bf16_output``): every reader of ``out`` takes bf16."""
+        return (self.bf16 and node.type_name in ("Concat", "Relu", "BatchNormInference")
+                and self._bf16_storable(out, self.order.get(node.id, -1)))
 
     def _bf16_upsampling(self, r: Node, i: int, out: Output) -> bool:
         """Whether a UNet decoder's upsampling ``r`` reads ``out`` (its input ``i``) in bf16:
@@ -690,6 +720,8 @@ class Emitter:
             self.absorbed.add(user.id)
             fused.append(user.name)
             out = user.output(0)
+        if self._bf16_output(node, out):
+            attrs["bf16_output"] = True  # DenseNet's pre-activation on a bf16 concatenation
         self.prog.add_node(fused[-1] if len(fused) > 1 else node.name, node.type_name, node.version, attrs,
                            [self.tensor(i) for i in node.inputs], [self.tensor(out)], fused)
 

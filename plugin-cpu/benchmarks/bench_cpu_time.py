@@ -1,4 +1,4 @@
-"""opforge CPU vs OpenVINO f32 at 1 thread by *process CPU time* per inference.
+"""opforge CPU vs OpenVINO f32 (or ``--precision bf16``: both in bf16) at 1 thread by *process CPU time* per inference.
 
 On a 2-core host shared with other busy tenants (load 4-7) a wall-clock median moves by 15 %
 between runs of the same build: it mostly measures who else got the cores. The CPU time a
@@ -42,16 +42,18 @@ def random_feeds(path: Path) -> dict[str, np.ndarray]:
     return feeds
 
 
-def requests(path: Path) -> tuple[Any, Any]:
+def requests(path: Path, precision: str = "f32") -> tuple[Any, Any]:
+    """bf16: opforge with the hint, OpenVINO at its default (bf16 on a bf16 host), as bench_cpu."""
     import openvino as ov
     import opforge
 
     core = opforge.Core()
     of = core.compile_model(core.read_model(str(path)), "CPU", {
-        "INFERENCE_NUM_THREADS": 1, "INFERENCE_PRECISION_HINT": "f32"}).create_infer_request()
-    ovr = ov.Core().compile_model(str(path), "CPU", {
-        "INFERENCE_NUM_THREADS": 1, "PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": 1,
-        "INFERENCE_PRECISION_HINT": "f32"}).create_infer_request()
+        "INFERENCE_NUM_THREADS": 1, "INFERENCE_PRECISION_HINT": precision}).create_infer_request()
+    config: dict[str, Any] = {"INFERENCE_NUM_THREADS": 1, "PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": 1}
+    if precision == "f32":
+        config["INFERENCE_PRECISION_HINT"] = "f32"
+    ovr = ov.Core().compile_model(str(path), "CPU", config).create_infer_request()
     return of, ovr
 
 
@@ -61,12 +63,13 @@ def main() -> None:
     ap.add_argument("--models-dir", type=Path, default=Path("/tmp/real-models"))
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--runs", type=int, default=5, help="runs per engine and round")
+    ap.add_argument("--precision", choices=("f32", "bf16"), default="f32")
     args = ap.parse_args()
     print("model                 CPU ms opforge  openvino  of/ov | wall of/ov  load")
     for name in args.models:
         path = Path(name) if name.endswith(".onnx") else args.models_dir / "onnx" / f"{name}.onnx"
         feeds = random_feeds(path)
-        engines = requests(path)
+        engines = requests(path, args.precision)
         for req in engines:
             for _ in range(3):
                 req.infer(feeds)

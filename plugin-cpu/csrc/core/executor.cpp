@@ -78,6 +78,9 @@ void Program::build_kernels() {
     const auto& sp = specs_[spec_index];
     if (sp.maker) return false;
     if (sp.attrs.b("plain_layout", false)) return false;
+    // a node the lowering marked to take its producer's layout as it is, where its kernel type
+    // in general does not (a bf16 MatMul reading the bf16 result of the MatMul before it)
+    if (sp.attrs.b("takes_blocked", false)) return true;
     const KernelEntry* e = find_kernel(sp.type);
     return e && e->layout_flexible;
   };

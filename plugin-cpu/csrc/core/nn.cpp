@@ -122,22 +122,6 @@ class WindowKernel : public Kernel {
     if (nan_max_) propagate_nan(ctx, b->args);
   }
 
-  // A bf16 MatMul that folds the Softmax of its source (attention's P x V, attribute softmax_a):
-  // the softmax of the f32 scores' rows is written as bf16 straight into the source buffer, in
-  // place of the f32 -> bf16 conversion of a softmax result (one pass over P instead of three);
-  // with the Add before the Softmax folded too (input softmax_add_input_: a mask or position bias
-  // that the bf16 Q x K^T cannot take as a post-op), the scores plus its rows.
-  void softmax_source(RunContext& ctx, const TensorView* in, ConvBound* b) const {
-    const float* x = static_cast<const float*>(b->reorder_args.at(DNNL_ARG_FROM).get_data_handle());
-    uint16_t* y = static_cast<uint16_t*>(b->reorder_args.at(DNNL_ARG_TO).get_data_handle());
-    const float* add = softmax_add_input_ >= 0 ? in[softmax_add_input_].ptr<float>() : nullptr;
-    const int64_t len = softmax_len_, rows = softmax_rows_, add_rows = softmax_add_rows_;
-    // ~20 flops an element (the exp): threads from 8192 elements on, as the Softmax kernel
-    parallel_range(rows, ctx.num_threads, [&](int64_t r0, int64_t r1) {
-      softmax_rows_bf16(x, add, add_rows, y, r0, r1, len);
-    }, std::max<int64_t>(1, 8192 / len));
-  }
-
   // Whether a bf16 source holds only finite values (see regroup_bf16): inf and NaN are exactly
   // the patterns with |bits| >= 0x7f80, so one vector max of the 15 magnitude bits.
   bool finite_bf16(RunContext& ctx, const dnnl::memory& src) const {
@@ -163,6 +147,22 @@ class WindowKernel : public Kernel {
     exact_scratch_md_ = pd.scratchpad_desc();
     // (bind places the source's reorder buffer after prim_scratch_ bytes: room for either)
     prim_scratch_ = std::max(prim_scratch_, (exact_scratch_md_.get_size() + 63) / 64 * 64);
+  }
+
+  // A bf16 MatMul that folds the Softmax of its source (attention's P x V, attribute softmax_a):
+  // the softmax of the f32 scores' rows is written as bf16 straight into the source buffer, in
+  // place of the f32 -> bf16 conversion of a softmax result (one pass over P instead of three);
+  // with the Add before the Softmax folded too (input softmax_add_input_: a mask or position bias
+  // that the bf16 Q x K^T cannot take as a post-op), the scores plus its rows.
+  void softmax_source(RunContext& ctx, const TensorView* in, ConvBound* b) const {
+    const float* x = static_cast<const float*>(b->reorder_args.at(DNNL_ARG_FROM).get_data_handle());
+    uint16_t* y = static_cast<uint16_t*>(b->reorder_args.at(DNNL_ARG_TO).get_data_handle());
+    const float* add = softmax_add_input_ >= 0 ? in[softmax_add_input_].ptr<float>() : nullptr;
+    const int64_t len = softmax_len_, rows = softmax_rows_, add_rows = softmax_add_rows_;
+    // ~20 flops an element (the exp): threads from 8192 elements on, as the Softmax kernel
+    parallel_range(rows, ctx.num_threads, [&](int64_t r0, int64_t r1) {
+      softmax_rows_bf16(x, add, add_rows, y, r0, r1, len);
+    }, std::max<int64_t>(1, 8192 / len));
   }
 
   // oneDNN's pooling_max skips a NaN inside a window; ONNX (and ReduceMax here) give NaN. Only
@@ -274,13 +274,13 @@ class WindowKernel : public Kernel {
     wei_bytes_ = (want.get_size() + 63) / 64 * 64;
   }
   bool nan_max_ = false;  // a max pooling: see propagate_nan
-  int64_t softmax_len_ = 0, softmax_rows_ = 0;  // a folded Softmax of the source: see softmax_source
-  int softmax_add_input_ = -1;
-  int64_t softmax_add_rows_ = 1;
   bool has_exact_ = false;  // a regrouped convolution (regroup_bf16) and its exact twin
   dnnl::primitive exact_prim_;
   dnnl::memory exact_weights_;
   dnnl::memory::desc exact_scratch_md_;
+  int64_t softmax_len_ = 0, softmax_rows_ = 0;  // a folded Softmax of the source: see softmax_source
+  int softmax_add_input_ = -1;
+  int64_t softmax_add_rows_ = 1;
   dnnl::memory::desc src_md_, src_user_md_, dst_md_, weights_md_, bias_md_, scratch_md_, workspace_md_;
   dnnl::memory weights_;
   dnnl::memory bias_;  // a constant bias converted at compile time (bf16 depthwise)
@@ -918,6 +918,24 @@ std::unique_ptr<Kernel> make_dnnl_matmul(NodeDesc& n) {
     // P x V) are converted into scratch like the source, in their own layout.
     auto abf = perm_a.empty() ? dnnl::memory::desc(amd.get_dims(), dnnl::memory::data_type::bf16, amd.get_strides())
                               : dense_bf16_keeping_inner(amd);
+    // src_bf16: the source is the bf16 result of the bf16 MatMul before (its bf16_output, the
+    // executor passes it as it is: attribute takes_blocked), read without a conversion
+    const bool src_bf16 = n.in(0).blocked;
+    auto a_user = amd;
+    if (src_bf16) {
+      const auto& md = n.in(0).md;
+      if (md.get_data_type() != dnnl::memory::data_type::bf16 || md.get_dims() != amd.get_dims() || !perm_a.empty() ||
+          ta || softmax_a)
+        throw CompileFailure("MatMul: a bf16 source must be plain, untransposed and of the product's rank");
+      abf = a_user = md;
+    }
+    // bf16_output (emit.py _bf16_matmul_output): every reader is such a MatMul, so the result is
+    // written in bf16 (half the bytes, no conversion in the reader); not with a sum post-op
+    // (in place over an f32 residual) or a permuted destination
+    const auto cmd_f32 = cmd;
+    const bool dst_bf16 = n.attrs.b("bf16_output", false) && !n.allow_blocked_output.empty() &&
+                          n.allow_blocked_output[0] && perm_out.empty() && sum_input < 0;
+    if (dst_bf16) cmd = plain_md(DType::bf16, Shape(cd.begin(), cd.end()));
     auto bbf = w_const ? dnnl::memory::desc(bd, dnnl::memory::data_type::bf16, dnnl::memory::format_tag::any)
                : perm_b.empty() ? dnnl::memory::desc(bd, dnnl::memory::data_type::bf16, bmd_user.get_strides())
                                 : dense_bf16_keeping_inner(bmd_user);
@@ -925,15 +943,26 @@ std::unique_ptr<Kernel> make_dnnl_matmul(NodeDesc& n) {
     bool ok = false;
     try {
       bpd = mk(abf, bbf);
-      // (a folded Softmax needs the bf16 source: oneDNN's reference kernel is slow, still right)
-      ok = !is_reference_impl(bpd) || softmax_a;
+      if (dst_bf16 && is_reference_impl(bpd)) {  // an f32 result then
+        cmd = cmd_f32;
+        bpd = mk(abf, bbf);
+      }
+      // (a folded Softmax and a bf16 source need the bf16 kernel: oneDNN's reference one is slow,
+      // still right)
+      ok = !is_reference_impl(bpd) || softmax_a || src_bf16;
     } catch (const dnnl::error& e) {
-      if (softmax_a) throw CompileFailure(std::string("MatMul with a folded Softmax: oneDNN has no bf16 kernel: ") + e.what());
+      if (softmax_a || src_bf16)
+        throw CompileFailure(std::string("MatMul with a folded Softmax or a bf16 source: oneDNN has no bf16 kernel: ") +
+                             e.what());
       ok = false;
     }
     if (ok) {
       auto k = std::make_unique<WindowKernel>();
-      k->finish(dnnl::matmul(bpd), bpd, amd);
+      k->finish(dnnl::matmul(bpd), bpd, a_user);
+      if (bpd.dst_desc().get_data_type() == dnnl::memory::data_type::bf16) {
+        n.outputs[0].md = bpd.dst_desc();
+        n.outputs[0].blocked = true;
+      }
       if (softmax_a) {
         // the bf16 source in scratch is dense row-major (abf: amd's plain strides), rows of K
         k->softmax_len_ = n.in(0).shape.back();
@@ -980,6 +1009,7 @@ std::unique_ptr<Kernel> make_dnnl_matmul(NodeDesc& n) {
       }
       return k;
     }
+    cmd = cmd_f32;
   }
   auto bmd = w_const ? dnnl::memory::desc(bd, dnnl::memory::data_type::f32, dnnl::memory::format_tag::any) : bmd_user;
   if (w_const && perm_a.empty() && add_input < 0 && perm_out.empty()) {

@@ -115,6 +115,8 @@ class Emitter:
         self.const_nodes: dict[int, Node] = {}
         #: node id -> its place in the emission order (where its step runs)
         self.order: dict[int, int] = {}
+        #: MatMul results written in bf16 for the bf16 MatMuls that read them (_bf16_matmul_output)
+        self.bf16_matmul_results: set[Output] = set()
 
     # --- tensors ---------------------------------------------------------------------------
     def tensor(self, out: Output) -> int:
@@ -369,7 +371,12 @@ class Emitter:
             # bf16 operands, f32 accumulation and output (see core/nn.cpp); constant weights
             # packed as bf16 once
             attrs["bf16"] = True
-            attrs["bf16_output"] = not is_mm and self._bf16_storable(cur, self.order.get(node.id, -1))
+            attrs["bf16_output"] = (self._bf16_matmul_output(cur, perm_out, sum_input) if is_mm
+                                    else self._bf16_storable(cur, self.order.get(node.id, -1)))
+            if is_mm and attrs["bf16_output"]:
+                self.bf16_matmul_results.add(cur)
+            if is_mm and operands[0] in self.bf16_matmul_results:
+                attrs["takes_blocked"] = True  # that bf16 result as it is (core/executor.cpp)
             if softmax_a:
                 attrs["softmax_a"] = True
                 if addend is not None:
@@ -477,6 +484,23 @@ class Emitter:
             return False
         axis = int(getattr(t.attrs, "axis", 1))
         return (axis + rank if axis < 0 else axis) == rank - 1
+
+    def _bf16_matmul_output(self, out: Output, perm_out: list[int] | None, sum_input: int) -> bool:
+        """Whether a bf16 MatMul writes its result ``out`` in bf16: it is no model output and
+        every reader is a bf16 MatMul with constant weights reading it as its plain source (a
+        transformer's FFN: the GELU'd expansion read by the projection back), which then takes it
+        as it is instead of converting an f32 tensor (half the bytes written and read). Not with a
+        sum post-op (in place over the f32 residual) or a permuted destination."""
+        readers = self.uses.get(out, [])
+        if not self.bf16 or perm_out is not None or sum_input >= 0 or not readers or len(out.shape) < 2:
+            return False
+        for r, i in readers:
+            if (r.type_name != "MatMul" or not r.op.is_standard or find_plugin_kernel(self.kernels, r) is not None
+                    or i != 0 or r.inputs[1] == out or r.inputs[1].node.constant_value() is None
+                    or bool(getattr(r.attrs, "transpose_a", False)) or len(r.inputs[1].shape) > len(out.shape)
+                    or out.element_type is not Type.f32):
+                return False
+        return True
 
     def _softmax_add(self, softmax: Node) -> tuple[Output, Output] | None:
         """(the scores, the addend) when the input of a folded ``softmax`` is an Add of run-time

@@ -401,10 +401,12 @@ class Emitter:
         lead = (1,) * (len(out_shape) - len(shape)) + shape
         if (not self.bf16 and len(out_shape) >= 3 and len(lead) == len(out_shape)
                 and lead[-2:] == tuple(out_shape[-2:]) and lead[-3] in (1, out_shape[-3])
-                and all(d == 1 for d in lead[:-3])):
+                and all(d == 1 for d in lead[:-3]) and all(d == 1 for d in out_shape[:-3])):
             # f32: also GPT-2's causal mask [1, 1, S, S] and T5's position bias [1, H, S, S]
             # (one batch): the f32 brgemm MatMul takes them (brg:avx512_core, checked in
-            # test_cpu_attention_f32.py)
+            # test_cpu_attention_f32.py). Not over several batches: Swin's relative position
+            # bias [1, H, 49, 49] over 64 windows [64, H, 49, 49] got oneDNN's reference
+            # kernel (tv_swin_t f32 3.6 s where the MatMul and an Add step take ~0.1)
             return True
         if len(shape) > len(out_shape) or any(d != 1 for d in shape[:-1]):
             return False

@@ -17,6 +17,9 @@ from opforge.graph import Model
     ((100, 65), (1, 0), np.int64),                 # one plane, 8-byte elements
     ((3, 17, 9), (2, 0, 1), np.float32),           # too small for tiles: the row path
     ((1, 128, 4, 64), (0, 2, 1, 3), np.float32),   # head split: contiguous inner rows
+    ((1, 48, 64, 64), (0, 2, 3, 1), np.float32),   # ConvNeXt/EdgeNeXt NCHW -> NHWC: tiled, inner 48
+    ((1, 64, 64, 48), (0, 3, 1, 2), np.float32),   # and back: tiled, power-of-two inner (4096)
+    ((2, 20, 9, 7), (0, 2, 3, 1), np.float32),     # inner 20, 63 rows: partial tiles both ways
 ])
 @pytest.mark.parametrize("threads", [1, 2])
 def test_transpose_matches_numpy(core: Any, shape: tuple[int, ...], perm: tuple[int, ...], dtype: Any,

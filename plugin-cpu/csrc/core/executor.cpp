@@ -78,11 +78,16 @@ void Program::build_kernels() {
     const auto& sp = specs_[spec_index];
     if (sp.maker) return false;
     if (sp.attrs.b("plain_layout", false)) return false;
-    // a node the lowering marked to take its producer's layout as it is, where its kernel type
-    // in general does not (a bf16 MatMul reading the bf16 result of the MatMul before it)
-    if (sp.attrs.b("takes_blocked", false)) return true;
     const KernelEntry* e = find_kernel(sp.type);
     return e && e->layout_flexible;
+  };
+  // Whether step `spec_index` takes tensor `t` in its producer's layout: a flexible kernel, or
+  // input 0 of a node the lowering marked (attribute takes_blocked: a bf16 MatMul reading the
+  // bf16 result of the MatMul before it; its other inputs get plain data as usual)
+  auto takes_as_is = [&](int spec_index, int t) {
+    const auto& sp = specs_[spec_index];
+    return flexible(spec_index) ||
+           (!sp.maker && sp.attrs.b("takes_blocked", false) && !sp.inputs.empty() && sp.inputs[0] == t);
   };
 
   for (size_t s = 0; s < specs_.size(); ++s) {
@@ -99,9 +104,8 @@ void Program::build_kernels() {
                                  "error of the CPU lowering; please report it with the model)");
     }
     // Non-flexible readers get plain data: insert a reorder for each blocked input.
-    bool flex = flexible(static_cast<int>(s));
     for (auto& t : sp.inputs) {
-      if (t < 0 || !tensors_[t].info.blocked || flex) continue;
+      if (t < 0 || !tensors_[t].info.blocked || takes_as_is(static_cast<int>(s), t)) continue;
       TensorInfo plain = tensors_[t].info;
       plain.blocked = false;
       plain.md = dnnl::memory::desc();
@@ -138,7 +142,7 @@ void Program::build_kernels() {
     for (int t : sp.outputs) {
       d.outputs.push_back(tensors_[t].info);
       bool allow = !tensors_[t].is_output && !readers[t].empty();
-      for (int r : readers[t]) allow = allow && flexible(r);
+      for (int r : readers[t]) allow = allow && takes_as_is(r, t);
       d.allow_blocked_output.push_back(allow);
     }
     // A small step's primitives are created for one thread (oneDNN fixes a primitive's split

@@ -911,6 +911,10 @@ std::unique_ptr<Kernel> make_dnnl_matmul(NodeDesc& n) {
   if (softmax_a && (!n.attrs.b("bf16", false) || !perm_a.empty() || ta || n.in(0).shape.size() < 2 ||
                     n.in(0).shape.back() <= 0))
     throw CompileFailure("MatMul: a folded Softmax needs a bf16 MatMul of a plain, untransposed source of rank >= 2");
+  // only the source of a bf16 MatMul arrives in its producer's layout (takes_blocked, bf16)
+  for (size_t i = 0; i < n.inputs.size(); ++i)
+    if (n.in(static_cast<int>(i)).blocked && (i > 0 || !n.attrs.b("bf16", false)))
+      throw CompileFailure("MatMul: input " + std::to_string(i) + " arrived in a blocked layout it cannot read");
   if (n.attrs.b("bf16", false)) {
     // INFERENCE_PRECISION_HINT=bf16: bf16 operands, f32 accumulation, bias and output. The f32
     // source is converted into scratch before each run (a WindowKernel does exactly that);

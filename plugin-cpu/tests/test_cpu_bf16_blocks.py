@@ -248,3 +248,31 @@ def test_bf16_max_pool_orders_specials_exactly(core: Any) -> None:
     assert "bf16" in rows["pool"].exec_type, rows["pool"].exec_type
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     np.testing.assert_array_equal(got[~np.isnan(want)], want[~np.isnan(want)])  # (+0 == -0)
+
+
+@needs_bf16
+@pytest.mark.parametrize(("k", "stride", "pad", "exclude", "rounding"), [
+    (3, 1, 1, False, "floor"),  # Inception's pooling branch (the padding counted)
+    (3, 1, 1, True, "floor"),
+    (2, 2, 0, False, "floor"),  # DenseNet's transition
+    (3, 2, 1, True, "ceil"),
+    (3, 2, 0, False, "ceil"),  # the padding counted past the explicit pads: oneDNN's pooling
+])
+def test_bf16_avg_pool_geometries(core: Any, k: int, stride: int, pad: int, exclude: bool, rounding: str) -> None:
+    # a bf16 AvgPool between two bf16 convolutions agrees with the f32 program within bf16
+    # rounding, NaN and inf where f32 has them (positive weights: a pixel's +inf stays +inf)
+    xp = param("x", [1, 8, 15, 15])
+    h = conv(xp, 8, 40, 1, 1, "in", relu=False, positive=True)
+    p = opforge.op("AvgPool", h, strides=[stride, stride], pads_begin=[pad, pad], pads_end=[pad, pad],
+                   kernel=[k, k], exclude_pad=exclude, rounding_type=rounding, auto_pad="explicit", name="pool")
+    model = Model([conv(p, 40, 8, 1, 2, "out", relu=False, positive=True)], [xp], name="avg_pool")
+    x = rand((1, 8, 15, 15), seed=4)
+    x[0, :, 2, 3] = np.nan
+    x[0, :, 11, 12] = np.inf
+    want, _ = run(core, model, x, "f32")
+    got, rows = run(core, model, x, "bf16")
+    assert "bf16" in rows["pool"].exec_type, rows["pool"].exec_type
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_array_equal(np.isposinf(got), np.isposinf(want))
+    finite = np.isfinite(want)
+    assert_bf16_close(got[finite], want[finite])

@@ -703,7 +703,7 @@ def main() -> int:
     args = ap.parse_args()
     if args.list:
         for spec in MODELS.values():
-            print(f"{spec.name:<22}{spec.family:<8}{spec.about}")
+            print(f"{spec.name:<24}{spec.family:<8}{spec.about}")
         return 0
     os.environ.setdefault("GLOG_minloglevel", "2")  # paddle's INFO lines
     warnings.filterwarnings("ignore")

@@ -927,10 +927,18 @@ std::unique_ptr<Kernel> make_dnnl_matmul(NodeDesc& n) {
     const bool src_bf16 = n.in(0).blocked;
     auto a_user = amd;
     if (src_bf16) {
-      const auto& md = n.in(0).md;
-      if (md.get_data_type() != dnnl::memory::data_type::bf16 || md.get_dims() != amd.get_dims() || !perm_a.empty() ||
-          ta || softmax_a)
-        throw CompileFailure("MatMul: a bf16 source must be plain, untransposed and of the product's rank");
+      auto md = n.in(0).md;
+      if (md.get_data_type() != dnnl::memory::data_type::bf16 || !perm_a.empty() || ta || softmax_a)
+        throw CompileFailure("MatMul: a bf16 source must be plain and untransposed");
+      if (md.get_dims() != amd.get_dims()) {
+        // the producer or this MatMul took A's rows as one [M, K] matrix (constant 2-D weights):
+        // the same dense bytes under the other's dimensions
+        try {
+          md = md.reshape(amd.get_dims());
+        } catch (const dnnl::error&) {
+          throw CompileFailure("MatMul: a bf16 source whose dimensions do not reshape to the product's");
+        }
+      }
       abf = a_user = md;
     }
     // bf16_output (emit.py _bf16_matmul_output): every reader is such a MatMul, so the result is

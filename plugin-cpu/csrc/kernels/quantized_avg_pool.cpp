@@ -14,6 +14,13 @@
 #include "core/elementwise.hpp"
 #include "kernels/int8_layout.hpp"
 
+// the AVX-512 build of the loops, with FMA (the divisions' correction steps)
+#if defined(__x86_64__) && defined(__GNUC__)
+#define OPFORGE_AVG_POOL_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma")))
+#else
+#define OPFORGE_AVG_POOL_AVX512
+#endif
+
 namespace opforge_cpu {
 
 namespace {
@@ -86,16 +93,19 @@ class QuantizedAvgPoolKernel : public Kernel {
     const bool wide = int8_avx512();
     parallel_range(N_ * OH_, ctx.num_threads, [&](int64_t r0, int64_t r1) {
       if (wide) rows_avx512<I, O>(x, y, lo, hi, r0, r1);
-      else rows<I, O>(x, y, lo, hi, r0, r1);
+      else rows<I, O, false>(x, y, lo, hi, r0, r1);
     }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, OW_ * C_ * kh_ * kw_)));
   }
   template <class I, class O>
-  OPFORGE_INT8_AVX512 void rows_avx512(const I* x, O* y, float lo, float hi, int64_t r0, int64_t r1) const {
-    rows<I, O>(x, y, lo, hi, r0, r1);
+  OPFORGE_AVG_POOL_AVX512 void rows_avx512(const I* x, O* y, float lo, float hi, int64_t r0, int64_t r1) const {
+    rows<I, O, true>(x, y, lo, hi, r0, r1);
   }
   // Output rows [r0, r1) of N * OH. (Everything the loops read is a local: a store through a
   // byte pointer may alias any object the compiler can see, and the loops would not vectorise.)
-  template <class I, class O>
+  // (kFma: the AVX-512 build, whose divisions are a product and one FMA correction step: the
+  // correctly rounded quotient, as the reference's division, at a third of a vdivps's cost; two
+  // divisions per output were half the kernel's time)
+  template <class I, class O, bool kFma>
   OPFORGE_INT8_INLINE void rows(const I* x, O* y, float lo, float hi, int64_t r0, int64_t r1) const {
     const int64_t C = C_, H = H_, W = W_, OH = OH_, OW = OW_;
     // output strides: channel, pixel (oh * OW + ow), image
@@ -104,31 +114,59 @@ class QuantizedAvgPoolKernel : public Kernel {
     std::vector<float> real_v(C);
     int32_t* acc = acc_v.data();
     float* real = real_v.data();
+    // A window sliding by one column (Inception's 3x3 stride-1 pools) is summed in two passes:
+    // each input column's sum over the window's rows once per output row, then kw of those per
+    // output (kh + kw additions per output instead of kh * kw)
+    const bool separable = sw_ == 1 && kw_ > 1 && kh_ > 1;
+    std::vector<int32_t> cols_v(separable ? W * C : 0);
+    int32_t* cols = cols_v.data();
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t n = r / OH, oh = r % OH;
       int64_t h0, h1, ch0, ch1;
       clip(oh * sh_ - bh_, kh_, 0, H, h0, h1);
       if (exclude_) ch0 = h0, ch1 = h1;
       else clip(oh * sh_ - bh_, kh_, -bh_, H + eh_, ch0, ch1);
+      if (separable) {
+        for (int64_t i = 0; i < W * C; ++i) cols[i] = 0;
+        for (int64_t ih = h0; ih < h1; ++ih) {
+          const I* row = x + (n * H + ih) * W * C;
+          for (int64_t i = 0; i < W * C; ++i) cols[i] += row[i];
+        }
+      }
       for (int64_t ow = 0; ow < OW; ++ow) {
         int64_t w0, w1, cw0, cw1;
         clip(ow * sw_ - bw_, kw_, 0, W, w0, w1);
         if (exclude_) cw0 = w0, cw1 = w1;
         else clip(ow * sw_ - bw_, kw_, -bw_, W + ew_, cw0, cw1);
         for (int64_t c = 0; c < C; ++c) acc[c] = 0;
-        for (int64_t ih = h0; ih < h1; ++ih) {
-          const I* row = x + ((n * H + ih) * W + w0) * C;
-          for (int64_t iw = w0; iw < w1; ++iw, row += C)
-            for (int64_t c = 0; c < C; ++c) acc[c] += row[c];
+        if (separable) {
+          for (int64_t iw = w0; iw < w1; ++iw) {
+            const int32_t* col = cols + iw * C;
+            for (int64_t c = 0; c < C; ++c) acc[c] += col[c];
+          }
+        } else {
+          for (int64_t ih = h0; ih < h1; ++ih) {
+            const I* row = x + ((n * H + ih) * W + w0) * C;
+            for (int64_t iw = w0; iw < w1; ++iw, row += C)
+              for (int64_t c = 0; c < C; ++c) acc[c] += row[c];
+          }
         }
         const int32_t valid = static_cast<int32_t>((h1 - h0) * (w1 - w0));
         const float count = static_cast<float>((ch1 - ch0) * (cw1 - cw0));
         const int32_t zsum = valid * z_;
-        const float s = s_, so = so_, zo = zo_;
+        const float s = s_, so = so_, zo = zo_, inv_so = 1.f / so_, inv_count = 1.f / count;
         O* dst = y + n * sn + (oh * OW + ow) * sp;
         for (int64_t c = 0; c < C; ++c) {
           // (count 0: a window wholly in the padding, which exclude_pad refuses; NaN -> lo)
-          float v = static_cast<float>(acc[c] - zsum) * s / count / so;
+          float v = static_cast<float>(acc[c] - zsum) * s;
+          if constexpr (kFma) {
+            float q = v * inv_count;
+            v = __builtin_fmaf(__builtin_fmaf(-q, count, v), inv_count, q);
+            q = v * inv_so;
+            v = __builtin_fmaf(__builtin_fmaf(-q, so, v), inv_so, q);
+          } else {
+            v = v / count / so;
+          }
           const float big = 4194304.f, magic = 12582912.f;
           v = v > -big ? v : -big;
           v = v < big ? v : big;

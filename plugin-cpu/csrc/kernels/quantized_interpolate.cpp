@@ -11,6 +11,9 @@
 // and a two-tap row (linear upsampling) is combined, quantized and stored in one pass.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("no-trapping-math")  // see quantized_eltwise.cpp: the clamps vectorise
+// the weighted sums as products and additions, as the f32 reference rounds them: the AVX-512
+// build (with FMA, for the quotient) would otherwise contract them, and an ulp decides ties
+#pragma GCC optimize("fp-contract=off")
 #endif
 #include <cmath>
 #include <string>

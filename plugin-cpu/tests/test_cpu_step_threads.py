@@ -79,3 +79,20 @@ def test_two_streams_mix_serial_and_parallel_steps(core: Any) -> None:
     for t in workers:
         t.join()
     assert not errors, errors[0]
+
+
+def test_a_lone_small_step_between_parallel_ones_keeps_every_thread(core: Any) -> None:
+    """Pooling between two large convolutions: on one thread the worker would fall asleep after
+    the first and the second would pay its wake-up; the same pooling followed by small steps
+    (mixed_model) runs on one."""
+    x = param("x", [1, 32, 32, 32])
+    a = opforge.op("Convolution", x, const(rand((64, 32, 3, 3), seed=1) * 0.1), name="conv_a", **CONV)
+    pool = opforge.op("MaxPool", a, strides=[4, 4], pads_begin=[0, 0], pads_end=[0, 0], kernel=[4, 4],
+                      dilations=[1, 1], name="pool")
+    b = opforge.op("Convolution", pool.output(0), const(rand((64, 64, 3, 3), seed=2) * 0.1), name="conv_b", **CONV)
+    model = Model([b], [x], name="lone")
+    at2 = step_threads(core, model, 2)
+    assert at2["conv_a"] == 2 and at2["conv_b"] == 2 and at2["pool"] == 2, at2
+    feeds = [rand((1, 32, 32, 32), seed=4)]
+    outs = [check(core, model, feeds, rtol=1e-4, atol=1e-4, config={"INFERENCE_NUM_THREADS": n}) for n in (1, 2)]
+    np.testing.assert_allclose(outs[0][0], outs[1][0], rtol=1e-5, atol=1e-6)

@@ -74,6 +74,29 @@ void Program::build_kernels() {
   std::vector<char> all_packed(tensors_.size(), 1);
   for (size_t t = 0; t < tensors_.size(); ++t) pending[t] = static_cast<int>(readers[t].size());
 
+  // Each step's thread count, from every step's size and its neighbours' (step_threads.hpp).
+  std::vector<int> spec_threads;
+  {
+    std::vector<NodeDesc> light(specs_.size());
+    std::vector<char> keep_all(specs_.size(), 0);
+    for (size_t s = 0; s < specs_.size(); ++s) {
+      light[s].type = specs_[s].type;
+      light[s].attrs = specs_[s].attrs;
+      for (int t : specs_[s].inputs) {
+        InputDesc in;
+        if (t >= 0) in.info.shape = tensors_[t].info.shape;
+        light[s].inputs.push_back(in);
+      }
+      for (int t : specs_[s].outputs) {
+        TensorInfo out;
+        out.shape = tensors_[t].info.shape;
+        light[s].outputs.push_back(out);
+      }
+      keep_all[s] = specs_[s].maker ? 1 : 0;
+    }
+    spec_threads = plan_step_threads(light, keep_all, num_threads_);
+  }
+
   auto flexible = [&](int spec_index) {
     const auto& sp = specs_[spec_index];
     if (sp.maker) return false;
@@ -147,7 +170,7 @@ void Program::build_kernels() {
     }
     // A small step's primitives are created for one thread (oneDNN fixes a primitive's split
     // when it is created) and it runs with one; third-party kernels keep every thread.
-    const int step_nt = sp.maker ? num_threads_ : step_threads(d, num_threads_);
+    const int step_nt = spec_threads[s];
     d.num_threads = step_nt;
     std::unique_ptr<Kernel> k;
     try {

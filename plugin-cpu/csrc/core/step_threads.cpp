@@ -71,6 +71,33 @@ int step_threads(const NodeDesc& d, int max_threads) {
   return step_work(d) < serial_threshold() ? 1 : max_threads;
 }
 
+std::vector<int> plan_step_threads(const std::vector<NodeDesc>& nodes, const std::vector<char>& keep_all,
+                                   int max_threads) {
+  const int n = static_cast<int>(nodes.size());
+  std::vector<int> threads(n, max_threads);
+  if (max_threads <= 1) return std::vector<int>(n, 1);
+  for (int i = 0; i < n; ++i) threads[i] = keep_all[i] ? max_threads : step_threads(nodes[i], max_threads);
+  // A small step alone between two parallel ones stays parallel: the worker is still spinning
+  // from the step before, so its fork costs ~1 us, whereas one thread would let the worker
+  // fall asleep and the next step pay its wake-up. bert_small's LayerNorms (MVN between
+  // MatMuls) ran 5-9 % slower on one thread on a quiet host. Runs of small steps (a
+  // squeeze-and-excitation block: pool, two tiny convolutions, gate, scale) stay on one.
+  auto view = [&](int i) {
+    const std::string& t = nodes[i].type;
+    return t == "Reshape" || t == "Squeeze" || t == "Unsqueeze" || t == "Identity";
+  };
+  std::vector<int> lone;
+  for (int i = 0; i < n; ++i) {
+    if (threads[i] != 1 || view(i)) continue;
+    int prev = i - 1, next = i + 1;
+    while (prev >= 0 && view(prev)) --prev;
+    while (next < n && view(next)) ++next;
+    if (prev >= 0 && next < n && threads[prev] > 1 && threads[next] > 1) lone.push_back(i);
+  }
+  for (int i : lone) threads[i] = max_threads;
+  return threads;
+}
+
 int reorder_threads(int64_t elements, int max_threads) {
   if (max_threads <= 1) return 1;
   return 2.0 * static_cast<double>(elements) * kElementCost < serial_threshold() ? 1 : max_threads;

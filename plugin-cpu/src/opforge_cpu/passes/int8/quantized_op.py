@@ -12,6 +12,7 @@ from opforge.graph import Model, Node
 from opforge.opset.constant import Constant
 from opforge.transformations import pattern as p
 
+from opforge_cpu.ops._quantized import QuantizedOp
 from opforge_cpu.ops.quantized_convolution import QuantizedConvolution
 from opforge_cpu.ops.quantized_convolution_backprop_data import QuantizedConvolutionBackpropData
 from opforge_cpu.ops.quantized_mat_mul import QuantizedMatMul
@@ -170,7 +171,7 @@ class QuantizedOpFusion(p.MatcherPass):
         consts = [q_w, w_scale] + ([] if bias is None else [bias.astype(np.float32)])
         ins = [src.q] + [Node.create(Constant, [], {"value": np.ascontiguousarray(c)}, name=f"{node.name}/int8/{k}").output(0)
                          for k, c in zip(("weights", "weight_scales", "bias"), consts)]
-        op = QuantizedMatMul if is_mm else QuantizedConvolution
+        op: type[QuantizedOp] = QuantizedMatMul if is_mm else QuantizedConvolution
         if node.type_name == "ConvolutionBackpropData":
             op = QuantizedConvolutionBackpropData
         new = Node.create(op, ins, attrs, name=node.name if out is None else out.out.node.name)

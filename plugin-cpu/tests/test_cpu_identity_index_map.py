@@ -52,3 +52,33 @@ def test_no_op_pad_and_slice_are_copies(pad: int, gathers: int, precision: str) 
             np.testing.assert_array_equal(np.asarray(got[i]), w)  # data movement and Relu/Add/Neg: exact
     ran = [r.node_type for r in req.get_profiling_info() if r.status == "EXECUTED"]
     assert ran.count("IndexMap") == gathers, ran
+
+
+def test_index_map_copies_runs_and_gathers_the_rest() -> None:
+    """A map of whole runs of consecutive elements (a Slice of the last axis, GPT-NeoX's partial
+    rotary; a Pad of the last axis, padding runs included) is copied run by run
+    (``index_map:runs``); a strided Slice keeps the element-wise gather. Exact vs ONNX Runtime."""
+    def i64(name: str, v: Any) -> Any:
+        return numpy_helper.from_array(np.asarray(v, np.int64), name)
+
+    shape = [2, 3, 5, 32]
+    inits = [i64("s0", [8]), i64("e0", [24]), i64("ax", [3]), i64("st", [2]),
+             i64("pads", [0, 0, 0, 8, 0, 0, 0, 8]), numpy_helper.from_array(np.array(1.5, np.float32), "fill")]
+    nodes = [helper.make_node("Slice", ["x", "s0", "e0", "ax"], ["a"]),                # runs of 16
+             helper.make_node("Pad", ["x", "pads", "fill"], ["b"], mode="constant"),   # runs of 8, fill runs
+             helper.make_node("Slice", ["x", "s0", "e0", "ax", "st"], ["c"])]          # every other: gathers
+    graph = helper.make_graph(nodes, "runs", [helper.make_tensor_value_info("x", TP.FLOAT, shape)],
+                              [helper.make_tensor_value_info(n, TP.FLOAT, None) for n in "abc"], inits)
+    data = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    x = np.random.default_rng(8).standard_normal(shape).astype(np.float32)
+    want = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    core = opforge.Core()
+    for threads in (1, 2):
+        compiled = core.compile_model(core.read_model(data), "CPU", {"INFERENCE_NUM_THREADS": threads,
+                                                                     "ENABLE_PROFILING": True})
+        req = compiled.create_infer_request()
+        got = req.infer({"x": x})
+        for i, w in enumerate(want):
+            np.testing.assert_array_equal(np.asarray(got[i]), w)
+        impls = sorted(r.exec_type for r in req.get_profiling_info() if r.node_type == "IndexMap")
+        assert impls == ["index_map", "index_map:runs", "index_map:runs"], impls

@@ -226,7 +226,8 @@ def export(name: str, onnx_path: Path, npz_path: Path, opset: int) -> dict[str, 
         torch.onnx.export(net, args, str(onnx_path), input_names=list(inputs), output_names=["out"],
                           opset_version=opset, dynamo=True, external_data=False)
         exporter = "torch.onnx.export(dynamo=True)"
-    np.savez(npz_path, out=ref, **{f"in.{k}": v for k, v in inputs.items()})
+    arrays: dict[str, Any] = {f"in.{k}": v for k, v in inputs.items()}
+    np.savez(npz_path, out=ref, **arrays)
     versions = [f"torch {torch.__version__}"]
     for lib in ("torchvision", "timm", "transformers"):
         if lib in sys.modules:

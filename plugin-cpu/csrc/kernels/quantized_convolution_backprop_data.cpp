@@ -98,8 +98,7 @@ std::unique_ptr<Kernel> make_quantized_convolution_backprop_data(NodeDesc& n) {
   return k;
 }
 
-OPFORGE_KERNEL(QuantizedConvolutionBackpropData, make_quantized_convolution_backprop_data,
-               check_quantized_convolution_backprop_data)
-    .layout_flexible();
+// (on one line: test_cpu_kernel_registry.py reads the registrations from the sources)
+OPFORGE_KERNEL(QuantizedConvolutionBackpropData, make_quantized_convolution_backprop_data, check_quantized_convolution_backprop_data).layout_flexible();
 
 }  // namespace opforge_cpu

@@ -17,6 +17,7 @@
 #include <limits>
 #include <vector>
 
+#include "core/bf16_bits.hpp"
 #include "core/fast_exp.hpp"
 
 namespace opforge_cpu {
@@ -37,16 +38,6 @@ inline float softmax_exp(float x) {
 
 // exp(x[k] - max) into e[k] (e may be x: same index only); returns 1 / their sum. A row holding
 // a NaN or +inf fills e with NaN (returns 1, so the caller's scaling keeps it NaN).
-// f32 -> bf16 bits, round to nearest even (as oneDNN's reorder and vcvtneps2bf16); a NaN stays a
-// quiet NaN where the rounding add would carry it into inf. Branch-free: the loop vectorises.
-inline uint16_t f32_to_bf16_rne(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  const uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
-  const uint32_t quiet = (u >> 16) | 0x40u;
-  return static_cast<uint16_t>((u & 0x7FFFFFFFu) > 0x7F800000u ? quiet : rounded);
-}
-
 inline __attribute__((always_inline)) float softmax_exp_row(const float* x, float* e, int64_t len) {
   constexpr float kInf = std::numeric_limits<float>::infinity();
   // omp simd: vector partial maxima/sums, combined at the end
@@ -194,7 +185,7 @@ bool avx512_rows() {
 }
 
 // bf16 rows: e[k] * inv rounded to bf16 with AVX512_BF16's vcvtneps2bf16 (round to nearest
-// even, NaN stays a quiet NaN: what f32_to_bf16_rne computes, one instruction for 16)
+// even, NaN stays a quiet NaN: what f32_to_bf16_bits computes, one instruction for 16)
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma,avx512bf16")))
 void softmax_rows_bf16_avx512(const float* x, const float* add, int64_t add_rows, uint16_t* y, int64_t r0,
                               int64_t r1, int64_t len, float* e) {
@@ -237,7 +228,7 @@ void softmax_rows_bf16_generic(const float* x, const float* add, int64_t add_row
     }
     const float inv = softmax_exp_row(xr, e, len);
     uint16_t* yr = y + r * len;
-    for (int64_t k = 0; k < len; ++k) yr[k] = f32_to_bf16_rne(e[k] * inv);
+    for (int64_t k = 0; k < len; ++k) yr[k] = f32_to_bf16_bits(e[k] * inv);
   }
 }
 

@@ -33,6 +33,7 @@ from opforge_cpu._loader import load_core
 from opforge_cpu.data_dependent import DataDependentProgram
 from opforge_cpu.emit import Emitter, contiguous
 from opforge_cpu.passes.int8 import Int8Fusion
+from opforge_cpu.passes.shuffle_channels import ShuffleChannelsFusion
 from opforge_cpu.precision import LowerPrecision
 from opforge_cpu.support import supported_nodes
 
@@ -226,10 +227,12 @@ class CpuExecutable(PlannedExecutable[CpuPlan]):
     def planning_passes(self) -> list[Transformation]:
         """Run on every specialized model (in their ``sort_key`` order): BatchNorm folding, the
         GELU (erf, tanh)/LayerNorm/RMSNorm/SiLU fusions and Transpose merging (core's), the int8
-        regions (passes/int8/), then f32 compute for f16/bf16/f64 nodes without a kernel of
+        regions (passes/int8/), ShuffleNet's channel shuffle as one node (passes/shuffle_channels.py),
+        then f32 compute for f16/bf16/f64 nodes without a kernel of
         their type."""
         return [FoldBatchNormIntoConvolution(), FuseGeluErf(), FuseGeluTanh(), MergeTransposes(), FuseLayerNormToMVN(),
-                FuseRMSNormalization(), FuseSwish(), Int8Fusion(), LowerPrecision(self._core, self._kernels)]
+                FuseRMSNormalization(), FuseSwish(), Int8Fusion(), ShuffleChannelsFusion(),
+                LowerPrecision(self._core, self._kernels)]
 
     def build_plan(self, model: Model) -> CpuPlan:
         check_output_sizes(model)

@@ -593,6 +593,10 @@ class Emitter:
         if not readers or any(r.type_name == "Result" for r, _ in readers):
             return False
         for r, i in readers:
+            if r.type_name == "ShuffleChannels" and getattr(r.op, "cpu_internal", False):
+                if not self._shuffle_bf16(r):
+                    return False
+                continue
             if not r.op.is_standard or find_plugin_kernel(self.kernels, r) is not None:
                 return False
             if r.type_name in ("Convolution", "GroupConvolution"):
@@ -612,6 +616,13 @@ class Emitter:
             elif not self._bf16_passes(r, i, out):
                 return False
         return True
+
+    def _shuffle_bf16(self, node: Node) -> bool:
+        """Whether ShuffleChannels ``node`` (passes/shuffle_channels.py) moves bf16 branches into
+        bf16 parts (attribute ``bf16_output``): every part is bf16-storable in turn (the next
+        block's convolution, or the next shuffle whose parts are)."""
+        at = self.order.get(node.id, -1)
+        return self.bf16 and all(self._bf16_storable(o, at) for o in node.outputs())
 
     def _bf16_passes(self, r: Node, i: int, out: Output) -> bool:
         """Whether reader ``r`` takes ``out`` (its input ``i``) in bf16:

@@ -18,5 +18,8 @@ def emit_cpu_op(emitter: Any, node: Node) -> bool:
     from opforge_cpu.emit import attrs_dict  # (emit imports this module)
 
     fused = [str(n) for n in node.rt_info.get("fused_names") or [node.name]]
-    emitter.add(node, node.type_name, attrs_dict(node), [emitter.tensor(i) for i in node.inputs], node.outputs(), fused)
+    attrs = attrs_dict(node)
+    if node.type_name == "ShuffleChannels" and emitter._shuffle_bf16(node):
+        attrs["bf16_output"] = True  # bf16 branches shuffled into bf16 parts (emit.py _shuffle_bf16)
+    emitter.add(node, node.type_name, attrs, [emitter.tensor(i) for i in node.inputs], node.outputs(), fused)
     return True

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 import opforge
+import pytest
 from cpu_testing import check, const, param, rand
 from opforge.graph import Model
 
@@ -96,3 +97,30 @@ def test_a_lone_small_step_between_parallel_ones_keeps_every_thread(core: Any) -
     feeds = [rand((1, 32, 32, 32), seed=4)]
     outs = [check(core, model, feeds, rtol=1e-4, atol=1e-4, config={"INFERENCE_NUM_THREADS": n}) for n in (1, 2)]
     np.testing.assert_allclose(outs[0][0], outs[1][0], rtol=1e-5, atol=1e-6)
+
+
+def test_transposed_convolutions_keep_every_thread(tmp_path: Any) -> None:
+    """A transposed convolution's work is not in proportion to its tensors (each input element
+    scatters a whole kernel), so the small-step rule leaves it all threads, the int8 one
+    (QuantizedConvolutionBackpropData, a UNet decoder's upsampling in a QDQ model) included."""
+    pytest.importorskip("onnxruntime.quantization")
+    from int8_testing import quantize, save_model
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(7)
+    inits = [numpy_helper.from_array((rng.standard_normal(s) * 0.2).astype(np.float32), n)
+             for n, s in {"w0": (8, 4, 3, 3), "wt": (8, 8, 2, 2), "w1": (4, 8, 1, 1)}.items()]
+    nodes = [helper.make_node("Conv", ["x", "w0"], ["c0"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c0"], ["a"]),
+             helper.make_node("ConvTranspose", ["a", "wt"], ["t"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("Conv", ["t", "w1"], ["y"])]
+    src = save_model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 5, 5])],
+                     [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 10, 10])], inits,
+                     tmp_path / "f32.onnx")
+    q = quantize(src, tmp_path / "q.onnx", (1, 4, 5, 5), True, "u8")
+    core = opforge.Core()  # with the installed frontends: these are ONNX files
+    for path, kind in ((src, "ConvolutionBackpropData"), (q, "QuantizedConvolutionBackpropData")):
+        compiled = core.compile_model(core.read_model(str(path)), "CPU", {"INFERENCE_NUM_THREADS": 2})
+        (plan,) = compiled._executable.programs().values()
+        threads = [s["threads"] for s in plan.program.steps() if s["type"] == kind]
+        assert threads == [2], (kind, [(s["type"], s["threads"]) for s in plan.program.steps()])

@@ -64,7 +64,8 @@ int step_threads(const NodeDesc& d, int max_threads) {
   // transforms, contractions of any arity) or that choose their own threads keep them all.
   static const char* const kKeep[] = {"LSTMSequence", "GRUSequence", "RNNSequence", "NonMaxSuppression", "DFT", "IDFT",
                                       "RDFT", "IRDFT", "Einsum", "ConvolutionBackpropData",
-                                      "GroupConvolutionBackpropData", "DeformableConvolution", "TopK", "Unique",
+                                      "GroupConvolutionBackpropData", "QuantizedConvolutionBackpropData", "DeformableConvolution",
+                                      "TopK", "Unique",
                                       "ROIAlign", "GridSample", "TfIdfVectorizer", "CumSum"};
   for (const char* k : kKeep)
     if (t == k) return max_threads;

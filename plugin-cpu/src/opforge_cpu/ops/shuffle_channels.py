@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 from opforge.op import CostClass, InferContext, Op, OpAttrs, TensorSpec
+from opforge.shape import PartialShape
 
 
 class ShuffleChannelsAttrs(OpAttrs):
@@ -50,7 +51,7 @@ class ShuffleChannels(Op):
         if not a.splits or any(s < 0 for s in a.splits) or sum(a.splits) != c:
             raise ctx.error(f"splits {a.splits} do not add up to the {c} channels")
         t = types.pop()
-        return [TensorSpec(t, (n, s, h, w)) for s in a.splits]
+        return [TensorSpec(t, PartialShape((n, s, h, w))) for s in a.splits]
 
     @classmethod
     def evaluate(cls, attrs: Any, inputs: list[np.ndarray]) -> list[np.ndarray]:

@@ -96,11 +96,9 @@ class ShuffleChannelsKernel : public Kernel {
       parallel_range(batch_ * c, ctx.num_threads, [&](int64_t b, int64_t e) {
         for (int64_t job = b; job < e; ++job) {
           const int64_t nb = job / c, k = job % c;
-          int64_t p = 0;
-          while (p + 1 < parts && k >= part_first_[p + 1]) ++p;
           const int i = src_in_[k];
           const T* src = in[i].ptr<T>() + (nb * in_ch_[i] + src_ch_[k]) * hw_;
-          T* dst = out[p].ptr<T>() + (nb * part_ch_[p] + k - part_first_[p]) * hw_;
+          T* dst = output_plane<T>(out, nb, k);
           std::memcpy(dst, src, static_cast<size_t>(hw_) * sizeof(T));
         }
       }, std::max<int64_t>(1, 16384 / std::max<int64_t>(hw_, 1)));
@@ -137,15 +135,22 @@ class ShuffleChannelsKernel : public Kernel {
     parallel_range(batch_ * c, ctx.num_threads, [&](int64_t b, int64_t e) {
       for (int64_t job = b; job < e; ++job) {
         const int64_t nb = job / c, k = job % c;
-        int64_t p = 0;
-        while (p + 1 < parts && k >= part_first_[p + 1]) ++p;
         const int i = src_in_[k];
         const int64_t ci = in_ch_[i];
         const T* src = in[i].ptr<T>() + nb * hw_ * ci + src_ch_[k];
-        T* dst = out[p].ptr<T>() + (nb * part_ch_[p] + k - part_first_[p]) * hw_;
+        T* dst = output_plane<T>(out, nb, k);
         for (int64_t q = 0; q < hw_; ++q) dst[q] = src[q * ci];
       }
     }, std::max<int64_t>(1, 16384 / std::max<int64_t>(hw_, 1)));
+  }
+
+  // The plane of shuffled channel k of image nb in a planar (nchw) output: in the output part
+  // (of the split) that holds channel k.
+  template <class T> T* output_plane(TensorView* out, int64_t nb, int64_t k) const {
+    const int64_t parts = static_cast<int64_t>(part_ch_.size());
+    int64_t p = 0;
+    while (p + 1 < parts && k >= part_first_[p + 1]) ++p;
+    return out[p].ptr<T>() + (nb * part_ch_[p] + k - part_first_[p]) * hw_;
   }
 
   Layout in_, out_;

@@ -148,29 +148,46 @@ bool trailing(const std::vector<bool>& red) {
 }
 
 // f32 LayerNorm over the trailing axes (inside_sqrt, per-column or no gamma/beta): oneDNN's
-// layer_normalization primitive (vectorised; the hand-written loop above is scalar).
+// layer_normalization primitive (vectorised; the hand-written loop above is scalar). Under the
+// bf16 hint, where every reader takes bf16 as it is (emit.py _bf16_norm_output: the next
+// projections' bf16 MatMuls, a residual post-op), the destination is bf16: f32 statistics and
+// arithmetic, the output rounded to nearest even once (NaN kept), as OpenVINO's bf16 LayerNorm.
+// The projections then read it without converting an f32 copy first.
 class DnnlLayerNorm : public DnnlKernel {
  public:
-  DnnlLayerNorm(const NodeDesc& n, int64_t rows, int64_t cols, bool scale, bool shift) {
+  DnnlLayerNorm(const NodeDesc& n, int64_t rows, int64_t cols, bool scale, bool shift, bool bf16_dst) {
     dnnl::memory::desc md({rows, cols}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::ab);
+    dnnl::memory::desc dmd({rows, cols}, bf16_dst ? dnnl::memory::data_type::bf16 : dnnl::memory::data_type::f32,
+                           dnnl::memory::format_tag::ab);
     auto flags = dnnl::normalization_flags::none;
     if (scale) flags = flags | dnnl::normalization_flags::use_scale;
     if (shift) flags = flags | dnnl::normalization_flags::use_shift;
-    dnnl::layer_normalization_forward::primitive_desc pd(cpu_engine(), dnnl::prop_kind::forward_inference, md, md,
+    dnnl::layer_normalization_forward::primitive_desc pd(cpu_engine(), dnnl::prop_kind::forward_inference, md, dmd,
                                                          static_cast<float>(n.attrs.f("eps", 1e-9)), flags,
                                                          default_attr());
+    const char* impl = pd.impl_info_str();
+    if (bf16_dst && (impl == nullptr || std::string(impl).rfind("ref", 0) == 0))
+      throw dnnl::error(dnnl_unimplemented, "no fast bf16-destination layer normalization");  // f32 then
     set_primitive(dnnl::layer_normalization_forward(pd), pd);
     dnnl::memory::desc cmd({cols}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::a);
     arg_input(DNNL_ARG_SRC, 0, md);
     if (scale) arg_input(DNNL_ARG_SCALE, 2, cmd);
     if (shift) arg_input(DNNL_ARG_SHIFT, 3, cmd);
-    arg_output(DNNL_ARG_DST, 0, md);
+    arg_output(DNNL_ARG_DST, 0, dmd);
+    bf16_dst_ = bf16_dst;
   }
-  int inplace_input(int out) const override { return out == 0 ? 0 : -1; }
-  std::string impl_name() const override { return "layer_norm:" + DnnlKernel::impl_name(); }
+  // (a bf16 destination is half the source's size: written over it, a thread's rows would land
+  // on f32 rows another thread has not read yet)
+  int inplace_input(int out) const override { return out == 0 && !bf16_dst_ ? 0 : -1; }
+  std::string impl_name() const override {
+    return std::string(bf16_dst_ ? "layer_norm:bf16:" : "layer_norm:") + DnnlKernel::impl_name();
+  }
+
+ private:
+  bool bf16_dst_ = false;
 };
 
-std::unique_ptr<Kernel> try_dnnl_layer_norm(const NodeDesc& n) {
+std::unique_ptr<Kernel> try_dnnl_layer_norm(NodeDesc& n) {
   if (n.in(0).dtype != DType::f32 || n.in(0).blocked) return nullptr;
   if (!n.attrs.b("normalize_variance", true) || n.attrs.s("eps_mode", "inside_sqrt") != "inside_sqrt") return nullptr;
   const Shape& s = n.in(0).shape;
@@ -191,8 +208,22 @@ std::unique_ptr<Kernel> try_dnnl_layer_norm(const NodeDesc& n) {
     return n.inputs[i].info.dtype == DType::f32 && !sh.empty() && numel(sh) == cols;
   };
   if ((scale && !covers(2)) || (shift && !covers(3))) return nullptr;
+  const bool bf16_dst = n.attrs.b("bf16_output", false) && !n.allow_blocked_output.empty() &&
+                        n.allow_blocked_output[0];
+  if (bf16_dst) {
+    try {
+      auto k = std::make_unique<DnnlLayerNorm>(n, rows, cols, scale, shift, true);
+      // the plain bf16 rows; "blocked" (not the f32 plain layout): sized by this descriptor, and a
+      // reader that is no bf16 MatMul would get a converting reorder
+      n.outputs[0].md = plain_md(DType::bf16, n.outputs[0].shape);
+      n.outputs[0].blocked = true;
+      return k;
+    } catch (const dnnl::error&) {
+      // no bf16 destination here: the f32 one below
+    }
+  }
   try {
-    return std::make_unique<DnnlLayerNorm>(n, rows, cols, scale, shift);
+    return std::make_unique<DnnlLayerNorm>(n, rows, cols, scale, shift, false);
   } catch (const dnnl::error&) {
     return nullptr;
   }

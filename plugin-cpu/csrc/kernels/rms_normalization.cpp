@@ -5,6 +5,8 @@
 // pass is a plain multiply. A scale that broadcasts inside the normalised dims is expanded into
 // the request's scratch once per run, so the row loop always reads one scale value per column.
 #include "kernels/common.hpp"
+#include "core/bf16_bits.hpp"
+#include "core/dnnl_util.hpp"
 
 namespace opforge_cpu {
 
@@ -49,6 +51,33 @@ void rms_rows_f64(const double* x, const double* g, double* y, int64_t r0, int64
   rms_rows(x, g, y, r0, r1, cols, eps, one);
 }
 
+// The same rows written in bf16 (under the bf16 hint, where every reader is a bf16 MatMul that
+// takes it as it is: emit.py _bf16_norm_output): f32 sum of squares and products, each output
+// rounded to nearest even once (NaN kept, core/bf16_bits.hpp).
+__attribute__((target_clones("avx512f", "avx2", "default")))
+void rms_rows_f32_bf16(const float* x, const float* g, uint16_t* y, int64_t r0, int64_t r1, int64_t cols, float eps,
+                       bool one) {
+  const float n = static_cast<float>(cols);
+  for (int64_t r = r0; r < r1; ++r) {
+    const float* xp = x + r * cols;
+    uint16_t* yp = y + r * cols;
+    float part[kRmsLanes] = {};
+    int64_t i = 0;
+    for (; i + kRmsLanes <= cols; i += kRmsLanes)
+      for (int64_t l = 0; l < kRmsLanes; ++l) part[l] += xp[i + l] * xp[i + l];
+    for (; i < cols; ++i) part[0] += xp[i] * xp[i];
+    float sum = 0;
+    for (int64_t l = 0; l < kRmsLanes; ++l) sum += part[l];
+    const float inv = 1.f / std::sqrt(sum / n + eps);
+    if (one) {
+      const float f = inv * g[0];
+      for (int64_t c = 0; c < cols; ++c) yp[c] = f32_to_bf16_bits(xp[c] * f);
+    } else {
+      for (int64_t c = 0; c < cols; ++c) yp[c] = f32_to_bf16_bits(xp[c] * inv * g[c]);
+    }
+  }
+}
+
 static inline void rms_rows_of(const float* x, const float* g, float* y, int64_t r0, int64_t r1, int64_t cols,
                         float eps, bool one) {
   rms_rows_f32(x, g, y, r0, r1, cols, eps, one);
@@ -61,7 +90,7 @@ static inline void rms_rows_of(const double* x, const double* g, double* y, int6
 namespace {
 template <class T> class RmsNormKernel : public Kernel {
  public:
-  explicit RmsNormKernel(const NodeDesc& n) {
+  explicit RmsNormKernel(NodeDesc& n) {
     const Shape& s = n.in(0).shape;
     const int64_t r = static_cast<int64_t>(s.size());
     const int64_t axis = normalize_axis(n.attrs.i("axis", -1), r);
@@ -95,10 +124,23 @@ template <class T> class RmsNormKernel : public Kernel {
       }
     }
     one_ = count == 1 && cols_ != 1;
+    if constexpr (std::is_same_v<T, float>) {
+      bf16_out_ = n.attrs.b("bf16_output", false) && !n.allow_blocked_output.empty() && n.allow_blocked_output[0];
+      if (bf16_out_) {
+        // plain bf16 rows, "blocked" (not the f32 layout): sized by this descriptor, any reader
+        // that is not a bf16 MatMul gets a converting reorder
+        n.outputs[0].md = plain_md(DType::bf16, n.outputs[0].shape);
+        n.outputs[0].blocked = true;
+      }
+    }
   }
-  int inplace_input(int out) const override { return out == 0 ? 0 : -1; }
+  // (not in place when writing bf16: a thread's half-size rows would overwrite f32 rows another
+  // thread has not read yet)
+  int inplace_input(int out) const override { return out == 0 && !bf16_out_ ? 0 : -1; }
   size_t scratch_bytes() const override { return offsets_.empty() ? 0 : offsets_.size() * sizeof(T); }
-  std::string impl_name() const override { return offsets_.empty() ? "rms_norm" : "rms_norm_broadcast_scale"; }
+  std::string impl_name() const override {
+    return std::string(offsets_.empty() ? "rms_norm" : "rms_norm_broadcast_scale") + (bf16_out_ ? ":bf16" : "");
+  }
   void run(RunContext& ctx, const TensorView* in, TensorView* out, Bound*) override {
     const T* x = in[0].ptr<T>();
     const T* g = in[1].ptr<T>();
@@ -111,6 +153,15 @@ template <class T> class RmsNormKernel : public Kernel {
     const int64_t cols = cols_;
     const T eps = static_cast<T>(eps_);
     const bool one = one_;
+    if constexpr (std::is_same_v<T, float>) {
+      if (bf16_out_) {
+        uint16_t* yb = static_cast<uint16_t*>(out[0].data);
+        parallel_range(rows_, ctx.num_threads, [&](int64_t r0, int64_t r1) {
+          rms_rows_f32_bf16(x, g, yb, r0, r1, cols, eps, one);
+        }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, cols_)));
+        return;
+      }
+    }
     parallel_range(rows_, ctx.num_threads, [&](int64_t r0, int64_t r1) {
       rms_rows_of(x, g, y, r0, r1, cols, eps, one);
     }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, cols_)));
@@ -120,6 +171,7 @@ template <class T> class RmsNormKernel : public Kernel {
   int64_t rows_ = 1, cols_ = 1;
   double eps_ = 1e-5;
   bool one_ = false;
+  bool bf16_out_ = false;  // the output stored in bf16 (attribute bf16_output)
   std::vector<int64_t> offsets_;  // scale offset per column, when the scale broadcasts inside a row
 };
 }  // namespace

@@ -115,7 +115,9 @@ class Emitter:
         self.const_nodes: dict[int, Node] = {}
         #: node id -> its place in the emission order (where its step runs)
         self.order: dict[int, int] = {}
-        #: MatMul results written in bf16 for the bf16 MatMuls that read them (_bf16_matmul_output)
+        #: tensors written in bf16 for the bf16 MatMuls that read them as their source or
+        #: residual: MatMul results (_bf16_matmul_output), LayerNorm/RMSNorm outputs
+        #: (_bf16_norm_output)
         self.bf16_matmul_results: set[Output] = set()
 
     # --- tensors ---------------------------------------------------------------------------
@@ -238,6 +240,9 @@ class Emitter:
             attrs["bf16_output"] = True  # a bf16 input stays bf16 (Concat, Relu: _bf16_passes)
         if self.bf16 and t == "Interpolate" and self._bf16_storable(node.output(0), self.order.get(node.id, -1)):
             attrs["bf16_output"] = True  # a bf16 nhwc input resized into bf16 (core/resample.cpp)
+        if t == "RMSNormalization" and self._bf16_norm_output(node.output(0), self.order.get(node.id, -1)):
+            attrs["bf16_output"] = True  # T5/LLaMA's RMSNorm read by the next projections only
+            self.bf16_matmul_results.add(node.output(0))
         if self.bf16 and t in ("RNNSequence", "GRUSequence", "LSTMSequence"):
             # the recurrence's weights in bf16, f32 accumulation (core/rnn_gemv.cpp), as
             # OpenVINO runs its recurrent sequences under the bf16 hint
@@ -290,6 +295,7 @@ class Emitter:
         # (m + a) + x as GPT-NeoX's parallel attention/MLP residual writes it, ends the chain
         # (taken as a second sum it was dropped: hf_gpt_neox_small 1.2 of max|y| off)
         has_sum = False
+        sum_operand: Output | None = None
         scale: float | None = None  # a constant scalar Multiply/Divide (oneDNN eltwise_linear)
         mask: Output | None = None  # a broadcast Add of a run-time tensor (oneDNN binary add)
         perm_out: list[int] | None = None  # a Transpose of the result, written through strides
@@ -310,6 +316,7 @@ class Emitter:
                 elif (scale is None and other.node.constant_value() is None and tuple(other.shape) == tuple(out_shape)
                       and not has_sum and not post and self._computed(other)):
                     extra.append(self.tensor(other))  # oneDNN's sum post-op, first in the chain
+                    sum_operand = other
                     has_sum = True  # its input position is resolved below, after the bias's
                 elif (is_mm and not has_sum and not post
                       and self._mask_operand(node, other, out_shape)):
@@ -377,6 +384,10 @@ class Emitter:
                 self.bf16_matmul_results.add(cur)
             if is_mm and operands[0] in self.bf16_matmul_results:
                 attrs["takes_blocked"] = True  # that bf16 result as it is (core/executor.cpp)
+            if is_mm and sum_operand in self.bf16_matmul_results:
+                # a post-LN block's residual, the LayerNorm's bf16 output: added where it is
+                # (a binary post-op, core/nn.cpp) instead of in place over an f32 copy
+                attrs["residual_blocked"] = True
             if softmax_a:
                 attrs["softmax_a"] = True
                 if addend is not None:
@@ -503,6 +514,59 @@ class Emitter:
                     or out.element_type is not Type.f32):
                 return False
         return True
+
+    def _bf16_norm_output(self, out: Output, at: int) -> bool:
+        """Whether a LayerNorm (MVN with its tail) or RMSNorm writes ``out`` (available from step
+        ``at`` on) in bf16: it is no model output and every reader takes bf16 as it is, as in
+        OpenVINO's bf16 transformer blocks:
+
+        * a MatMul with constant weights reading it as its source (the next block's Q/K/V
+          projections, the FFN's expansion), which then converts nothing (``takes_blocked``);
+        * a residual Add that a later MatMul with constant weights takes as its sum post-op
+          (a post-LN block: BERT's attention output and FFN projections add the LayerNorm's
+          output back), which reads the bf16 residual as a binary post-op in f32 arithmetic
+          (``residual_blocked``, core/nn.cpp): the residual is then rounded to bf16 once, as
+          OpenVINO's bf16 residual stream is.
+
+        The statistics and arithmetic stay f32; the output is rounded to nearest even once."""
+        readers = self.uses.get(out, [])
+        if not self.bf16 or not readers or out.element_type is not Type.f32 or len(out.shape) < 2:
+            return False
+        for r, i in readers:
+            if not r.op.is_standard or find_plugin_kernel(self.kernels, r) is not None:
+                return False
+            if r.type_name == "Add":
+                if not self._residual_matmul(r, out, at):
+                    return False
+            elif (r.type_name != "MatMul" or i != 0 or r.inputs[1] == out
+                  or r.inputs[1].node.constant_value() is None or bool(getattr(r.attrs, "transpose_a", False))
+                  or len(r.inputs[1].shape) > len(out.shape) or r.output_specs[0].type is not Type.f32):
+                return False
+        return True
+
+    def _residual_matmul(self, add: Node, out: Output, at: int) -> bool:
+        """Whether ``add`` (``out`` + a MatMul's result, same shape) is going to be the sum
+        post-op of that MatMul, one with constant weights whose step comes after ``out`` exists:
+        the MatMul's result (or its constant-bias Add's) has ``add`` as its only reader, as
+        ``emit_fused`` walks the chain."""
+        if getattr(add.attrs, "auto_broadcast", "numpy") != "numpy" or add.inputs[0] == add.inputs[1]:
+            return False
+        other = add.inputs[1] if add.inputs[0] == out else add.inputs[0]
+        if (tuple(other.shape) != tuple(out.shape) or tuple(add.output(0).shape) != tuple(out.shape)
+                or add.output_specs[0].type is not Type.f32 or single_user(self.uses, other) is not add
+                or add.id in self.absorbed):
+            return False
+        mm = other.node
+        if mm.type_name == "Add" and mm.op.is_standard and find_plugin_kernel(self.kernels, mm) is None:
+            a, b = mm.inputs  # the MatMul's bias, then the residual
+            src, bias = (a, b) if b.node.constant_value() is not None else (b, a)
+            if (self._bias_value(bias, tuple(other.shape), True) is None or single_user(self.uses, src) is not mm
+                    or mm.output_specs[0].type is not Type.f32):
+                return False
+            mm = src.node
+        return (mm.type_name == "MatMul" and mm.op.is_standard and find_plugin_kernel(self.kernels, mm) is None
+                and mm.inputs[0].element_type is Type.f32 and mm.inputs[1].node.constant_value() is not None
+                and mm.inputs[0] != out and mm.id not in self.done and self.order.get(mm.id, -1) > at)
 
     def _softmax_add(self, softmax: Node) -> tuple[Output, Output] | None:
         """(the scores, the addend) when the input of a folded ``softmax`` is an Add of run-time
@@ -794,6 +858,9 @@ class Emitter:
             cur = user.output(0)
         ins = [self.tensor(i) for i in node.inputs] + extra
         attrs = attrs_dict(node) | {"has_scale": has_scale or has_shift, "has_shift": has_shift}
+        if self._bf16_norm_output(cur, self.order.get(node.id, -1)):
+            attrs["bf16_output"] = True  # read by bf16 projections / residual post-ops only
+            self.bf16_matmul_results.add(cur)
         self.prog.add_node(fused[-1] if len(fused) > 1 else node.name, "MVN", node.version, attrs, ins,
                            [self.tensor(cur)], fused)
 

@@ -494,6 +494,26 @@ class PyProgram {
 
   int64_t python_calls() const { return prog_.python_calls(); }
 
+  // Every oneDNN primitive the program's kernels created and the implementation each got
+  // (core/primitive_log.hpp): the compile-time check for reference implementations reads it.
+  py::list primitives() const {
+    py::list rows;
+    for (const auto& r : prog_.primitives()) {
+      py::dict d;
+      d["node"] = r.node;
+      d["node_type"] = r.node_type;
+      d["kind"] = r.kind;
+      d["impl"] = r.impl;
+      d["src"] = r.src;
+      d["weights"] = r.weights;
+      d["dst"] = r.dst;
+      d["reference"] = r.reference;
+      d["heavy"] = r.heavy;
+      rows.append(d);
+    }
+    return rows;
+  }
+
   // The array constant tensor `t` reads (None for non-constants and released constants).
   py::object constant(int t) const {
     if (t < 0 || static_cast<size_t>(t) >= keep_.size() || !keep_[t]) return py::none();
@@ -590,6 +610,7 @@ PYBIND11_MODULE(_core, m) {
       .def("memory_plan", &PyProgram::memory_plan)
       .def("constant", &PyProgram::constant)
       .def("released", &PyProgram::released)
+      .def("primitives", &PyProgram::primitives)
       .def_property_readonly("python_calls", &PyProgram::python_calls);
 
   m.def("check_node", &check_node);
@@ -642,6 +663,7 @@ PYBIND11_MODULE(_core, m) {
     const auto ne = static_cast<unsigned>(dnnl::cpu_isa::avx2_vnni_2);
     return (isa & bf16) == bf16 || (isa & ne) == ne;
   });
+  m.def("is_reference_impl", [](const std::string& impl) { return is_reference_impl_name(impl); });
   m.def("onednn_version", []() {
     const dnnl_version_t* v = dnnl_version();
     return std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);

@@ -2,6 +2,8 @@
 
 #include <typeinfo>
 
+#include "core/primitive_log.hpp"
+
 namespace opforge_cpu {
 
 dnnl::engine& cpu_engine() {
@@ -82,6 +84,7 @@ void DnnlKernel::set_primitive(const dnnl::primitive& p, const dnnl::primitive_d
   scratch_bytes_ = scratch_md_.get_size();
   const char* info = pd.impl_info_str();
   impl_ = info ? info : "onednn";
+  note_primitive(pd);
 }
 
 std::unique_ptr<Bound> DnnlKernel::bind(const TensorView* in, size_t n_in, const TensorView* out, size_t n_out,

@@ -10,6 +10,7 @@
 #include <map>
 
 #include "core/dnnl_util.hpp"
+#include "core/primitive_log.hpp"
 #include "core/step_threads.hpp"
 
 namespace opforge_cpu {
@@ -145,6 +146,7 @@ void Program::build_kernels() {
       st.threads = reorder_threads(numel(plain.shape), num_threads_);
       {
         OmpThreads scope(st.threads, num_threads_);
+        PrimitiveLogScope log(&primitives_, st.name, st.type);
         st.kernel = make_reorder_kernel(tensors_[t].info, plain);
       }
       st.ins = {t};
@@ -181,6 +183,7 @@ void Program::build_kernels() {
     std::unique_ptr<Kernel> k;
     try {
       OmpThreads scope(step_nt, num_threads_);
+      PrimitiveLogScope log(&primitives_, sp.name, sp.type);
       if (sp.maker) {
         k = sp.maker(d);
       } else {
@@ -240,6 +243,7 @@ void Program::build_kernels() {
     st.threads = reorder_threads(numel(plain.shape), num_threads_);
     {
       OmpThreads scope(st.threads, num_threads_);
+      PrimitiveLogScope log(&primitives_, st.name, st.type);
       st.kernel = make_reorder_kernel(tensors_[o].info, plain);
     }
     st.ins = {o};

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/kernel.hpp"
+#include "core/primitive_log.hpp"
 
 namespace opforge_cpu {
 
@@ -118,6 +119,9 @@ class Program {
   int num_threads() const { return num_threads_; }
   bool profiling() const { return profiling_; }
   int64_t python_calls() const { return python_calls_.load(); }
+  // Every oneDNN primitive its kernels created, in step order, with the implementation oneDNN
+  // chose (primitive_log.hpp).
+  const std::vector<PrimitiveRecord>& primitives() const { return primitives_; }
   std::atomic<int64_t>& python_calls_counter() const { return python_calls_; }
 
  private:
@@ -136,6 +140,7 @@ class Program {
   bool profiling_ = false;
   bool finalized_ = false;
   mutable std::atomic<int64_t> python_calls_{0};
+  std::vector<PrimitiveRecord> primitives_;
 };
 
 }  // namespace opforge_cpu

@@ -2,6 +2,7 @@
 
 #include "core/elementwise.hpp"
 #include "core/fully_connected.hpp"
+#include "core/primitive_log.hpp"
 #include "core/softmax_rows.hpp"
 
 #include <algorithm>
@@ -143,6 +144,7 @@ class WindowKernel : public Kernel {
   void add_exact(const dnnl::convolution_forward::primitive_desc& pd, dnnl::memory weights) {
     has_exact_ = true;
     exact_prim_ = dnnl::convolution_forward(pd);
+    note_primitive(pd);
     exact_weights_ = std::move(weights);
     exact_scratch_md_ = pd.scratchpad_desc();
     // (bind places the source's reorder buffer after prim_scratch_ bytes: room for either)
@@ -256,6 +258,7 @@ class WindowKernel : public Kernel {
     }
     const char* info = pd.impl_info_str();
     impl_ = info ? info : "onednn";
+    note_primitive(pd);
   }
 
   dnnl::primitive prim_;

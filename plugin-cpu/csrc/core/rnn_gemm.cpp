@@ -19,6 +19,7 @@
 #include <omp.h>
 
 #include "core/elementwise.hpp"
+#include "core/primitive_log.hpp"
 #include "core/recurrent.hpp"
 #include "core/rnn_activations.hpp"
 #include "core/rnn_gemv.hpp"
@@ -59,6 +60,7 @@ template <class T> class Gemm {
       if (bf16_math) attr.set_fpmath_mode(dnnl::fpmath_mode::bf16);
       dnnl::matmul::primitive_desc pd(cpu_engine(), a_md_, want, c_md_, attr);
       prim_ = dnnl::matmul(pd);
+      note_primitive(pd);
       scratch_md_ = pd.scratchpad_desc();
       if (b_const) packed_ = pack_constant(b_const, b_md_, pd.weights_desc());
     } else if (b_const) {

@@ -19,6 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/primitive_log.hpp"
 #include "core/recurrent.hpp"
 
 namespace opforge_cpu {
@@ -99,6 +100,7 @@ class RnnDnnlKernel : public Kernel {
       part.dst_layer = dnnl::memory::desc({L, N, pd_dirs * H}, dt::f32, tag::ntc);
       part.iter = dnnl::memory::desc({1, pd_dirs, N, H}, dt::f32, tag::ldnc);
       const auto pd = make_pd(part, dir, I, H, G);
+      note_primitive(pd);
       const auto w_user = dnnl::memory::desc({1, pd_dirs, I, G, H}, dt::f32, tag::ldgoi);
       const auto r_user = dnnl::memory::desc({1, pd_dirs, H, G, H}, dt::f32, tag::ldgoi);
       const auto b_user = dnnl::memory::desc({1, pd_dirs, s.bias_gates, H}, dt::f32, tag::ldgo);

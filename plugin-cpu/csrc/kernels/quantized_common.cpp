@@ -1,6 +1,8 @@
 // See quantized_common.hpp.
 #include "kernels/quantized_common.hpp"
 
+#include "core/primitive_log.hpp"
+
 #include <cmath>
 
 namespace opforge_cpu {
@@ -120,6 +122,7 @@ void QuantizedKernel::finish(const dnnl::primitive& p, const dnnl::primitive_des
   }
   const char* info = pd.impl_info_str();
   impl_ = info ? info : "onednn";
+  note_primitive(pd);
   sum_input_ = q.sum_input;
   using dt = dnnl::memory::data_type;
   consts_.emplace_back(DNNL_ARG_WEIGHTS, pack_constant(wei_data, wei_plain, pd.weights_desc()));

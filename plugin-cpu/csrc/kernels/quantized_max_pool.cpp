@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "core/nn.hpp"
+#include "core/primitive_log.hpp"
 
 namespace opforge_cpu {
 
@@ -59,6 +60,7 @@ class QuantizedMaxPoolKernel : public Kernel {
       }
     }
     prim_ = dnnl::pooling_forward(pd);
+    note_primitive(pd);
     scratch_md_ = pd.scratchpad_desc();
     prim_scratch_ = (scratch_md_.get_size() + 63) / 64 * 64;
     dst_md_ = pd.dst_desc();

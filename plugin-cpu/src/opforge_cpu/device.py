@@ -35,6 +35,7 @@ from opforge_cpu.emit import Emitter, contiguous
 from opforge_cpu.passes.int8 import Int8Fusion
 from opforge_cpu.passes.shuffle_channels import ShuffleChannelsFusion
 from opforge_cpu.precision import LowerPrecision
+from opforge_cpu.reference_primitives import describe, reference_primitives, warn_reference_primitives
 from opforge_cpu.support import supported_nodes
 
 
@@ -241,7 +242,10 @@ class CpuExecutable(PlannedExecutable[CpuPlan]):
             if lone is not None:
                 return CpuPlan(DataDependentProgram(self._core, lone, self.threads, self.profiling), model)
             emitter = Emitter(self._core, model, self._kernels, self._plugins, bf16=self.precision == "bf16")
-            return CpuPlan(emitter.build(self.threads, self.profiling), model, emitter)
+            program = emitter.build(self.threads, self.profiling)
+            # once per program: heavy oneDNN primitives that fell on a reference implementation
+            warn_reference_primitives(reference_primitives(program.primitives()), self._core.cpu_isa(), stacklevel=2)
+            return CpuPlan(program, model, emitter)
         except self._core.NodeCompileFailure as err:
             raise UnsupportedOpError(f"device CPU: {err}") from None
 
@@ -335,12 +339,29 @@ class CpuExecutable(PlannedExecutable[CpuPlan]):
             "INFERENCE_NUM_THREADS": self.threads,
             "NUM_STREAMS": self.streams,
             "INFERENCE_PRECISION_HINT": self.precision,
+            # heavy oneDNN primitives on a reference implementation, one line each (see
+            # reference_primitives.py); empty when every one got an optimised kernel
+            "ONEDNN_REFERENCE_PRIMITIVES": [describe(r) for r in self.reference_primitives()],
         }
 
     # --- introspection (tests, benchmarks) -------------------------------------------------
     def programs(self) -> dict[Any, CpuPlan]:
         """The C++ plans by key (input shapes, or shapes and value-input values)."""
         return {k: p for k, p in self.plans.items() if isinstance(p, CpuPlan)}
+
+    def primitives(self) -> list[dict[str, Any]]:
+        """Every oneDNN primitive of this model's C++ programs and the implementation oneDNN
+        chose for it (node, node_type, kind, impl, src/weights/dst, reference, heavy)."""
+        rows: list[dict[str, Any]] = []
+        for plan in self.programs().values():
+            listed = getattr(plan.program, "primitives", None)  # a DataDependentProgram has none
+            if listed is not None:
+                rows += listed()
+        return rows
+
+    def reference_primitives(self) -> list[dict[str, Any]]:
+        """The heavy ones among :meth:`primitives` on a oneDNN reference implementation."""
+        return reference_primitives(self.primitives())
 
     def python_kernel_calls(self) -> int:
         return sum(int(p.program.python_calls) for p in self.programs().values())

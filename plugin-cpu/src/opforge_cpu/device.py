@@ -32,7 +32,9 @@ from opforge.transformations.merge_transposes import MergeTransposes
 from opforge_cpu._loader import load_core
 from opforge_cpu.data_dependent import DataDependentProgram
 from opforge_cpu.emit import Emitter, contiguous
+from opforge_cpu.passes.head_slice import SliceBeforeTranspose
 from opforge_cpu.passes.int8 import Int8Fusion
+from opforge_cpu.passes.rope import RoPEFusion
 from opforge_cpu.passes.shuffle_channels import ShuffleChannelsFusion
 from opforge_cpu.precision import LowerPrecision
 from opforge_cpu.reference_primitives import describe, reference_primitives, warn_reference_primitives
@@ -229,11 +231,12 @@ class CpuExecutable(PlannedExecutable[CpuPlan]):
         """Run on every specialized model (in their ``sort_key`` order): BatchNorm folding, the
         GELU (erf, tanh)/LayerNorm/RMSNorm/SiLU fusions and Transpose merging (core's), the int8
         regions (passes/int8/), ShuffleNet's channel shuffle as one node (passes/shuffle_channels.py),
-        then f32 compute for f16/bf16/f64 nodes without a kernel of
-        their type."""
+        a decoder's rotary embedding as one node (passes/rope.py) and the column slices of a
+        head split taken before it (passes/head_slice.py), then f32 compute for f16/bf16/f64
+        nodes without a kernel of their type."""
         return [FoldBatchNormIntoConvolution(), FuseGeluErf(), FuseGeluTanh(), MergeTransposes(), FuseLayerNormToMVN(),
                 FuseRMSNormalization(), FuseSwish(), Int8Fusion(), ShuffleChannelsFusion(),
-                LowerPrecision(self._core, self._kernels)]
+                RoPEFusion(), SliceBeforeTranspose(), LowerPrecision(self._core, self._kernels)]
 
     def build_plan(self, model: Model) -> CpuPlan:
         check_output_sizes(model)

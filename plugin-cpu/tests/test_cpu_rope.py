@@ -13,6 +13,9 @@ from typing import Any
 import numpy as np
 import opforge
 import pytest
+from opforge.errors import ShapeInferenceError
+from opforge.graph import Node
+from opforge.opset.parameter import Parameter
 from opforge_cpu._loader import load_core
 from opforge_cpu.ops.rope import RoPE, RoPEAttrs
 
@@ -282,3 +285,18 @@ def test_reference_is_rotate_half(layout: str, offset: int, d: int, r: int, cb: 
     want = np.concatenate([xh[..., :r] * cos + np.concatenate([-x2, x1], -1) * sin, xh[..., r:]], -1)
     np.testing.assert_array_equal(y, want)
     assert y.shape == (b, h, s, d)
+
+
+@pytest.mark.parametrize(("x", "cos", "attrs", "match"), [
+    ((1, 4, 12, 16), (1, 1, 12, 8), {}, r"cos \(1, 1, 12, 8\) and sin \(1, 1, 12, 8\): expected one shape \[1 or 1, 1, 12, 16\]"),
+    ((1, 4, 12, 16), (1, 1, 12, 16), {"rotary_dims": 5}, r"rotary_dims 5 is not an even count of 2 to head_size 16"),
+    ((1, 12, 4, 48), (1, 1, 12, 16), {"input_layout": "bshd", "column_offset": 40},
+     r"columns \[40, 56\) do not fit input 0's last axis of 48"),
+])
+def test_rope_refuses_bad_inputs(x: tuple[int, ...], cos: tuple[int, ...], attrs: dict[str, Any], match: str) -> None:
+    """A RoPE node whose inputs do not fit its attributes is refused with the node and the shapes named."""
+    ins = [Node.create(Parameter, [], {"element_type": "f32", "shape": list(s)}, name=n)
+           for n, s in (("x", x), ("cos", cos), ("sin", cos))]
+    full = {"rotary_dims": 16, "head_size": 16} | attrs
+    with pytest.raises(ShapeInferenceError, match=r"node 'rope' \(RoPE\): " + match):
+        Node.create(RoPE, [i.output(0) for i in ins], full, name="rope")

@@ -55,6 +55,7 @@ CASES = {
     "prelu": ("PRelu", 16, None, [np.array([[[0.1]], [[0.2]], [[0.3]]], np.float32)]),
     "selu": ("Selu", 6, None, None),
     "hard_sigmoid": ("HardSigmoid", 6, {"alpha": 0.3}, None),
+    "hard_sigmoid_as_hsigmoid": ("HardSigmoid", 6, {"alpha": 1.0 / 6.0, "beta": 0.5}, None),  # becomes HSigmoid
     "hard_swish": ("HardSwish", 14, None, None),
     "thresholded_relu": ("ThresholdedRelu", 10, {"alpha": 0.5}, None),
     "celu": ("Celu", 12, {"alpha": 2.0}, None),
@@ -224,3 +225,12 @@ def test_model_local_function_is_inlined_with_its_attributes() -> None:
     assert converted.rt_info["conversion_providers"]["com.local::ScaledLeakyResidual"] == "ONNX function body"
     types = [n.type_name for n in converted.get_ordered_ops()]
     assert "ScaledLeakyResidual" not in types and types.count("Multiply") == 2, types
+
+
+def test_mobilenet_v3_hard_sigmoid_is_hsigmoid() -> None:
+    # alpha = 1/6, beta = 1/2 (torch's and Paddle's hardsigmoid) is HSigmoid, one op; other
+    # parameters stay Clamp(Add(Multiply))
+    for attrs, want in (({"alpha": 1.0 / 6.0, "beta": 0.5}, {"HSigmoid"}), ({"alpha": 0.2}, {"Multiply", "Add", "Clamp"})):
+        model, _ = case("HardSigmoid", 6, attrs)
+        types = {n.type_name for n in convert_model(model.SerializeToString(), framework="onnx").get_ordered_ops()}
+        assert want <= types and not ({"HSigmoid", "Clamp"} - want) & types, types

@@ -128,12 +128,21 @@ std::unique_ptr<Kernel> make_blocked_binary(NodeDesc& n, dnnl::algorithm alg, bo
       dnnl::memory::desc b_md = b.blocked ? b.md : plain_md(DType::f32, b_aligned);
       const bool keep_blocked = a.blocked && !n.allow_blocked_output.empty() && n.allow_blocked_output[0];
       dnnl::memory::desc dst_md = keep_blocked ? a.md : plain_md(DType::f32, out.shape);
+      // A bf16 full input (a bf16 convolution's output: the squeeze-excitation scale, emit.py
+      // _bf16_se_reader) is multiplied in f32 arithmetic; the result is bf16 in its layout where
+      // every reader takes bf16 ("bf16_output"), else f32 in its layout's strides (or plain).
+      if (a.blocked && a.md.get_data_type() == dnnl::memory::data_type::bf16 &&
+          !(keep_blocked && n.attrs.b("bf16_output", false))) {
+        const bool dense = a.md.get_inner_nblks() == 0 && a.md.get_format_kind() == dnnl::memory::format_kind::blocked;
+        dst_md = keep_blocked && dense ? dnnl::memory::desc(a.md.get_dims(), dnnl::memory::data_type::f32, a.md.get_strides())
+                                       : plain_md(DType::f32, out.shape);
+      }
       // Without a JIT implementation for this combination, take the plain path below.
       if (fast_binary(alg, a_md, b_md, dst_md)) {
         auto k = std::make_unique<DnnlBinary>(alg, full, other, a_md, b_md, dst_md);
-        if (keep_blocked) {
+        if (keep_blocked && dst_md != plain_md(DType::f32, out.shape)) {
           n.outputs[0].blocked = true;
-          n.outputs[0].md = a.md;
+          n.outputs[0].md = dst_md;
         }
         return k;
       }

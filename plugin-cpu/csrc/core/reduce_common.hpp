@@ -10,18 +10,62 @@
 // reference's; a blocked spatial f32 Sum/Mean adds groups of 8 positions pairwise in f32 first),
 // max/min in the element type with ONNX's NaN propagation; integers in 64 bits.
 // A blocked (oneDNN-chosen) input is read in place when the axes are its spatial ones, else
-// reordered to plain into the request's scratch first.
+// reordered to plain into the request's scratch first. A bf16 input (a bf16 convolution's
+// output, which the emitter lets a squeeze-excitation's global pool read: emit.py
+// _bf16_se_reader) is read as its exact f32 values by the same spatial loops, or converted to
+// plain f32 by that reorder; the result is f32.
 #pragma once
+
+#include <immintrin.h>
 
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <optional>
 
+#include "core/bf16_bits.hpp"
 #include "core/dnnl_util.hpp"
 #include "core/elementwise.hpp"
 
 namespace opforge_cpu {
+
+// A bf16 source element (its bits), a type of its own so that the loops take it apart from uint16_t.
+struct Bf16Bits {
+  uint16_t bits;
+};
+
+// Adds positions [0, np) of 16 bf16 channels (`ps` elements apart) into acc[16] (doubles) as the
+// scalar loops below do, bit for bit: each 8 positions pairwise in f32, the groups and the tail in
+// double; 16 lanes per instruction (AVX-512, which every host with bf16 storage has). The scalar
+// loop converted element by element and made the bf16 pool slower than the f32 one it replaced.
+#define OPFORGE_REDUCE_AVX512 __attribute__((target("avx512f,avx512bw"), always_inline)) inline
+OPFORGE_REDUCE_AVX512 __m512 reduce_bf16x16(const uint16_t* q) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(q))), 16));
+}
+OPFORGE_REDUCE_AVX512 void reduce_add_pd(__m512d& a0, __m512d& a1, __m512 g) {
+  a0 = _mm512_add_pd(a0, _mm512_cvtps_pd(_mm512_castps512_ps256(g)));
+  a1 = _mm512_add_pd(a1, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(g), 1))));
+}
+__attribute__((target("avx512f,avx512bw"))) inline void reduce_bf16_sum16(const uint16_t* p, int64_t ps, int64_t np,
+                                                                       double* acc) {
+  __m512d a0 = _mm512_loadu_pd(acc), a1 = _mm512_loadu_pd(acc + 8);
+  int64_t i = 0;
+  for (; i + 8 <= np; i += 8, p += 8 * ps) {
+    const __m512 g = _mm512_add_ps(
+        _mm512_add_ps(_mm512_add_ps(reduce_bf16x16(p), reduce_bf16x16(p + ps)),
+                      _mm512_add_ps(reduce_bf16x16(p + 2 * ps), reduce_bf16x16(p + 3 * ps))),
+        _mm512_add_ps(_mm512_add_ps(reduce_bf16x16(p + 4 * ps), reduce_bf16x16(p + 5 * ps)),
+                      _mm512_add_ps(reduce_bf16x16(p + 6 * ps), reduce_bf16x16(p + 7 * ps))));
+    reduce_add_pd(a0, a1, g);
+  }
+  for (; i < np; ++i, p += ps) reduce_add_pd(a0, a1, reduce_bf16x16(p));
+  _mm512_storeu_pd(acc, a0);
+  _mm512_storeu_pd(acc + 8, a1);
+}
+inline bool reduce_has_avx512() {
+  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+  return has;
+}
 
 enum class Reduce { Sum, Mean, Max, Min, Prod, L1, L2, And, Or };
 
@@ -89,6 +133,8 @@ template <class T> class ReduceKernel : public Kernel {
     identity_ = axes.empty();
     for (auto a : axes) red[normalize_axis(a, r)] = true;
     for (int64_t i = 0; i < r; ++i) (red[i] ? count_ : kept_) *= s[i];
+    bf16_src_ = n.in(0).blocked && n.in(0).md.get_data_type() == dnnl::memory::data_type::bf16;
+    if (bf16_src_ && !std::is_same_v<T, float>) throw CompileFailure("a bf16 Reduce input of a non-f32 node");
     if (n.in(0).blocked && !identity_ && plan_blocked_spatial(n.in(0), red)) {
       // An nhwc f32 Sum/Mean over many positions: fixed segments of positions (run_segmented).
       if (std::is_same_v<T, float> && block_stride_ == 0 && (op == Reduce::Sum || op == Reduce::Mean) &&
@@ -124,7 +170,7 @@ template <class T> class ReduceKernel : public Kernel {
     }
   }
   std::string impl_name() const override {
-    if (lanes_) return segments_ ? "reduce:blocked:segments" : "reduce:blocked";
+    if (lanes_) return std::string(segments_ ? "reduce:blocked:segments" : "reduce:blocked") + (bf16_src_ ? ":bf16" : "");
     return reorder_ ? "reduce:reorder" : "reduce";
   }
   size_t scratch_bytes() const override { return scratch_; }
@@ -200,7 +246,11 @@ template <class T> class ReduceKernel : public Kernel {
       for (int64_t o = 0; o < kept_; ++o) y[o] = ReduceOp<OP, T>::finish(ReduceOp<OP, T>::init(), 0);
       return;
     }
-    if (lanes_) return run_blocked<OP>(ctx, x, y);
+    if (lanes_) {
+      if constexpr (std::is_same_v<T, float>)
+        if (bf16_src_) return run_blocked<OP>(ctx, reinterpret_cast<const Bf16Bits*>(x), y);
+      return run_blocked<OP>(ctx, x, y);
+    }
     const int rr = static_cast<int>(rdims_.size());
     const int kr = static_cast<int>(kdims_.size());
     if (rr && rstr_.back() == 1) return run_rows<OP>(ctx, x, y);
@@ -301,7 +351,11 @@ template <class T> class ReduceKernel : public Kernel {
   // Spatial reduction of a blocked tensor: a channel block's positions are runs of `lanes_`
   // channels `pos_stride_` apart, accumulated 16 lanes at a time (one nChw16c block, or 16
   // channels of an nhwc run).
-  template <Reduce OP> void run_blocked(RunContext& ctx, const T* x, T* y) const {
+  // The value of a source element: f32 as it is, bf16 bits as their exact f32 value.
+  static T val(T v) { return v; }
+  static float val(Bf16Bits b) { return bf16_bits_to_f32(b.bits); }
+
+  template <Reduce OP, class Src> void run_blocked(RunContext& ctx, const Src* x, T* y) const {
     if (segments_) return run_segmented<OP>(ctx, x, y);
     using R = ReduceOp<OP, T>;
     using Acc = typename R::Acc;
@@ -318,24 +372,31 @@ template <class T> class ReduceKernel : public Kernel {
         const int64_t c0 = cb * lanes_ + j0;
         const int64_t w = std::min({kChunk, lanes_ - j0, channels_ - c0});
         if (w <= 0) continue;
-        const T* p = x + nb * batch_stride_ + cb * block_stride_ + j0;
+        const Src* p = x + nb * batch_stride_ + cb * block_stride_ + j0;
         for (int64_t l = 0; l < kChunk; ++l) acc[l] = R::init();
         int64_t i = 0;
-        if (w == kChunk) {
+        if constexpr (kGrouped && std::is_same_v<Src, Bf16Bits>) {
+          if (w == kChunk && avx512_) {
+            reduce_bf16_sum16(reinterpret_cast<const uint16_t*>(p), ps, positions, acc);
+            i = positions;
+          }
+        }
+        if (i == positions) {
+        } else if (w == kChunk) {
           if constexpr (kGrouped) {
             for (; i + 8 <= positions; i += 8, p += 8 * ps) {
               float g[kChunk];
               for (int l = 0; l < kChunk; ++l)
-                g[l] = ((p[l] + p[ps + l]) + (p[2 * ps + l] + p[3 * ps + l])) +
-                       ((p[4 * ps + l] + p[5 * ps + l]) + (p[6 * ps + l] + p[7 * ps + l]));
+                g[l] = ((val(p[l]) + val(p[ps + l])) + (val(p[2 * ps + l]) + val(p[3 * ps + l]))) +
+                       ((val(p[4 * ps + l]) + val(p[5 * ps + l])) + (val(p[6 * ps + l]) + val(p[7 * ps + l])));
               for (int l = 0; l < kChunk; ++l) acc[l] += g[l];
             }
           }
           for (; i < positions; ++i, p += ps)
-            for (int l = 0; l < kChunk; ++l) acc[l] = R::step(acc[l], p[l]);
+            for (int l = 0; l < kChunk; ++l) acc[l] = R::step(acc[l], val(p[l]));
         } else {
           for (; i < positions; ++i, p += ps)
-            for (int64_t l = 0; l < w; ++l) acc[l] = R::step(acc[l], p[l]);
+            for (int64_t l = 0; l < w; ++l) acc[l] = R::step(acc[l], val(p[l]));
         }
         T* dst = y + nb * channels_ + c0;
         for (int64_t l = 0; l < w; ++l) {
@@ -345,8 +406,8 @@ template <class T> class ReduceKernel : public Kernel {
             // FLT_MAX): any non-finite result is redone element by element in double.
             if (!std::isfinite(dst[l])) {
               Acc exact = R::init();
-              const T* q = x + nb * batch_stride_ + cb * block_stride_ + j0 + l;
-              for (int64_t k = 0; k < positions; ++k) exact = R::step(exact, q[k * ps]);
+              const Src* q = x + nb * batch_stride_ + cb * block_stride_ + j0 + l;
+              for (int64_t k = 0; k < positions; ++k) exact = R::step(exact, val(q[k * ps]));
               dst[l] = R::finish(exact, count_);
             }
           }
@@ -365,7 +426,7 @@ template <class T> class ReduceKernel : public Kernel {
   // the Multiply after each 2.5x their 1-thread time. Fixed segments keep the sum independent of
   // the thread count.
   static constexpr int64_t kSegment = 128;  // positions, a multiple of the 8-position groups
-  template <Reduce OP> void run_segmented(RunContext& ctx, const T* x, T* y) const {
+  template <Reduce OP, class Src> void run_segmented(RunContext& ctx, const Src* x, T* y) const {
     if constexpr (std::is_same_v<T, float> && (OP == Reduce::Sum || OP == Reduce::Mean)) {
       using R = ReduceOp<OP, T>;
       using Acc = typename R::Acc;
@@ -377,23 +438,30 @@ template <class T> class ReduceKernel : public Kernel {
           const int64_t nb = t / S, p0 = t % S * kSegment, np = std::min(kSegment, count_ - p0);
           for (int64_t c0 = 0; c0 < C; c0 += 16) {
             const int64_t w = std::min<int64_t>(16, C - c0);
-            const T* p = x + nb * batch_stride_ + p0 * ps + c0;
+            const Src* p = x + nb * batch_stride_ + p0 * ps + c0;
             Acc acc[16];
             for (int l = 0; l < 16; ++l) acc[l] = R::init();
             int64_t i = 0;
-            if (w == 16) {
+            if constexpr (std::is_same_v<Src, Bf16Bits>) {
+              if (w == 16 && avx512_) {
+                reduce_bf16_sum16(reinterpret_cast<const uint16_t*>(p), ps, np, acc);
+                i = np;
+              }
+            }
+            if (i == np) {
+            } else if (w == 16) {
               for (; i + 8 <= np; i += 8, p += 8 * ps) {
                 float g[16];
                 for (int l = 0; l < 16; ++l)
-                  g[l] = ((p[l] + p[ps + l]) + (p[2 * ps + l] + p[3 * ps + l])) +
-                         ((p[4 * ps + l] + p[5 * ps + l]) + (p[6 * ps + l] + p[7 * ps + l]));
+                  g[l] = ((val(p[l]) + val(p[ps + l])) + (val(p[2 * ps + l]) + val(p[3 * ps + l]))) +
+                         ((val(p[4 * ps + l]) + val(p[5 * ps + l])) + (val(p[6 * ps + l]) + val(p[7 * ps + l])));
                 for (int l = 0; l < 16; ++l) acc[l] += g[l];
               }
               for (; i < np; ++i, p += ps)
-                for (int l = 0; l < 16; ++l) acc[l] = R::step(acc[l], p[l]);
+                for (int l = 0; l < 16; ++l) acc[l] = R::step(acc[l], val(p[l]));
             } else {
               for (; i < np; ++i, p += ps)
-                for (int64_t l = 0; l < w; ++l) acc[l] = R::step(acc[l], p[l]);
+                for (int64_t l = 0; l < w; ++l) acc[l] = R::step(acc[l], val(p[l]));
             }
             for (int64_t l = 0; l < w; ++l) part[t * C + c0 + l] = acc[l];
           }
@@ -408,8 +476,8 @@ template <class T> class ReduceKernel : public Kernel {
           // As in run_blocked: an f32 group can overflow where the double sum would not.
           if (!std::isfinite(dst)) {
             Acc exact = R::init();
-            const T* q = x + nb * batch_stride_ + c;
-            for (int64_t k = 0; k < count_; ++k) exact = R::step(exact, q[k * ps]);
+            const Src* q = x + nb * batch_stride_ + c;
+            for (int64_t k = 0; k < count_; ++k) exact = R::step(exact, val(q[k * ps]));
             dst = R::finish(exact, count_);
           }
         }
@@ -424,6 +492,8 @@ template <class T> class ReduceKernel : public Kernel {
   // Blocked spatial reduction (lanes_ > 0).
   int64_t lanes_ = 0, pos_stride_ = 0, batch_ = 0, channels_ = 0, batch_stride_ = 0, block_stride_ = 0;
   int64_t segments_ = 0;  // > 0: run_segmented
+  bool bf16_src_ = false;  // the input holds bf16 (a bf16 convolution's output), read as f32
+  bool avx512_ = reduce_has_avx512();  // reduce_bf16_sum16 for whole runs of 16 bf16 channels
   // Other blocked inputs: reordered to plain into scratch.
   std::optional<dnnl::reorder> reorder_;
   dnnl::memory::desc src_md_, plain_md_;

@@ -21,6 +21,7 @@ from opforge.op import STRUCTURAL
 from opforge.opset.constant import ConstantAttrs
 from opforge.shape import PartialShape
 
+from opforge_cpu import bf16_se
 from opforge_cpu.ops import emit_cpu_op
 
 
@@ -697,8 +698,12 @@ class Emitter:
         * a Relu (a select on the bit patterns) or BatchNormInference (DenseNet's
           pre-activation, ReLU fused; f32 arithmetic, rounded to bf16) on a 4-D data input:
           they write bf16 where their output is bf16-storable (``_bf16_output``), else f32, so
-          the last block before a global pooling or a classifier stays bf16 up to them."""
+          the last block before a global pooling or a classifier stays bf16 up to them;
+        * a squeeze-and-excitation's global pool (ReduceMean, f32 result) or channel scale
+          (Multiply, bf16 where its output is bf16-storable, else f32): ``bf16_se``."""
         t = r.type_name
+        if t in ("ReduceMean", "Multiply"):
+            return self.bf16 and bf16_se.takes_bf16(r, i, out)
         if t not in ("Concat", "AvgPool", "Relu", "BatchNormInference") or r.output_specs[0].type is not Type.f32:
             return False
         if t != "Concat" and (i != 0 or len(out.shape) != 4):
@@ -708,9 +713,11 @@ class Emitter:
         return t == "Relu" or self._bf16_storable(r.output(0), self.order.get(r.id, -1))
 
     def _bf16_output(self, node: Node, out: Output) -> bool:
-        """Whether Concat/Relu/BatchNormInference ``node``, writing ``out`` (a fused ReLU's), keeps
-        a bf16 input in bf16 (attribute ``bf16_output``): every reader of ``out`` takes bf16."""
-        return (self.bf16 and node.type_name in ("Concat", "Relu", "BatchNormInference")
+        """Whether Concat/Relu/BatchNormInference/Multiply ``node``, writing ``out`` (a fused
+        ReLU's), keeps a bf16 input in bf16 (attribute ``bf16_output``): every reader of ``out``
+        takes bf16. (A squeeze-and-excitation Multiply gets bf16 only from ``bf16_se``'s
+        readers; with an f32 input the attribute does nothing.)"""
+        return (self.bf16 and node.type_name in ("Concat", "Relu", "BatchNormInference", "Multiply")
                 and self._bf16_storable(out, self.order.get(node.id, -1)))
 
     def _bf16_upsampling(self, r: Node, i: int, out: Output) -> bool:

@@ -107,17 +107,12 @@ void Program::build_kernels() {
   };
   // Whether step `spec_index` takes tensor `t` in its producer's layout: a flexible kernel, or
   // input 0 of a node the lowering marked (attribute takes_blocked: a bf16 MatMul reading the
-  // bf16 result of the MatMul before it or a LayerNorm's; its other inputs get plain data as
-  // usual), or its residual when marked residual_blocked (a LayerNorm's bf16 output added by a
-  // bf16 MatMul: emit.py _bf16_norm_output)
+  // bf16 result of the MatMul before it or a LayerNorm's bf16 output or copy; its other inputs
+  // get plain data as usual)
   auto takes_as_is = [&](int spec_index, int t) {
     const auto& sp = specs_[spec_index];
-    if (flexible(spec_index)) return true;
-    if (sp.maker) return false;
-    if (sp.attrs.b("takes_blocked", false) && !sp.inputs.empty() && sp.inputs[0] == t) return true;
-    const int64_t r = sp.attrs.i("sum_input", -1);
-    return sp.attrs.b("residual_blocked", false) && r >= 0 && r < static_cast<int64_t>(sp.inputs.size()) &&
-           sp.inputs[r] == t;
+    return flexible(spec_index) ||
+           (!sp.maker && sp.attrs.b("takes_blocked", false) && !sp.inputs.empty() && sp.inputs[0] == t);
   };
 
   for (size_t s = 0; s < specs_.size(); ++s) {

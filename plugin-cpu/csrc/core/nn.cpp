@@ -914,13 +914,9 @@ std::unique_ptr<Kernel> make_dnnl_matmul(NodeDesc& n) {
   if (softmax_a && (!n.attrs.b("bf16", false) || !perm_a.empty() || ta || n.in(0).shape.size() < 2 ||
                     n.in(0).shape.back() <= 0))
     throw CompileFailure("MatMul: a folded Softmax needs a bf16 MatMul of a plain, untransposed source of rank >= 2");
-  // only the source of a bf16 MatMul arrives in its producer's layout (takes_blocked, bf16), and
-  // its residual (residual_blocked: the bf16 output of a LayerNorm, see below)
-  const bool residual_bf16 = sum_input >= 0 && n.attrs.b("bf16", false) && n.attrs.b("residual_blocked", false) &&
-                             sum_input < static_cast<int>(n.inputs.size()) && n.in(sum_input).blocked;
+  // only the source of a bf16 MatMul arrives in its producer's layout (takes_blocked, bf16)
   for (size_t i = 0; i < n.inputs.size(); ++i)
-    if (n.in(static_cast<int>(i)).blocked && (i > 0 || !n.attrs.b("bf16", false)) &&
-        !(residual_bf16 && static_cast<int>(i) == sum_input))
+    if (n.in(static_cast<int>(i)).blocked && (i > 0 || !n.attrs.b("bf16", false)))
       throw CompileFailure("MatMul: input " + std::to_string(i) + " arrived in a blocked layout it cannot read");
   if (n.attrs.b("bf16", false)) {
     // INFERENCE_PRECISION_HINT=bf16: bf16 operands, f32 accumulation, bias and output. The f32
@@ -951,27 +947,6 @@ std::unique_ptr<Kernel> make_dnnl_matmul(NodeDesc& n) {
     // bf16_output (emit.py _bf16_matmul_output): every reader is such a MatMul, so the result is
     // written in bf16 (half the bytes, no conversion in the reader); not with a sum post-op
     // (in place over an f32 residual) or a permuted destination
-    // residual_bf16: the residual (sum_input) is stored in bf16 (a post-LN block's LayerNorm
-    // output, emit.py _bf16_norm_output): added as a binary post-op reading it where it is, in
-    // f32 arithmetic, into an f32 destination (the in-place sum needs the destination's type)
-    dnnl::memory::desc res_md;
-    if (residual_bf16) {
-      res_md = n.in(sum_input).md;
-      if (res_md.get_data_type() != dnnl::memory::data_type::bf16 || !perm_out.empty() || add_input >= 0 ||
-          n.attrs.has("out_scale"))
-        throw CompileFailure("MatMul: a bf16 residual needs a plain bf16 tensor, no mask, scale or permuted result");
-      if (res_md.get_dims() != cd) {
-        try {
-          res_md = res_md.reshape(cd);
-        } catch (const dnnl::error&) {
-          throw CompileFailure("MatMul: a bf16 residual whose dimensions do not reshape to the product's");
-        }
-      }
-      dnnl::post_ops rops;
-      rops.append_binary(dnnl::algorithm::binary_add, res_md);
-      append_fused_ops(rops, n.attrs.fused_ops("post_ops"));
-      attr.set_post_ops(rops);
-    }
     const auto cmd_f32 = cmd;
     const bool dst_bf16 = n.attrs.b("bf16_output", false) && !n.allow_blocked_output.empty() &&
                           n.allow_blocked_output[0] && perm_out.empty() && sum_input < 0;
@@ -989,11 +964,10 @@ std::unique_ptr<Kernel> make_dnnl_matmul(NodeDesc& n) {
       }
       // (a folded Softmax and a bf16 source need the bf16 kernel: oneDNN's reference one is slow,
       // still right)
-      ok = !is_reference_impl(bpd) || softmax_a || src_bf16 || residual_bf16;
+      ok = !is_reference_impl(bpd) || softmax_a || src_bf16;
     } catch (const dnnl::error& e) {
-      if (softmax_a || src_bf16 || residual_bf16)
-        throw CompileFailure(std::string("MatMul with a folded Softmax or a bf16 source or residual: oneDNN has no bf16 "
-                                         "kernel: ") +
+      if (softmax_a || src_bf16)
+        throw CompileFailure(std::string("MatMul with a folded Softmax or a bf16 source: oneDNN has no bf16 kernel: ") +
                              e.what());
       ok = false;
     }
@@ -1042,12 +1016,7 @@ std::unique_ptr<Kernel> make_dnnl_matmul(NodeDesc& n) {
         k->bias_md_ = bias_md;
         k->bias_input_ = 2;
       }
-      k->sum_input_ = residual_bf16 ? -1 : sum_input;
-      if (residual_bf16) {
-        k->residual_input_ = sum_input;
-        k->residual_post_op_ = 0;
-        k->residual_md_ = res_md;
-      }
+      k->sum_input_ = sum_input;
       if (add_input >= 0) {
         k->residual_input_ = add_input;
         k->residual_post_op_ = add_post;

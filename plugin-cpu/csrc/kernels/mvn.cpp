@@ -2,14 +2,49 @@
 // LayerNorm pattern (MVN * gamma + beta) it passes gamma and beta as inputs 2 and 3
 // ("has_scale"/"has_shift"), applied in the same pass over the row.
 #include "kernels/common.hpp"
+#include "core/bf16_bits.hpp"
 #include "core/dnnl_util.hpp"
 
 namespace opforge_cpu {
 
+// A post-LN LayerNorm's second output (attribute bf16_copy, emit.py _bf16_norm_copy): its f32
+// output again, rounded to bf16 (nearest even, NaN kept) for the next projections' bf16 MatMuls,
+// which read it as it is while the residual post-op reads the f32 output. Rows [r0, r1).
+__attribute__((target_clones("avx512f", "avx2", "default")))
+void layer_norm_bf16_copy(const float* y, uint16_t* c, int64_t r0, int64_t r1, int64_t cols) {
+  for (int64_t i = r0 * cols; i < r1 * cols; ++i) c[i] = f32_to_bf16_bits(y[i]);
+}
+
 namespace {
+// How a LayerNorm fills its second output (bf16_copy): the bf16 rounding where the executor lets
+// the output be bf16 (its readers take it as it is), else a plain f32 copy.
+enum class Copy { none, bf16, f32 };
+
+Copy copy_mode(NodeDesc& n) {
+  if (n.outputs.size() < 2) return Copy::none;
+  if (n.in(0).dtype == DType::f32 && n.allow_blocked_output.size() > 1 && n.allow_blocked_output[1]) {
+    n.outputs[1].md = plain_md(DType::bf16, n.outputs[1].shape);
+    n.outputs[1].blocked = true;
+    return Copy::bf16;
+  }
+  return Copy::f32;
+}
+
+void write_copy(RunContext& ctx, Copy mode, const TensorView& y, TensorView& c, int64_t rows, int64_t cols,
+                size_t elem) {
+  if (mode == Copy::f32) {
+    std::memcpy(c.data, y.data, static_cast<size_t>(rows * cols) * elem);
+  } else if (mode == Copy::bf16) {
+    const float* yp = y.ptr<float>();
+    uint16_t* cp = static_cast<uint16_t*>(c.data);
+    parallel_range(rows, ctx.num_threads, [&](int64_t r0, int64_t r1) { layer_norm_bf16_copy(yp, cp, r0, r1, cols); },
+                   std::max<int64_t>(1, 16384 / std::max<int64_t>(1, cols)));
+  }
+}
+
 template <class T> class MvnKernel : public Kernel {
  public:
-  explicit MvnKernel(const NodeDesc& n) {
+  explicit MvnKernel(NodeDesc& n) {
     const Shape& s = n.in(0).shape;
     const int64_t r = static_cast<int64_t>(s.size());
     std::vector<bool> red(r, false);
@@ -33,6 +68,8 @@ template <class T> class MvnKernel : public Kernel {
     if (has_shift_) shift_ = n.inputs[3].info.shape.empty() ? 1 : numel(n.inputs[3].info.shape);
     if ((has_scale_ && scale_ != 1 && scale_ != cols_) || (has_shift_ && shift_ != 1 && shift_ != cols_))
       throw CompileFailure("fused LayerNorm scale/shift must cover the normalised axes");
+    copy_ = copy_mode(n);
+    if (copy_ == Copy::bf16 && !std::is_same_v<T, float>) throw CompileFailure("a bf16 copy of a non-f32 LayerNorm");
   }
   int inplace_input(int out) const override { return out == 0 ? 0 : -1; }
   std::string impl_name() const override { return has_scale_ || has_shift_ ? "layer_norm" : "mvn"; }
@@ -68,9 +105,11 @@ template <class T> class MvnKernel : public Kernel {
         }
       }
     }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, cols_)));
+    write_copy(ctx, copy_, out[0], out[1], rows_, cols_, sizeof(T));
   }
 
  private:
+  Copy copy_ = Copy::none;
   int64_t rows_ = 1, cols_ = 1, scale_ = 0, shift_ = 0;
   bool norm_var_ = true, inside_ = true, has_scale_ = false, has_shift_ = false;
   double eps_ = 1e-9;
@@ -176,11 +215,21 @@ class DnnlLayerNorm : public DnnlKernel {
     arg_output(DNNL_ARG_DST, 0, dmd);
     bf16_dst_ = bf16_dst;
   }
+  void run(RunContext& ctx, const TensorView* in, TensorView* out, Bound* bound) override {
+    DnnlKernel::run(ctx, in, out, bound);
+    if (copy_ != Copy::none) {
+      ctx.stream->wait();
+      write_copy(ctx, copy_, out[0], out[1], rows_, cols_, sizeof(float));
+    }
+  }
   // (a bf16 destination is half the source's size: written over it, a thread's rows would land
   // on f32 rows another thread has not read yet)
   int inplace_input(int out) const override { return out == 0 && !bf16_dst_ ? 0 : -1; }
+  Copy copy_ = Copy::none;
+  int64_t rows_ = 1, cols_ = 1;
   std::string impl_name() const override {
-    return std::string(bf16_dst_ ? "layer_norm:bf16:" : "layer_norm:") + DnnlKernel::impl_name();
+    return std::string(bf16_dst_ ? "layer_norm:bf16:" : copy_ == Copy::bf16 ? "layer_norm:bf16_copy:" : "layer_norm:") +
+           DnnlKernel::impl_name();
   }
 
  private:
@@ -210,7 +259,7 @@ std::unique_ptr<Kernel> try_dnnl_layer_norm(NodeDesc& n) {
   if ((scale && !covers(2)) || (shift && !covers(3))) return nullptr;
   const bool bf16_dst = n.attrs.b("bf16_output", false) && !n.allow_blocked_output.empty() &&
                         n.allow_blocked_output[0];
-  if (bf16_dst) {
+  if (bf16_dst && n.outputs.size() == 1) {
     try {
       auto k = std::make_unique<DnnlLayerNorm>(n, rows, cols, scale, shift, true);
       // the plain bf16 rows; "blocked" (not the f32 plain layout): sized by this descriptor, and a
@@ -223,7 +272,11 @@ std::unique_ptr<Kernel> try_dnnl_layer_norm(NodeDesc& n) {
     }
   }
   try {
-    return std::make_unique<DnnlLayerNorm>(n, rows, cols, scale, shift, false);
+    auto k = std::make_unique<DnnlLayerNorm>(n, rows, cols, scale, shift, false);
+    k->copy_ = copy_mode(n);
+    k->rows_ = rows;
+    k->cols_ = cols;
+    return k;
   } catch (const dnnl::error&) {
     return nullptr;
   }
@@ -234,6 +287,7 @@ std::unique_ptr<Kernel> make_mvn(NodeDesc& n) {
   std::unique_ptr<Kernel> k;
   const auto red = reduced_axes(n);
   if (!trailing(red)) {
+    if (n.outputs.size() > 1) throw CompileFailure("a LayerNorm's bf16 copy needs MVN over trailing axes");
     if (n.attrs.b("has_scale", false) || n.attrs.b("has_shift", false))
       throw CompileFailure("a fused scale/shift needs MVN over trailing axes");
     dispatch_float(n.in(0).dtype, [&](auto tag) { k = std::make_unique<MvnAnyAxesKernel<OPF_TYPE_OF(tag)>>(n, red); });

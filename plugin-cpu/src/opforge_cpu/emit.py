@@ -120,6 +120,9 @@ class Emitter:
         #: residual: MatMul results (_bf16_matmul_output), LayerNorm/RMSNorm outputs
         #: (_bf16_norm_output)
         self.bf16_matmul_results: set[Output] = set()
+        #: LayerNorm output -> the tensor of its bf16 copy, which its bf16 MatMuls read while
+        #: the residual Adds read the f32 output (_bf16_norm_copy)
+        self.bf16_copies: dict[Output, int] = {}
 
     # --- tensors ---------------------------------------------------------------------------
     def tensor(self, out: Output) -> int:
@@ -296,7 +299,6 @@ class Emitter:
         # (m + a) + x as GPT-NeoX's parallel attention/MLP residual writes it, ends the chain
         # (taken as a second sum it was dropped: hf_gpt_neox_small 1.2 of max|y| off)
         has_sum = False
-        sum_operand: Output | None = None
         scale: float | None = None  # a constant scalar Multiply/Divide (oneDNN eltwise_linear)
         mask: Output | None = None  # a broadcast Add of a run-time tensor (oneDNN binary add)
         perm_out: list[int] | None = None  # a Transpose of the result, written through strides
@@ -317,7 +319,6 @@ class Emitter:
                 elif (scale is None and other.node.constant_value() is None and tuple(other.shape) == tuple(out_shape)
                       and not has_sum and not post and self._computed(other)):
                     extra.append(self.tensor(other))  # oneDNN's sum post-op, first in the chain
-                    sum_operand = other
                     has_sum = True  # its input position is resolved below, after the bias's
                 elif (is_mm and not has_sum and not post
                       and self._mask_operand(node, other, out_shape)):
@@ -385,10 +386,10 @@ class Emitter:
                 self.bf16_matmul_results.add(cur)
             if is_mm and operands[0] in self.bf16_matmul_results:
                 attrs["takes_blocked"] = True  # that bf16 result as it is (core/executor.cpp)
-            if is_mm and sum_operand in self.bf16_matmul_results:
-                # a post-LN block's residual, the LayerNorm's bf16 output: added where it is
-                # (a binary post-op, core/nn.cpp) instead of in place over an f32 copy
-                attrs["residual_blocked"] = True
+            if is_mm and operands[0] in self.bf16_copies:
+                # a post-LN block's LayerNorm output: its bf16 copy (_bf16_norm_copy)
+                ins[0] = self.bf16_copies[operands[0]]
+                attrs["takes_blocked"] = True
             if softmax_a:
                 attrs["softmax_a"] = True
                 if addend is not None:
@@ -517,33 +518,40 @@ class Emitter:
         return True
 
     def _bf16_norm_output(self, out: Output, at: int) -> bool:
-        """Whether a LayerNorm (MVN with its tail) or RMSNorm writes ``out`` (available from step
-        ``at`` on) in bf16: it is no model output and every reader takes bf16 as it is, as in
-        OpenVINO's bf16 transformer blocks:
-
-        * a MatMul with constant weights reading it as its source (the next block's Q/K/V
-          projections, the FFN's expansion), which then converts nothing (``takes_blocked``);
-        * a residual Add that a later MatMul with constant weights takes as its sum post-op
-          (a post-LN block: BERT's attention output and FFN projections add the LayerNorm's
-          output back), which reads the bf16 residual as a binary post-op in f32 arithmetic
-          (``residual_blocked``, core/nn.cpp): the residual is then rounded to bf16 once, as
-          OpenVINO's bf16 residual stream is.
-
-        The statistics and arithmetic stay f32; the output is rounded to nearest even once."""
+        """Whether a LayerNorm (MVN with its tail) or RMSNorm writes ``out`` in bf16: it is no
+        model output and every reader is a MatMul with constant weights reading it as its source
+        (a pre-norm block's Q/K/V projections, the FFN's expansion), which then takes it as it is
+        (``takes_blocked``) instead of converting an f32 copy with a oneDNN reorder of its own
+        (one per projection, split across threads differently from the MatMul). The statistics
+        and arithmetic stay f32; the output is rounded to nearest even once, the same rounding
+        the MatMuls' conversion did (so the same numbers), as OpenVINO's bf16 LayerNorm."""
         readers = self.uses.get(out, [])
-        if not self.bf16 or not readers or out.element_type is not Type.f32 or len(out.shape) < 2:
+        return (self.bf16 and bool(readers) and out.element_type is Type.f32 and len(out.shape) >= 2
+                and all(self._bf16_source_reader(r, i, out) for r, i in readers))
+
+    def _bf16_source_reader(self, r: Node, i: int, out: Output) -> bool:
+        """Whether ``r`` is a bf16 MatMul with constant weights reading ``out`` as its source."""
+        return (r.type_name == "MatMul" and r.op.is_standard and find_plugin_kernel(self.kernels, r) is None
+                and i == 0 and r.inputs[1] != out and r.inputs[1].node.constant_value() is not None
+                and not bool(getattr(r.attrs, "transpose_a", False)) and len(r.inputs[1].shape) <= len(out.shape)
+                and r.output_specs[0].type is Type.f32)
+
+    def _bf16_norm_copy(self, out: Output, at: int) -> bool:
+        """Whether a LayerNorm writes a bf16 copy of ``out`` besides it (attribute ``bf16_copy``,
+        a second output): a post-LN block (BERT), whose output is read by the next projections
+        and as the residual of a later MatMul's sum post-op. The projections read the copy as it
+        is; the residual stays f32. (Rounding the residual stream to bf16 as well made
+        bert_small's bf16 error 9.7e-3 against f32, 4x OpenVINO's 2.2e-3: 8 LayerNorms each
+        round the whole signal once more.)"""
+        readers = self.uses.get(out, [])
+        if not self.bf16 or out.element_type is not Type.f32 or len(out.shape) < 2 or self._bf16_norm_output(out, at):
             return False
-        for r, i in readers:
-            if not r.op.is_standard or find_plugin_kernel(self.kernels, r) is not None:
-                return False
-            if r.type_name == "Add":
-                if not self._residual_matmul(r, out, at):
-                    return False
-            elif (r.type_name != "MatMul" or i != 0 or r.inputs[1] == out
-                  or r.inputs[1].node.constant_value() is None or bool(getattr(r.attrs, "transpose_a", False))
-                  or len(r.inputs[1].shape) > len(out.shape) or r.output_specs[0].type is not Type.f32):
-                return False
-        return True
+        if any(r.type_name == "Result" for r, _ in readers):
+            return False
+        mm = [r for r, i in readers if self._bf16_source_reader(r, i, out)]
+        rest = [r for r, i in readers if not self._bf16_source_reader(r, i, out)]
+        return bool(mm) and all(r.type_name == "Add" and r.op.is_standard and find_plugin_kernel(self.kernels, r) is None
+                                and self._residual_matmul(r, out, at) for r in rest)
 
     def _residual_matmul(self, add: Node, out: Output, at: int) -> bool:
         """Whether ``add`` (``out`` + a MatMul's result, same shape) is going to be the sum
@@ -865,11 +873,28 @@ class Emitter:
             cur = user.output(0)
         ins = [self.tensor(i) for i in node.inputs] + extra
         attrs = attrs_dict(node) | {"has_scale": has_scale or has_shift, "has_shift": has_shift}
-        if self._bf16_norm_output(cur, self.order.get(node.id, -1)):
-            attrs["bf16_output"] = True  # read by bf16 projections / residual post-ops only
+        outs = [self.tensor(cur)]
+        at = self.order.get(node.id, -1)
+        trailing = self._trailing_norm(node)
+        if trailing and self._bf16_norm_output(cur, at):
+            attrs["bf16_output"] = True  # read by bf16 projections only
             self.bf16_matmul_results.add(cur)
-        self.prog.add_node(fused[-1] if len(fused) > 1 else node.name, "MVN", node.version, attrs, ins,
-                           [self.tensor(cur)], fused)
+        elif trailing and self._bf16_norm_copy(cur, at):
+            attrs["bf16_copy"] = True  # a post-LN LayerNorm: + a bf16 copy for the projections
+            self.bf16_copies[cur] = int(self.prog.add_tensor(Type.f32.ir, list(cur.shape), None))
+            outs.append(self.bf16_copies[cur])
+        self.prog.add_node(fused[-1] if len(fused) > 1 else node.name, "MVN", node.version, attrs, ins, outs, fused)
+
+    @staticmethod
+    def _trailing_norm(node: Node) -> bool:
+        """Whether MVN ``node`` normalises over trailing axes (a LayerNorm; the C++ kernel's bf16
+        output and bf16 copy are for those)."""
+        axes = node.inputs[1].node.constant_value() if len(node.inputs) > 1 else None
+        rank = len(node.inputs[0].shape)
+        if axes is None or rank == 0:
+            return False
+        got = sorted({int(a) % rank for a in np.asarray(axes).reshape(-1)})
+        return bool(got) and got == list(range(rank - len(got), rank))
 
     def emit_index_map(self, node: Node) -> bool:
         """Lower a constant-parameter data-movement op to IndexMap: evaluate the op itself on

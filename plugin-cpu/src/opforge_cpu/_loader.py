@@ -35,12 +35,15 @@ def load_core() -> ModuleType:
     """The ``opforge_cpu._core`` extension module.
 
     Unless the user chose a wait policy, OpenMP threads spin briefly between parallel regions
-    and then sleep (``GOMP_SPINCOUNT=300``). A spin is one ``pause``, ~140 cycles (~40 ns) on
-    Sapphire Rapids, so 300 spins (~12 us there) keep the threads awake across the gaps between
-    the ops of one inference and give the core back soon after it. oneDNN splits each primitive
-    statically, so at 2 threads a preempted thread holds up every op, and threads that spin long
-    (libgomp's default 300000, or the 20000 used before, ~1 ms) take the core from the threads
-    with work. Sleeping at once (``OMP_WAIT_POLICY=PASSIVE``) pays a wake-up per op instead.
+    and then sleep (``GOMP_SPINCOUNT=300``). A spin is one ``pause``: ~140 cycles (~40 ns) on the
+    16-core Xeons this was tuned on, so 300 spins (~12 us there) keep the threads awake across the
+    gaps between the ops of one inference and give the core back soon after it. (On the 2-vCPU
+    Sapphire Rapids VM of stop 13 a ``pause`` is ~15 ns, so 300 spins last ~4.5 us; longer spins
+    were measured there and not adopted: docs/kernel-library.md, "int8 at 2 threads".) oneDNN
+    splits each primitive statically, so at 2 threads a preempted thread holds up every op, and
+    threads that spin long (libgomp's default 300000, or the 20000 used before, ~1 ms) take the
+    core from the threads with work. Sleeping at once (``OMP_WAIT_POLICY=PASSIVE``) pays a
+    wake-up per op instead.
     Chains of primitives at 2 threads on a quiet 16-core Xeon (median ms; mlp / bert_small-like /
     100 small ops; docs/kernel-library.md): quiet, spin 20000 1.57 / 3.45 / 2.18, 1000 1.73 /
     3.82 / 2.11, 300 1.66 / 3.80 / 2.36, passive 1.65 / 4.30 / 3.77; with a busy loop on one of

@@ -5,6 +5,7 @@
 #include "core/dnnl_util.hpp"
 #include "core/elementwise.hpp"
 #include "core/nn.hpp"
+#include "kernels/nhwc_windows.hpp"
 
 #include <immintrin.h>
 
@@ -33,40 +34,26 @@ void window_mean_nhwc_bf16(const uint16_t* const* taps, int64_t k, float scale, 
 class ChannelsLastAvgPoolBf16 : public Kernel {
  public:
   ChannelsLastAvgPoolBf16(const NodeDesc& n, const std::vector<int64_t>& pb, bool exclude)
-      : xs_(n.in(0).shape), ys_(n.outputs[0].shape), pb_(pb), exclude_(exclude) {
-    kernel_ = n.attrs.ints("kernel");
-    strides_ = n.attrs.ints("strides", std::vector<int64_t>(2, 1));
+      : xs_(n.in(0).shape), ys_(n.outputs[0].shape), exclude_(exclude) {
+    w_.kernel = n.attrs.ints("kernel");
+    w_.strides = n.attrs.ints("strides", std::vector<int64_t>(2, 1));
+    w_.pads_begin = pb;
   }
   void run(RunContext& ctx, const TensorView* in, TensorView* out, Bound*) override {
-    const auto* x = static_cast<const uint16_t*>(in[0].data);
     auto* y = static_cast<uint16_t*>(out[0].data);
-    const int64_t N = xs_[0], C = xs_[1], H = xs_[2], W = xs_[3], OH = ys_[2], OW = ys_[3];
-    const int64_t taps_max = kernel_[0] * kernel_[1];
-    parallel_range(N * OH * OW, ctx.num_threads, [&](int64_t b, int64_t e) {
-      std::vector<const uint16_t*> taps(static_cast<size_t>(std::max<int64_t>(1, taps_max)));
-      for (int64_t o = b; o < e; ++o) {
-        const int64_t ow = o % OW, oh = (o / OW) % OH, nn = o / (OW * OH);
-        int64_t k = 0;
-        for (int64_t kh = 0; kh < kernel_[0]; ++kh) {
-          const int64_t ih = oh * strides_[0] - pb_[0] + kh;
-          if (ih < 0 || ih >= H) continue;
-          for (int64_t kw = 0; kw < kernel_[1]; ++kw) {
-            const int64_t iw = ow * strides_[1] - pb_[1] + kw;
-            if (iw < 0 || iw >= W) continue;
-            taps[k++] = x + ((nn * H + ih) * W + iw) * C;
-          }
-        }
-        // (with the padding counted, every window lies inside the padded input: make_avg_pool)
-        const float scale = 1.0f / static_cast<float>(exclude_ ? k : taps_max);
-        window_mean_nhwc_bf16(taps.data(), k, scale, y + o * C, C);
-      }
-    }, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, C * taps_max)));
+    const int64_t C = xs_[1], taps_max = w_.kernel[0] * w_.kernel[1];
+    for_each_nhwc_window(ctx.num_threads, static_cast<const uint16_t*>(in[0].data), xs_, ys_, w_,
+                         [&](const uint16_t** taps, int64_t k, int64_t o) {
+      // (with the padding counted, every window lies inside the padded input: make_avg_pool)
+      const float scale = 1.0f / static_cast<float>(exclude_ ? k : taps_max);
+      window_mean_nhwc_bf16(taps, k, scale, y + o * C, C);
+    });
   }
   std::string impl_name() const override { return "avg_nhwc_bf16:avx512"; }
 
  private:
   Shape xs_, ys_;
-  std::vector<int64_t> kernel_, strides_, pb_;
+  Window2d w_;
   bool exclude_;
 };
 

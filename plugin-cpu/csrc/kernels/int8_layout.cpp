@@ -162,4 +162,31 @@ void StagedInputs::run(RunContext& ctx, Bound& b) const {
   ctx.stream->wait();
 }
 
+namespace {
+struct StagedBound : Bound {
+  StagedInputs::Bound staged;
+};
+}  // namespace
+
+std::unique_ptr<Bound> StagedKernel::bind(const TensorView* in, size_t, const TensorView*, size_t, void* scratch) {
+  auto b = std::make_unique<StagedBound>();
+  staged_.bind(b->staged, in, static_cast<char*>(scratch));
+  return b;
+}
+
+bool StagedKernel::channels_last_io(NodeDesc& n) {
+  staged_.add(n.in(0), channels_last_order(4));
+  const bool channels_last = !n.allow_blocked_output.empty() && n.allow_blocked_output[0];
+  const std::vector<int> order = channels_last ? channels_last_order(4) : std::vector<int>{0, 1, 2, 3};
+  n.outputs[0].md = ordered_md(n.outputs[0].dtype, n.outputs[0].shape, order);
+  n.outputs[0].blocked = channels_last;
+  return channels_last;
+}
+
+void StagedKernel::run(RunContext& ctx, const TensorView*, TensorView* out, Bound* bound) {
+  auto* b = static_cast<StagedBound*>(bound);
+  staged_.run(ctx, b->staged);
+  compute(ctx, b->staged.data, out);
+}
+
 }  // namespace opforge_cpu

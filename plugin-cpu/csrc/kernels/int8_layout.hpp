@@ -4,6 +4,8 @@
 // blocked one) into that layout in scratch first.
 #pragma once
 
+#include <memory>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -68,5 +70,39 @@ class StagedInputs {
   std::vector<Input> inputs_;
   size_t scratch_ = 0;
 };
+
+// A byte-wise kernel that reads every input through StagedInputs (QuantizedConcat,
+// QuantizedEltwise, QuantizedAvgPool, QuantizedInterpolate): binding the staging to a request and
+// running it before the op are the same for all; a subclass adds its inputs to staged_ when it is
+// built and does the op in compute(), input i read at data[i].
+class StagedKernel : public Kernel {
+ public:
+  size_t scratch_bytes() const override { return staged_.scratch_bytes() + 64; }
+  std::unique_ptr<Bound> bind(const TensorView* in, size_t n_in, const TensorView* out, size_t n_out,
+                              void* scratch) override;
+  void run(RunContext& ctx, const TensorView* in, TensorView* out, Bound* bound) override;
+
+ protected:
+  virtual void compute(RunContext& ctx, const std::vector<const void*>& data, TensorView* out) const = 0;
+  // A 4D image op's layouts: input 0 read channels-last (staged into it when it comes in another
+  // layout), output 0 written channels-last where every reader takes that (allow_blocked_output),
+  // else plain; returns whether it is channels-last.
+  bool channels_last_io(NodeDesc& n);
+  // `what`, after "reorder+" when an input is reordered into scratch first (the impl name)
+  std::string staged_name(const std::string& what) const { return (staged_.any() ? "reorder+" : "") + what; }
+  StagedInputs staged_;
+};
+
+// The byte kernels' element-type dispatch: calls f with `p` as const uint8_t* or const int8_t*
+// (u8 or i8 `t`).
+template <class F> void with_int8_input(DType t, const void* p, F&& f) {
+  if (t == DType::u8) f(static_cast<const uint8_t*>(p));
+  else f(static_cast<const int8_t*>(p));
+}
+// ...and with `y` as uint8_t* or int8_t* (u8 or i8 `t`) and the range of that type.
+template <class F> void with_int8_output(DType t, void* y, F&& f) {
+  if (t == DType::u8) f(static_cast<uint8_t*>(y), 0.f, 255.f);
+  else f(static_cast<int8_t*>(y), -128.f, 127.f);
+}
 
 }  // namespace opforge_cpu

@@ -4,6 +4,7 @@
 // input (values only) on an AVX-512 host takes a channels-last loop that propagates NaN as it pools.
 #include "core/dnnl_util.hpp"
 #include "core/nn.hpp"
+#include "kernels/nhwc_windows.hpp"
 #include "core/elementwise.hpp"
 
 #include <immintrin.h>
@@ -143,40 +144,23 @@ void window_max_nhwc_avx512(const uint16_t* const* taps, int64_t k, uint16_t* y,
 template <class T> class ChannelsLastMaxPool : public Kernel {
  public:
   explicit ChannelsLastMaxPool(const NodeDesc& n) : xs_(n.in(0).shape), ys_(n.outputs[0].shape) {
-    kernel_ = n.attrs.ints("kernel");
-    strides_ = n.attrs.ints("strides", std::vector<int64_t>(2, 1));
-    dil_ = n.attrs.ints("dilations", std::vector<int64_t>(2, 1));
+    w_.kernel = n.attrs.ints("kernel");
+    w_.strides = n.attrs.ints("strides", std::vector<int64_t>(2, 1));
+    w_.dilations = n.attrs.ints("dilations", std::vector<int64_t>(2, 1));
     std::vector<int64_t> pe;
-    window_pads(n, xs_, ys_, kernel_, strides_, dil_, pb_, pe);
+    window_pads(n, xs_, ys_, w_.kernel, w_.strides, w_.dilations, w_.pads_begin, pe);
   }
   void run(RunContext& ctx, const TensorView* in, TensorView* out, Bound*) override {
-    const T* x = static_cast<const T*>(in[0].data);
     T* y = static_cast<T*>(out[0].data);
-    const int64_t N = xs_[0], C = xs_[1], H = xs_[2], W = xs_[3], OH = ys_[2], OW = ys_[3];
-    const int64_t taps_max = kernel_[0] * kernel_[1];
-    parallel_range(N * OH * OW, ctx.num_threads, [&](int64_t b, int64_t e) {
-      std::vector<const T*> taps(static_cast<size_t>(std::max<int64_t>(1, taps_max)));
-      for (int64_t o = b; o < e; ++o) {
-        const int64_t ow = o % OW, oh = (o / OW) % OH, nn = o / (OW * OH);
-        int64_t k = 0;
-        for (int64_t kh = 0; kh < kernel_[0]; ++kh) {
-          const int64_t ih = oh * strides_[0] - pb_[0] + kh * dil_[0];
-          if (ih < 0 || ih >= H) continue;
-          for (int64_t kw = 0; kw < kernel_[1]; ++kw) {
-            const int64_t iw = ow * strides_[1] - pb_[1] + kw * dil_[1];
-            if (iw < 0 || iw >= W) continue;
-            taps[k++] = x + ((nn * H + ih) * W + iw) * C;
-          }
-        }
-        window_max_nhwc_avx512(taps.data(), k, y + o * C, C);
-      }
-    }, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, C * taps_max)));
+    const int64_t C = xs_[1];
+    for_each_nhwc_window(ctx.num_threads, static_cast<const T*>(in[0].data), xs_, ys_, w_,
+                         [&](const T** taps, int64_t k, int64_t o) { window_max_nhwc_avx512(taps, k, y + o * C, C); });
   }
   std::string impl_name() const override { return sizeof(T) == 2 ? "max_nhwc_bf16:avx512" : "max_nhwc:avx512"; }
 
  private:
   Shape xs_, ys_;
-  std::vector<int64_t> kernel_, strides_, dil_, pb_;
+  Window2d w_;
 };
 
 // Hosts for the kernel above (oneDNN's effective ISA too: ONEDNN_MAX_CPU_ISA=AVX2 emulates an

@@ -26,11 +26,7 @@ namespace opforge_cpu {
 namespace {
 bool is_int8(DType t) { return t == DType::u8 || t == DType::i8; }
 
-struct PoolBound : Bound {
-  StagedInputs::Bound staged;
-};
-
-class QuantizedAvgPoolKernel : public Kernel {
+class QuantizedAvgPoolKernel : public StagedKernel {
  public:
   explicit QuantizedAvgPoolKernel(NodeDesc& n) {
     const Shape& xs = n.in(0).shape;
@@ -58,31 +54,15 @@ class QuantizedAvgPoolKernel : public Kernel {
     z_ = static_cast<int32_t>(n.attrs.i("src_zero_point", 0));
     so_ = static_cast<float>(n.attrs.f("dst_scale"));
     zo_ = static_cast<float>(n.attrs.i("dst_zero_point", 0));
-    staged_.add(n.in(0), channels_last_order(4));
-    const bool blocked_ok = !n.allow_blocked_output.empty() && n.allow_blocked_output[0];
-    channels_last_out_ = blocked_ok;
-    std::vector<int> order = blocked_ok ? channels_last_order(4) : std::vector<int>{0, 1, 2, 3};
-    n.outputs[0].md = ordered_md(out_, ys, order);
-    n.outputs[0].blocked = blocked_ok;
+    channels_last_out_ = channels_last_io(n);
   }
-  size_t scratch_bytes() const override { return staged_.scratch_bytes() + 64; }
-  std::string impl_name() const override { return std::string(staged_.any() ? "reorder+sum" : "sum") + int8_isa_suffix(); }
-  std::unique_ptr<Bound> bind(const TensorView* in, size_t, const TensorView*, size_t, void* scratch) override {
-    auto b = std::make_unique<PoolBound>();
-    staged_.bind(b->staged, in, static_cast<char*>(scratch));
-    return b;
-  }
-  void run(RunContext& ctx, const TensorView*, TensorView* out, Bound* bound) override {
-    auto* b = static_cast<PoolBound*>(bound);
-    staged_.run(ctx, b->staged);
-    if (in_ == DType::u8) with_out<uint8_t>(ctx, static_cast<const uint8_t*>(b->staged.data[0]), out[0].data);
-    else with_out<int8_t>(ctx, static_cast<const int8_t*>(b->staged.data[0]), out[0].data);
-  }
+  std::string impl_name() const override { return staged_name("sum") + int8_isa_suffix(); }
 
  private:
-  template <class I> void with_out(RunContext& ctx, const I* x, void* y) const {
-    if (out_ == DType::u8) pool<I, uint8_t>(ctx, x, static_cast<uint8_t*>(y), 0.f, 255.f);
-    else pool<I, int8_t>(ctx, x, static_cast<int8_t*>(y), -128.f, 127.f);
+  void compute(RunContext& ctx, const std::vector<const void*>& data, TensorView* out) const override {
+    with_int8_input(in_, data[0], [&](auto* x) {
+      with_int8_output(out_, out[0].data, [&](auto* y, float lo, float hi) { pool(ctx, x, y, lo, hi); });
+    });
   }
   // [first, last) of the window along one axis within [lo, hi)
   static void clip(int64_t start, int64_t k, int64_t lo, int64_t hi, int64_t& a, int64_t& b) {
@@ -184,7 +164,6 @@ class QuantizedAvgPoolKernel : public Kernel {
     }
   }
 
-  StagedInputs staged_;
   int64_t N_ = 0, C_ = 0, H_ = 0, W_ = 0, OH_ = 0, OW_ = 0;
   int64_t kh_ = 1, kw_ = 1, sh_ = 1, sw_ = 1, bh_ = 0, bw_ = 0, eh_ = 0, ew_ = 0;
   bool exclude_ = false, channels_last_out_ = false;

@@ -17,11 +17,8 @@ namespace opforge_cpu {
 namespace {
 bool is_int8(DType t) { return t == DType::u8 || t == DType::i8; }
 
-struct ConcatBound : Bound {
-  StagedInputs::Bound staged;
-};
 
-class QuantizedConcatKernel : public Kernel {
+class QuantizedConcatKernel : public StagedKernel {
  public:
   explicit QuantizedConcatKernel(NodeDesc& n) {
     const Shape& ys = n.outputs[0].shape;
@@ -59,20 +56,13 @@ class QuantizedConcatKernel : public Kernel {
     n.outputs[0].md = ordered_md(out, ys, order);
     n.outputs[0].blocked = !same_dense_layout(ys, order, plain_order(rank));
   }
-  size_t scratch_bytes() const override { return staged_.scratch_bytes() + 64; }
   std::string impl_name() const override {
-    return std::string(staged_.any() ? "reorder+" : "") + (all_copy_ ? "memcpy" : std::string("table") + int8_isa_suffix());
+    return staged_name(all_copy_ ? "memcpy" : std::string("table") + int8_isa_suffix());
   }
-  std::unique_ptr<Bound> bind(const TensorView* in, size_t, const TensorView*, size_t, void* scratch) override {
-    auto b = std::make_unique<ConcatBound>();
-    staged_.bind(b->staged, in, static_cast<char*>(scratch));
-    return b;
-  }
-  void run(RunContext& ctx, const TensorView*, TensorView* out, Bound* bound) override {
-    auto* b = static_cast<ConcatBound*>(bound);
-    staged_.run(ctx, b->staged);
+
+ private:
+  void compute(RunContext& ctx, const std::vector<const void*>& data, TensorView* out) const override {
     uint8_t* y = static_cast<uint8_t*>(out[0].data);
-    const auto& data = b->staged.data;
     parallel_range(outer_, ctx.num_threads, [&](int64_t r0, int64_t r1) {
       for (int64_t o = r0; o < r1; ++o) {
         uint8_t* dst = y + o * row_;
@@ -90,7 +80,6 @@ class QuantizedConcatKernel : public Kernel {
     }, std::max<int64_t>(1, 65536 / std::max<int64_t>(row_, 1)));
   }
 
- private:
   struct Table {
     bool copy = true;
     uint8_t values[256] = {};  // indexed by the input's byte, holding the output's byte
@@ -113,7 +102,6 @@ class QuantizedConcatKernel : public Kernel {
     }
   }
 
-  StagedInputs staged_;
   std::vector<int64_t> chunk_;
   std::vector<Table> tables_;
   int64_t outer_ = 1, row_ = 0;

@@ -26,9 +26,6 @@ bool is_int8(DType t) { return t == DType::u8 || t == DType::i8; }
 
 enum class Operation { Add, Subtract, Multiply };
 
-struct EltwiseBound : Bound {
-  StagedInputs::Bound staged;
-};
 
 // real value of a quantized byte, as DequantizeLinear computes it in f32
 struct Dequant {
@@ -54,7 +51,7 @@ struct Quant {
   }
 };
 
-class QuantizedEltwiseKernel : public Kernel {
+class QuantizedEltwiseKernel : public StagedKernel {
  public:
   explicit QuantizedEltwiseKernel(NodeDesc& n) {
     const std::string op = n.attrs.s("operation");
@@ -96,21 +93,7 @@ class QuantizedEltwiseKernel : public Kernel {
     std::iota(plain.begin(), plain.end(), 0);
     n.outputs[0].blocked = !same_dense_layout(ys, order, plain);
   }
-  size_t scratch_bytes() const override { return staged_.scratch_bytes() + 64; }
-  std::string impl_name() const override { return std::string(staged_.any() ? "reorder+loop" : "loop") + int8_isa_suffix(); }
-  std::unique_ptr<Bound> bind(const TensorView* in, size_t, const TensorView*, size_t, void* scratch) override {
-    auto b = std::make_unique<EltwiseBound>();
-    staged_.bind(b->staged, in, static_cast<char*>(scratch));
-    return b;
-  }
-  void run(RunContext& ctx, const TensorView*, TensorView* out, Bound* bound) override {
-    auto* b = static_cast<EltwiseBound*>(bound);
-    staged_.run(ctx, b->staged);
-    const void* a = b->staged.data[0];
-    const void* bb = b->staged.data[1];
-    if (ta_ == DType::u8) with_b<uint8_t>(ctx, static_cast<const uint8_t*>(a), bb, out[0].data);
-    else with_b<int8_t>(ctx, static_cast<const int8_t*>(a), bb, out[0].data);
-  }
+  std::string impl_name() const override { return staged_name("loop") + int8_isa_suffix(); }
 
  private:
   static Shape pad_shape(const Shape& s, size_t rank) {
@@ -125,13 +108,12 @@ class QuantizedEltwiseKernel : public Kernel {
       if (a >= static_cast<int>(lead)) o.push_back(a - static_cast<int>(lead));
     return o;
   }
-  template <class A> void with_b(RunContext& ctx, const A* a, const void* b, void* y) const {
-    if (tb_ == DType::u8) with_out<A, uint8_t>(ctx, a, static_cast<const uint8_t*>(b), y);
-    else with_out<A, int8_t>(ctx, a, static_cast<const int8_t*>(b), y);
-  }
-  template <class A, class B> void with_out(RunContext& ctx, const A* a, const B* b, void* y) const {
-    if (to_ == DType::u8) with_op<A, B, uint8_t>(ctx, a, b, static_cast<uint8_t*>(y));
-    else with_op<A, B, int8_t>(ctx, a, b, static_cast<int8_t*>(y));
+  void compute(RunContext& ctx, const std::vector<const void*>& data, TensorView* out) const override {
+    with_int8_input(ta_, data[0], [&](auto* a) {
+      with_int8_input(tb_, data[1], [&](auto* b) {
+        with_int8_output(to_, out[0].data, [&](auto* y, float, float) { with_op(ctx, a, b, y); });
+      });
+    });
   }
   template <class A, class B, class O> void with_op(RunContext& ctx, const A* a, const B* b, O* y) const {
     const Dequant da = da_, db = db_;
@@ -192,7 +174,6 @@ class QuantizedEltwiseKernel : public Kernel {
   DType ta_ = DType::u8, tb_ = DType::u8, to_ = DType::u8;
   Dequant da_{1.f, 0.f}, db_{1.f, 0.f};
   Quant q_{1.f, 0.f, 0.f, 255.f};
-  StagedInputs staged_;
   std::unique_ptr<BroadcastPlan> plan_;
 };
 }  // namespace

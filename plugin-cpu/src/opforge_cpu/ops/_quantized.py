@@ -1,5 +1,7 @@
 """What the quantized (int8) ops share: their scale/zero-point attributes and a NumPy reference of
-the arithmetic their oneDNN kernels do.
+the arithmetic their oneDNN kernels do; and (at the end) what the byte-wise ones that requantize
+one input (QuantizedAvgPool, QuantizedInterpolate) and check their grids (those and
+QuantizedEltwise, QuantizedConcat) share.
 
 The real-valued computation is ``y = op(s_x * (x - z_x), s_w[c] * w) + bias``, then the fused
 element-wise post-ops, then either ``y`` itself (f32 output) or
@@ -9,11 +11,16 @@ op -> [Add bias] -> [Relu/Clip] -> QuantizeLinear of the QDQ graph it replaces.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar, Literal
 
 import numpy as np
 from opforge.element_type import Type
 from opforge.op import CostClass, InferContext, Op, OpAttrs, TensorSpec
+
+from opforge_cpu.ops._cpu_op import CpuOp
+from opforge_cpu.ops.dequantize import Dequantize, DequantizeAttrs
+from opforge_cpu.ops.quantize import Quantize, QuantizeAttrs
 
 #: the element types a quantized op may produce
 OutputType = Literal["u8", "i8", "f32"]
@@ -42,17 +49,14 @@ class QuantizationAttrs(OpAttrs):
     post_ops: list[tuple[str, dict[str, float]]] = []
 
 
-class QuantizedOp(Op):
+class QuantizedOp(CpuOp):
     """Inputs: 0 data (u8 or i8), 1 weights (i8 constant), 2 weight scales (f32 [C_out]),
     3 optional bias (f32 [C_out], in real units, added after the scales), then the optional
     residual operand named by the ``sum_input`` attribute (u8/i8 of the output's shape)."""
 
-    version = "opforge_cpu"
     cost_class = CostClass.COMPUTE
     min_inputs = 3
     max_inputs = 5
-    #: run by the CPU device's C++ kernel of this type name (see ``opforge_cpu.ops``)
-    cpu_internal: ClassVar[bool] = True
     #: what each quantized op defines (checked when the subclass is created, not at first use)
     _HOOKS: ClassVar[tuple[str, ...]] = ("inner_op", "inner_attrs", "scale_weights", "channel_shaped")
 
@@ -142,3 +146,47 @@ def requantize(y: np.ndarray, a: QuantizationAttrs) -> np.ndarray:
     info = np.iinfo(t)
     q = np.rint(y / a.dst_scale) + a.dst_zero_point
     return np.clip(q, info.min, info.max).astype(t)
+
+
+# --- the byte-wise ops -------------------------------------------------------------------------
+class RequantizedAttrs(OpAttrs):
+    """The grids of a byte-wise op over one u8/i8 input: it computes on ``src_scale * (x -
+    src_zero_point)`` and writes ``saturate(round_half_to_even(y / dst_scale) + dst_zero_point)``
+    in ``output_type``."""
+
+    src_scale: float
+    src_zero_point: int = 0
+    dst_scale: float
+    dst_zero_point: int = 0
+    output_type: Literal["u8", "i8"] = "u8"
+
+
+def check_int8_input(ctx: InferContext, i: int) -> None:
+    if ctx.input_type(i) not in (Type.u8, Type.i8):
+        raise ctx.error(f"input {i} is {ctx.input_type(i).ir}, expected u8 or i8")
+
+
+def check_scales(ctx: InferContext, *scales: float) -> None:
+    if not all(s > 0 and np.isfinite(s) for s in scales):
+        raise ctx.error(f"scales ({', '.join(str(s) for s in scales)}) must be positive and finite")
+
+
+def infer_requantized(ctx: InferContext, inner: type[Op], attrs: RequantizedAttrs) -> list[TensorSpec]:
+    """Output of a byte-wise op computing ``inner`` on its dequantized input 0: the input and the
+    grids checked, then ``inner``'s shape rule on an f32 view of input 0 (the other inputs, sizes
+    or scales, as they are), in ``output_type``."""
+    check_int8_input(ctx, 0)
+    check_scales(ctx, attrs.src_scale, attrs.dst_scale)
+    specs = [TensorSpec(Type.f32, ctx.input_shape(0))]
+    specs += [TensorSpec(ctx.input_type(i), ctx.input_shape(i)) for i in range(1, ctx.num_inputs)]
+    values = [None] + [ctx.input_value(i) for i in range(1, ctx.num_inputs)]
+    spec = inner.infer(InferContext(ctx.node_name, inner, attrs, specs, values))[0]
+    return [TensorSpec(Type.parse(attrs.output_type), spec.shape)]
+
+
+def evaluate_requantized(attrs: RequantizedAttrs, op: Callable[[np.ndarray], np.ndarray],
+                         x: np.ndarray) -> list[np.ndarray]:
+    """The reference of such an op: DequantizeLinear of ``x`` -> ``op`` -> QuantizeLinear."""
+    real = Dequantize.evaluate(DequantizeAttrs(scale=attrs.src_scale, zero_point=attrs.src_zero_point), [x])[0]
+    out = QuantizeAttrs(scale=attrs.dst_scale, zero_point=attrs.dst_zero_point, output_type=attrs.output_type)
+    return Quantize.evaluate(out, [op(real)])

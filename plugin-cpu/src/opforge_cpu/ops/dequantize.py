@@ -5,11 +5,13 @@ csrc/kernels/dequantize.cpp (one oneDNN reorder with a source scale and zero poi
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 from opforge.element_type import Type
-from opforge.op import InferContext, Op, OpAttrs, TensorSpec
+from opforge.op import InferContext, OpAttrs, TensorSpec
+
+from opforge_cpu.ops._cpu_op import CpuOp
 
 
 class DequantizeAttrs(OpAttrs):
@@ -17,11 +19,9 @@ class DequantizeAttrs(OpAttrs):
     zero_point: int = 0
 
 
-class Dequantize(Op):
+class Dequantize(CpuOp):
     type_name = "Dequantize"
-    version = "opforge_cpu"
     Attrs = DequantizeAttrs
-    cpu_internal: ClassVar[bool] = True
 
     @classmethod
     def infer(cls, ctx: InferContext) -> list[TensorSpec]:

@@ -5,11 +5,13 @@ the QuantizeLinear decomposition (Divide, Round, Add, Clamp, Convert) as one nod
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 import numpy as np
 from opforge.element_type import Type
-from opforge.op import InferContext, Op, OpAttrs, TensorSpec
+from opforge.op import InferContext, OpAttrs, TensorSpec
+
+from opforge_cpu.ops._cpu_op import CpuOp
 
 
 class QuantizeAttrs(OpAttrs):
@@ -18,11 +20,9 @@ class QuantizeAttrs(OpAttrs):
     output_type: Literal["u8", "i8"] = "u8"
 
 
-class Quantize(Op):
+class Quantize(CpuOp):
     type_name = "Quantize"
-    version = "opforge_cpu"
     Attrs = QuantizeAttrs
-    cpu_internal: ClassVar[bool] = True
 
     @classmethod
     def infer(cls, ctx: InferContext) -> list[TensorSpec]:

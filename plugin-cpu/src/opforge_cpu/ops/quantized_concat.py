@@ -9,13 +9,15 @@ csrc/kernels/quantized_concat.cpp (channels-last when the axis is the channels')
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 import numpy as np
 from opforge.element_type import Type
-from opforge.op import CostClass, InferContext, Op, OpAttrs, TensorSpec
+from opforge.op import InferContext, OpAttrs, TensorSpec
 from opforge.opset.concat import Concat, ConcatAttrs
 
+from opforge_cpu.ops._cpu_op import ConcatenatingOp
+from opforge_cpu.ops._quantized import check_int8_input
 from opforge_cpu.ops.dequantize import Dequantize, DequantizeAttrs
 from opforge_cpu.ops.quantize import Quantize, QuantizeAttrs
 
@@ -30,14 +32,9 @@ class QuantizedConcatAttrs(OpAttrs):
     output_type: Literal["u8", "i8"] = "u8"
 
 
-class QuantizedConcat(Op):
+class QuantizedConcat(ConcatenatingOp):
     type_name = "QuantizedConcat"
-    version = "opforge_cpu"
     Attrs = QuantizedConcatAttrs
-    cost_class = CostClass.MOVEMENT
-    min_inputs = 1
-    max_inputs = None
-    cpu_internal: ClassVar[bool] = True
 
     @classmethod
     def infer(cls, ctx: InferContext) -> list[TensorSpec]:
@@ -48,8 +45,7 @@ class QuantizedConcat(Op):
         if not all(s > 0 and np.isfinite(s) for s in [*a.scales, a.dst_scale]):
             raise ctx.error(f"scales {a.scales} and dst_scale {a.dst_scale} must be positive and finite")
         for i in range(ctx.num_inputs):
-            if ctx.input_type(i) not in (Type.u8, Type.i8):
-                raise ctx.error(f"input {i} is {ctx.input_type(i).ir}, expected u8 or i8")
+            check_int8_input(ctx, i)
         # the shape rule is Concat's, on f32 views of the inputs (their types may differ)
         specs = [TensorSpec(Type.f32, ctx.input_shape(i)) for i in range(ctx.num_inputs)]
         shape = Concat.infer(InferContext(ctx.node_name, Concat, ConcatAttrs(axis=a.axis), specs,

@@ -7,13 +7,15 @@ csrc/kernels/quantized_eltwise.cpp."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 import numpy as np
 from opforge.element_type import Type
-from opforge.op import InferContext, Op, OpAttrs, TensorSpec
+from opforge.op import InferContext, OpAttrs, TensorSpec
 from opforge.opset._shape_util import ShapeError, numpy_broadcast
 
+from opforge_cpu.ops._cpu_op import CpuOp
+from opforge_cpu.ops._quantized import check_int8_input, check_scales
 from opforge_cpu.ops.dequantize import Dequantize, DequantizeAttrs
 from opforge_cpu.ops.quantize import Quantize, QuantizeAttrs
 
@@ -29,22 +31,18 @@ class QuantizedEltwiseAttrs(OpAttrs):
     output_type: Literal["u8", "i8"] = "u8"
 
 
-class QuantizedEltwise(Op):
+class QuantizedEltwise(CpuOp):
     type_name = "QuantizedEltwise"
-    version = "opforge_cpu"
     Attrs = QuantizedEltwiseAttrs
     min_inputs = 2
     max_inputs = 2
-    cpu_internal: ClassVar[bool] = True
 
     @classmethod
     def infer(cls, ctx: InferContext) -> list[TensorSpec]:
         a: QuantizedEltwiseAttrs = ctx.attrs  # type: ignore[assignment]
         for i in (0, 1):
-            if ctx.input_type(i) not in (Type.u8, Type.i8):
-                raise ctx.error(f"input {i} is {ctx.input_type(i).ir}, expected u8 or i8")
-        if not all(s > 0 and np.isfinite(s) for s in (a.a_scale, a.b_scale, a.dst_scale)):
-            raise ctx.error(f"scales ({a.a_scale}, {a.b_scale}, {a.dst_scale}) must be positive and finite")
+            check_int8_input(ctx, i)
+        check_scales(ctx, a.a_scale, a.b_scale, a.dst_scale)
         try:
             shape = numpy_broadcast(ctx.input_shape(0), ctx.input_shape(1))
         except ShapeError as err:

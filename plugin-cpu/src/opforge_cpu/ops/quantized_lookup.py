@@ -7,24 +7,24 @@ csrc/kernels/quantized_lookup.cpp, in the input's layout."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 from opforge.element_type import Type
-from opforge.op import InferContext, Op, TensorSpec
+from opforge.op import InferContext, TensorSpec
+
+from opforge_cpu.ops._cpu_op import CpuOp
+from opforge_cpu.ops._quantized import check_int8_input
 
 
-class QuantizedLookup(Op):
+class QuantizedLookup(CpuOp):
     type_name = "QuantizedLookup"
-    version = "opforge_cpu"
     min_inputs = 2
     max_inputs = 2
-    cpu_internal: ClassVar[bool] = True
 
     @classmethod
     def infer(cls, ctx: InferContext) -> list[TensorSpec]:
-        if ctx.input_type(0) not in (Type.u8, Type.i8):
-            raise ctx.error(f"input 0 is {ctx.input_type(0).ir}, expected u8 or i8")
+        check_int8_input(ctx, 0)
         table = ctx.input_shape(1)
         if ctx.input_type(1) not in (Type.u8, Type.i8) or table.rank != 1 or table.dims[0] != 256:
             raise ctx.error(f"input 1 (the table) is {ctx.input_type(1).ir} {table}, expected u8 or i8 [256]")

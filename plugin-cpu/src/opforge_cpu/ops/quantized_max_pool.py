@@ -5,24 +5,23 @@ csrc/kernels/quantized_max_pool.cpp (oneDNN int8 pooling, in the layout its prod
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
-from opforge.element_type import Type
-from opforge.op import InferContext, Op, TensorSpec
+from opforge.op import InferContext, TensorSpec
 from opforge.opset.max_pool import MaxPool, MaxPoolAttrs
 
+from opforge_cpu.ops._cpu_op import CpuOp
+from opforge_cpu.ops._quantized import check_int8_input
 
-class QuantizedMaxPool(Op):
+
+class QuantizedMaxPool(CpuOp):
     type_name = "QuantizedMaxPool"
-    version = "opforge_cpu"
     Attrs = MaxPoolAttrs
-    cpu_internal: ClassVar[bool] = True
 
     @classmethod
     def infer(cls, ctx: InferContext) -> list[TensorSpec]:
-        if ctx.input_type(0) not in (Type.u8, Type.i8):
-            raise ctx.error(f"input 0 is {ctx.input_type(0).ir}, expected u8 or i8")
+        check_int8_input(ctx, 0)
         return MaxPool.infer(ctx)[:1]
 
     @classmethod

@@ -10,11 +10,13 @@ parts directly: no concatenated tensor, no transposed copy, no split copies."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
-from opforge.op import CostClass, InferContext, Op, OpAttrs, TensorSpec
+from opforge.op import InferContext, OpAttrs, TensorSpec
 from opforge.shape import PartialShape
+
+from opforge_cpu.ops._cpu_op import ConcatenatingOp
 
 
 class ShuffleChannelsAttrs(OpAttrs):
@@ -23,14 +25,9 @@ class ShuffleChannelsAttrs(OpAttrs):
     splits: list[int]
 
 
-class ShuffleChannels(Op):
+class ShuffleChannels(ConcatenatingOp):
     type_name = "ShuffleChannels"
-    version = "opforge_cpu"
     Attrs = ShuffleChannelsAttrs
-    cost_class = CostClass.MOVEMENT
-    min_inputs = 1
-    max_inputs = None
-    cpu_internal: ClassVar[bool] = True
 
     @classmethod
     def infer(cls, ctx: InferContext) -> list[TensorSpec]:

@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
 
     engine_process.PREPARERS[BEFORE_ENGINE] = "bench_ab:prepare_before"
     if args.before_pkg:
-        pkg, label = args.before_pkg.resolve(), str(args.before_pkg)
+        pkg, label = args.before_pkg.resolve(), "--before-pkg"
         if not (pkg / "opforge_cpu" / "__init__.py").exists():
             raise SystemExit(f"bench_ab: {pkg} holds no opforge_cpu package (an unpacked wheel is expected)")
     else:

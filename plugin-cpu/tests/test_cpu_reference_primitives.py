@@ -233,7 +233,8 @@ CHILD = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("isa", ["AVX2", "AVX512_CORE"])
+# (~25 s each on the 2-core host: the AVX-512-without-VNNI/bf16 host runs in the slow suite)
+@pytest.mark.parametrize("isa", ["AVX2", pytest.param("AVX512_CORE", marks=pytest.mark.slow)])
 def test_no_reference_primitive_on_older_isa(isa: str) -> None:
     """The f32 and int8 battery as an AVX2 host and an AVX-512 host without VNNI/bf16: every
     pattern still gets an optimised kernel (int8 without VNNI may stay in f32, see

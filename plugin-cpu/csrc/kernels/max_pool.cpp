@@ -6,10 +6,13 @@
 #include "core/nn.hpp"
 #include "kernels/nhwc_windows.hpp"
 #include "core/elementwise.hpp"
+#include "core/primitive_log.hpp"
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <limits>
+#include <unordered_map>
 
 namespace opforge_cpu {
 
@@ -151,16 +154,57 @@ template <class T> class ChannelsLastMaxPool : public Kernel {
     window_pads(n, xs_, ys_, w_.kernel, w_.strides, w_.dilations, w_.pads_begin, pe);
   }
   void run(RunContext& ctx, const TensorView* in, TensorView* out, Bound*) override {
-    T* y = static_cast<T*>(out[0].data);
-    const int64_t C = xs_[1];
-    for_each_nhwc_window(ctx.num_threads, static_cast<const T*>(in[0].data), xs_, ys_, w_,
-                         [&](const T** taps, int64_t k, int64_t o) { window_max_nhwc_avx512(taps, k, y + o * C, C); });
+    pool(ctx, static_cast<const T*>(in[0].data), static_cast<T*>(out[0].data));
   }
   std::string impl_name() const override { return sizeof(T) == 2 ? "max_nhwc_bf16:avx512" : "max_nhwc:avx512"; }
 
- private:
+ protected:
+  void pool(RunContext& ctx, const T* x, T* y) const {
+    const int64_t C = xs_[1];
+    for_each_nhwc_window(ctx.num_threads, x, xs_, ys_, w_,
+                         [&](const T** taps, int64_t k, int64_t o) { window_max_nhwc_avx512(taps, k, y + o * C, C); });
+  }
+
   Shape xs_, ys_;
   Window2d w_;
+};
+
+// A plain nchw f32 source with dilated windows: oneDNN 3.2 pools dilated windows only with its
+// reference implementation ("ref:any": a 3x3 dilation-2 pool of 64x112x112 took 164 ms at one
+// thread, ONNX Runtime 0.6 ms; found by the compile-time reference check, primitive_log.hpp), so
+// the source is reordered to nhwc in scratch and pooled by the channels-last loop above.
+class NchwDilatedMaxPool : public ChannelsLastMaxPool<float> {
+ public:
+  explicit NchwDilatedMaxPool(const NodeDesc& n) : ChannelsLastMaxPool<float>(n) {
+    plain_ = plain_md(DType::f32, n.in(0).shape);
+    nhwc_ = dnnl::memory::desc(to_dims(n.in(0).shape), dnnl::memory::data_type::f32, dnnl::memory::format_tag::acdb);
+    dnnl::reorder::primitive_desc pd(cpu_engine(), plain_, cpu_engine(), nhwc_);
+    reorder_ = dnnl::reorder(pd);
+    note_primitive(pd);
+  }
+  size_t scratch_bytes() const override { return nhwc_.get_size() + 64; }
+  std::unique_ptr<Bound> bind(const TensorView* in, size_t, const TensorView*, size_t, void* scratch) override {
+    auto b = std::make_unique<ReorderBound>();
+    b->to = scratch;
+    b->args = {{DNNL_ARG_FROM, dnnl::memory(plain_, cpu_engine(), in[0].data)},
+               {DNNL_ARG_TO, dnnl::memory(nhwc_, cpu_engine(), scratch)}};
+    return b;
+  }
+  void run(RunContext& ctx, const TensorView*, TensorView* out, Bound* bound) override {
+    auto* b = static_cast<ReorderBound*>(bound);
+    reorder_.execute(*ctx.stream, b->args);
+    ctx.stream->wait();
+    pool(ctx, static_cast<const float*>(b->to), static_cast<float*>(out[0].data));
+  }
+  std::string impl_name() const override { return "reorder+max_nhwc:avx512"; }
+
+ private:
+  struct ReorderBound : Bound {
+    std::unordered_map<int, dnnl::memory> args;
+    const void* to = nullptr;
+  };
+  dnnl::memory::desc plain_, nhwc_;
+  dnnl::reorder reorder_;
 };
 
 // Hosts for the kernel above (oneDNN's effective ISA too: ONEDNN_MAX_CPU_ISA=AVX2 emulates an
@@ -205,6 +249,13 @@ std::unique_ptr<Kernel> make_max_pool(NodeDesc& n) {
       n.outputs[0].md = nhwc(n.outputs[0].shape, dt::bf16);
       return std::make_unique<ChannelsLastMaxPool<uint16_t>>(n);
     }
+  }
+  const auto dil = n.attrs.ints("dilations", {});
+  if (!x.blocked && x.shape.size() == 4 && n.attrs.ints("kernel").size() == 2 && avx512_host() &&
+      std::any_of(dil.begin(), dil.end(), [](int64_t d) { return d != 1; })) {
+    n.outputs[0].blocked = true;
+    n.outputs[0].md = nhwc(n.outputs[0].shape, dt::f32);
+    return std::make_unique<NchwDilatedMaxPool>(n);
   }
   return make_dnnl_pool(n, true);
 }

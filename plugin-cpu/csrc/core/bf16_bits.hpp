@@ -32,4 +32,10 @@ inline bool bf16_bits_negative(uint16_t h) {
   return (h & 0x8000u) != 0 && mag != 0 && mag <= 0x7F80u;
 }
 
+// Rows (core/bf16_rows.cpp): widening is exact; narrowing is f32_to_bf16_bits per element, by
+// AVX512_BF16's vcvtneps2bf16 where the host has it (16 lanes an instruction; like oneDNN's reorder
+// on such hosts it flushes f32 denormals to zero), else by a loop of f32_to_bf16_bits.
+void bf16_row_to_f32(const uint16_t* x, float* y, int64_t n);
+void f32_row_to_bf16(const float* x, uint16_t* y, int64_t n);
+
 }  // namespace opforge_cpu

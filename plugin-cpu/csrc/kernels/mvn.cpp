@@ -9,10 +9,11 @@ namespace opforge_cpu {
 
 // A post-LN LayerNorm's second output (attribute bf16_copy, emit.py _bf16_norm_copy): its f32
 // output again, rounded to bf16 (nearest even, NaN kept) for the next projections' bf16 MatMuls,
-// which read it as it is while the residual post-op reads the f32 output. Rows [r0, r1).
-__attribute__((target_clones("avx512f", "avx2", "default")))
+// which read it as it is while the residual post-op reads the f32 output. Rows [r0, r1), narrowed
+// by f32_row_to_bf16 (vcvtneps2bf16 where the host has it: the per-element rounding loop did not
+// vectorise, ~5 us a bert_small LayerNorm).
 void layer_norm_bf16_copy(const float* y, uint16_t* c, int64_t r0, int64_t r1, int64_t cols) {
-  for (int64_t i = r0 * cols; i < r1 * cols; ++i) c[i] = f32_to_bf16_bits(y[i]);
+  f32_row_to_bf16(y + r0 * cols, c + r0 * cols, (r1 - r0) * cols);
 }
 
 namespace {

@@ -164,7 +164,9 @@ def main(argv: list[str] | None = None) -> int:
                 if "openvino" in procs:
                     ratio += f"  before/ov {med['before'] / med['openvino']:.3f}  now/ov {med['now'] / med['openvino']:.3f}"
                 cols = "  ".join(f"{k}{ov if k == 'openvino' else ''} {v:8.3f}" for k, v in med.items())
-                print(f"{name:20s} {prec:5s} thr {threads}: {cols} | {ratio} | rel diff {relative_difference(out_b, out_n):.1e}"
+                # an int8 (QDQ) file compiles at f32 (its int8 nodes run int8 anyway): say int8
+                shown = "int8" if args.precision == "int8" else prec
+                print(f"{name:20s} {shown:5s} thr {threads}: {cols} | {ratio} | rel diff {relative_difference(out_b, out_n):.1e}"
                       f" | load {l0:.1f}-{os.getloadavg()[0]:.1f}", flush=True)
                 for proc in procs.values():
                     proc.drop()

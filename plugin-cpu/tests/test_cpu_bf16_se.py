@@ -20,30 +20,16 @@ from opforge_cpu._loader import load_core
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 helper, numpy_helper, TP = onnx.helper, onnx.numpy_helper, onnx.TensorProto
+from onnx_graph import OnnxGraph  # noqa: E402  (after onnx is known to be there)
 
 needs_bf16 = pytest.mark.skipif(not bool(load_core().native_bf16()),
                                 reason="this host has no bf16 arithmetic (AVX512_BF16/AMX)")
 
 
-class Graph:
+class Graph(OnnxGraph):
     def __init__(self, seed: int, positive: bool = False) -> None:
-        self.rng = np.random.default_rng(seed)
+        super().__init__(seed)
         self.positive = positive  # weights in (0, 1]: an inf or NaN pixel stays one in every channel
-        self.nodes: list[Any] = []
-        self.inits: list[Any] = []
-        self.count = 0
-
-    def const(self, v: Any, dtype: Any = np.float32) -> str:
-        self.count += 1
-        name = f"c{self.count}"
-        self.inits.append(numpy_helper.from_array(np.asarray(v, dtype), name))
-        return name
-
-    def node(self, op: str, ins: list[str], **attrs: Any) -> str:
-        self.count += 1
-        out = f"{op.lower()}{self.count}"
-        self.nodes.append(helper.make_node(op, ins, [out], name=f"{op}{self.count}", **attrs))
-        return out
 
     def conv(self, x: str, cin: int, cout: int, k: int = 1, group: int = 1, stride: int = 1) -> str:
         shape = (cout, cin // group, k, k)
@@ -80,11 +66,6 @@ class Graph:
             y = self.node("Add", [y, x])
         return y, scaled, h
 
-    def save(self, path: Path, x_shape: tuple[int, ...], outs: list[str]) -> Path:
-        graph = helper.make_graph(self.nodes, "se", [helper.make_tensor_value_info("x", TP.FLOAT, x_shape)],
-                                  [helper.make_tensor_value_info(o, TP.FLOAT, None) for o in outs], self.inits)
-        onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)]), str(path))
-        return path
 
 
 def se_model(path: Path, *, act: str, gate: str, size: int = 14, positive: bool = False,

@@ -19,29 +19,12 @@ from opforge_cpu._loader import load_core
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 helper, numpy_helper, TP = onnx.helper, onnx.numpy_helper, onnx.TensorProto
+from onnx_graph import OnnxGraph  # noqa: E402  (after onnx is known to be there)
 
 avx512 = load_core().cpu_isa().startswith("avx512")
 
 
-class Graph:
-    def __init__(self, seed: int) -> None:
-        self.rng = np.random.default_rng(seed)
-        self.nodes: list[Any] = []
-        self.inits: list[Any] = []
-        self.count = 0
-
-    def const(self, v: Any) -> str:
-        self.count += 1
-        name = f"c{self.count}"
-        self.inits.append(numpy_helper.from_array(np.asarray(v, np.float32), name))
-        return name
-
-    def node(self, op: str, ins: list[str], **attrs: Any) -> str:
-        self.count += 1
-        out = f"{op.lower()}{self.count}"
-        self.nodes.append(helper.make_node(op, ins, [out], name=f"{op}{self.count}", **attrs))
-        return out
-
+class Graph(OnnxGraph):
     def conv(self, x: str, cin: int, cout: int, k: int = 1, group: int = 1, stride: int = 1) -> str:
         w = self.rng.standard_normal((cout, cin // group, k, k)) * (2.0 / (cin // group * k * k)) ** 0.5
         b = self.rng.standard_normal(cout) * 0.1
@@ -62,11 +45,6 @@ class Graph:
         short = x if stride == 1 and cin == cout else self.conv(x, cin, cout, stride=stride)
         return self.relu(self.node("Add", [y, short]))
 
-    def save(self, path: Path, x_shape: tuple[int, ...], outs: list[str]) -> Path:
-        graph = helper.make_graph(self.nodes, "g", [helper.make_tensor_value_info("x", TP.FLOAT, x_shape)],
-                                  [helper.make_tensor_value_info(o, TP.FLOAT, None) for o in outs], self.inits)
-        onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)]), str(path))
-        return path
 
 
 def run(path: Path, x: np.ndarray, threads: int) -> tuple[list[np.ndarray], list[Any]]:

@@ -22,30 +22,13 @@ from opforge_cpu.ops.rope import RoPE, RoPEAttrs
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 helper, numpy_helper, TP = onnx.helper, onnx.numpy_helper, onnx.TensorProto
+from onnx_graph import OnnxGraph  # noqa: E402  (after onnx is known to be there)
 
 native_bf16 = bool(load_core().native_bf16())
 BIG = 9223372036854775807  # torch's open slice end
 
 
-class Graph:
-    def __init__(self, seed: int) -> None:
-        self.rng = np.random.default_rng(seed)
-        self.nodes: list[Any] = []
-        self.inits: list[Any] = []
-        self.count = 0
-
-    def const(self, v: Any, dtype: Any = np.float32) -> str:
-        self.count += 1
-        name = f"c{self.count}"
-        self.inits.append(numpy_helper.from_array(np.asarray(v, dtype), name))
-        return name
-
-    def node(self, op: str, ins: list[str], **attrs: Any) -> str:
-        self.count += 1
-        out = f"{op.lower()}{self.count}"
-        self.nodes.append(helper.make_node(op, ins, [out], name=f"{op}{self.count}", **attrs))
-        return out
-
+class Graph(OnnxGraph):
     def slice_last(self, x: str, start: int, end: int, bounds: str = "const") -> str:
         if bounds == "runtime":  # the stop is the model input ``stop`` [1] (int64): known only at run time
             return self.node("Slice", [x, self.const([start], np.int64), "stop", self.const([-1], np.int64)])
@@ -69,11 +52,6 @@ class Graph:
         b = self.node("Mul", [turned, sin])
         return self.node("Sub" if miss == "sub" else "Add", [a, b])
 
-    def save(self, path: Path, inputs: list[Any], outs: list[str]) -> Path:
-        graph = helper.make_graph(self.nodes, "rope", inputs,
-                                  [helper.make_tensor_value_info(o, TP.FLOAT, None) for o in outs], self.inits)
-        onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
-        return path
 
 
 def cos_sin(g: Graph, s: int, r: int, source: str, batch: int) -> tuple[str, str]:
@@ -110,7 +88,7 @@ def llama_model(path: Path, *, batch: int = 1, s: int = 12, heads: int = 4, d: i
         inputs.append(helper.make_tensor_value_info("pos", TP.INT64, [batch, s]))
     if miss == "bounds":
         inputs.append(helper.make_tensor_value_info("stop", TP.INT64, [1]))
-    return g.save(path, inputs, outs)
+    return g.save_model(path, inputs, outs, 17, "rope")
 
 
 def neox_model(path: Path, *, batch: int = 1, s: int = 12, heads: int = 4, d: int = 16, r: int = 4,
@@ -137,7 +115,7 @@ def neox_model(path: Path, *, batch: int = 1, s: int = 12, heads: int = 4, d: in
     inputs = [helper.make_tensor_value_info("h", TP.FLOAT, [batch, s, e])]
     if source != "const":
         inputs.append(helper.make_tensor_value_info("pos", TP.INT64, [batch, s]))
-    return g.save(path, inputs, outs)
+    return g.save_model(path, inputs, outs, 17, "rope")
 
 
 def feeds_for(path: Path, shape_half: int = 8) -> dict[str, np.ndarray]:

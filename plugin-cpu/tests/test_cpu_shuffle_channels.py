@@ -19,39 +19,22 @@ from opforge_cpu._loader import load_core
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 helper, numpy_helper, TP = onnx.helper, onnx.numpy_helper, onnx.TensorProto
+from onnx_graph import OnnxGraph  # noqa: E402  (after onnx is known to be there)
 
 native_bf16 = bool(load_core().native_bf16())
 
 
-class Graph:
-    def __init__(self, seed: int) -> None:
-        self.rng = np.random.default_rng(seed)
-        self.nodes: list[Any] = []
-        self.inits: list[Any] = []
-        self.count = 0
-
-    def const(self, v: Any, dtype: Any = np.float32) -> str:
-        self.count += 1
-        name = f"c{self.count}"
-        self.inits.append(numpy_helper.from_array(np.asarray(v, dtype), name))
-        return name
-
-    def node(self, op: str, ins: list[str], n_out: int = 1, **attrs: Any) -> list[str]:
-        self.count += 1
-        outs = [f"{op.lower()}{self.count}_{i}" for i in range(n_out)]
-        self.nodes.append(helper.make_node(op, ins, outs, name=f"{op}{self.count}", **attrs))
-        return outs
+class Graph(OnnxGraph):
+    def node(self, op: str, ins: list[str], n_out: int = 1, **attrs: Any) -> list[str]:  # type: ignore[override]
+        return self.node_outs(op, ins, n_out, **attrs)  # every output, as a list (Split's several)
 
     def conv(self, x: str, cin: int, cout: int) -> str:
         w = self.const(self.rng.standard_normal((cout, cin, 1, 1)) * (2.0 / cin) ** 0.5)
         b = self.const(self.rng.standard_normal(cout) * 0.1)
         return self.node("Relu", [self.node("Conv", [x, w, b])[0]])[0]
 
-    def save(self, path: Path, x_shape: tuple[int, ...], outs: list[str]) -> Path:
-        graph = helper.make_graph(self.nodes, "shuffle", [helper.make_tensor_value_info("x", TP.FLOAT, x_shape)],
-                                  [helper.make_tensor_value_info(o, TP.FLOAT, None) for o in outs], self.inits)
-        onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
-        return path
+    def save(self, path: Path, x_shape: tuple[int, ...], outs: list[str], opset: int = 13) -> Path:
+        return super().save(path, x_shape, outs, opset)
 
 
 def shuffle_model(path: Path, *, g: int, branches: list[int], hw: tuple[int, int], split: bool, readers: str,

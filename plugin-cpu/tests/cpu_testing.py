@@ -3,7 +3,11 @@ installed plugins cannot change the results), and helpers comparing against the 
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -11,6 +15,19 @@ import opforge
 from opforge.graph import Model, Node
 from opforge.plugins import PluginInfo, PluginSystem
 from opforge.reference import evaluate_model
+
+
+def load_module(path: Path, name: str | None = None) -> ModuleType:
+    """A Python file or a compiled extension by path (a benchmark script, a test-built kernel
+    module), registered in ``sys.modules`` under ``name`` (default: the file's stem), where a
+    dataclass of the module resolves its annotations."""
+    spec = importlib.util.spec_from_file_location(name or path.stem, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path} as a module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def make_plugins(*extra: tuple[Any, str]) -> PluginSystem:

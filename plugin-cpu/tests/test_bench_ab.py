@@ -5,7 +5,6 @@ by running the tool (kernel-library.md, 'A/B of a C++ change')."""
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -13,16 +12,13 @@ from types import ModuleType
 
 import numpy as np
 import pytest
+from cpu_testing import load_module
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_ab.py"
 
 
 def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_ab", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_module(SCRIPT)
 
 
 def test_help_describes_the_tool() -> None:

@@ -5,22 +5,18 @@ The timing itself is exercised by running the tool (kernel-library.md, 'int8 at 
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 import opforge
+from cpu_testing import load_module
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_int8_threads.py"
 
 
 def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_int8_threads", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_module(SCRIPT)
 
 
 def _compiled_rows(path: Path, x: np.ndarray, threads: int) -> tuple[np.ndarray, list[tuple[str, str, list[str]]]]:

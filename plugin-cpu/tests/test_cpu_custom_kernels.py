@@ -15,7 +15,7 @@ import numpy as np
 import opforge
 import opforge_cpu
 import pytest
-from cpu_testing import make_plugins, param, rand
+from cpu_testing import load_module, make_plugins, param, rand
 from opforge.errors import KernelError, PluginValidationError, UnsupportedOpError
 from opforge.graph import Model
 
@@ -56,11 +56,7 @@ def compiled_kernel(tmp_path_factory: pytest.TempPathFactory) -> types.ModuleTyp
     cmd = ["c++", "-O2", "-shared", "-fPIC", "-std=c++17", f"-I{pybind11.get_include()}",
            f"-I{sysconfig.get_paths()['include']}", f"-I{opforge_cpu.get_include()}", str(EXAMPLE), "-o", str(out)]
     subprocess.run(cmd, check=True, capture_output=True)
-    spec = importlib.util.spec_from_file_location("_template_kernel", out)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_module(out, "_template_kernel")
 
 
 def test_python_kernel_slow_path() -> None:

@@ -14,6 +14,7 @@ from types import ModuleType
 
 import numpy as np
 import pytest
+from cpu_testing import load_module
 
 pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
@@ -26,12 +27,7 @@ NAMES = ["unet_small", "t5_like"]
 
 
 def _load_script(path: Path = SCRIPT) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses resolve the module's annotations through it
-    spec.loader.exec_module(module)
-    return module
+    return load_module(path)
 
 
 @pytest.fixture(scope="module")

@@ -916,6 +916,24 @@ std::unique_ptr<Kernel> make_dnnl_matmul(NodeDesc& n) {
   } else {
     append_post_ops(ops, n.attrs);
   }
+  // mul_input: a tensor of the result's shape multiplied in last (a gated FFN's gate: T5's
+  // gelu(x W0) * (x W1), Llama's silu(x Wg) * (x Wu); emit.py _gate_operand), a binary post-op,
+  // so the product is one step and one pass over memory instead of a MatMul and a Multiply.
+  // Read under the result's dims: dense in the same order, whether or not the rows were taken as
+  // one [M, K] matrix above.
+  const int mul_input = static_cast<int>(n.attrs.i("mul_input", -1));
+  dnnl::memory::desc mul_md;
+  int mul_post = -1;
+  if (mul_input >= 0) {
+    if (add_input >= 0) throw CompileFailure("MatMul: a fused gate Multiply and a fused mask Add together");
+    if (mul_input >= static_cast<int>(n.inputs.size()) || n.in(mul_input).dtype != DType::f32 ||
+        n.in(mul_input).blocked || numel(n.in(mul_input).shape) != numel(Shape(cd.begin(), cd.end())) ||
+        n.in(mul_input).shape != n.outputs[0].shape)
+      throw CompileFailure("MatMul: the fused Multiply's operand is not an f32 tensor of the result's shape");
+    mul_md = plain_md(DType::f32, Shape(cd.begin(), cd.end()));
+    mul_post = ops.len();
+    ops.append_binary(dnnl::algorithm::binary_mul, mul_md);
+  }
   attr.set_post_ops(ops);
   bool w_const = n.is_const(1);
   auto mk = [&](const dnnl::memory::desc& a, const dnnl::memory::desc& b) {
@@ -1036,12 +1054,17 @@ std::unique_ptr<Kernel> make_dnnl_matmul(NodeDesc& n) {
         k->residual_post_op_ = add_post;
         k->residual_md_ = add_md;
       }
+      if (mul_input >= 0) {
+        k->residual_input_ = mul_input;
+        k->residual_post_op_ = mul_post;
+        k->residual_md_ = mul_md;
+      }
       return k;
     }
     cmd = cmd_f32;
   }
   auto bmd = w_const ? dnnl::memory::desc(bd, dnnl::memory::data_type::f32, dnnl::memory::format_tag::any) : bmd_user;
-  if (w_const && perm_a.empty() && add_input < 0 && perm_out.empty()) {
+  if (w_const && perm_a.empty() && add_input < 0 && mul_input < 0 && perm_out.empty()) {
     // activations x constant weights as an inner product, where chosen (fully_connected.hpp)
     if (auto fc = make_fully_connected(n)) return fc;
   }
@@ -1056,6 +1079,7 @@ std::unique_ptr<Kernel> make_dnnl_matmul(NodeDesc& n) {
   else k->in(DNNL_ARG_WEIGHTS, 1, bmd_user);
   if (has_bias) k->in(DNNL_ARG_BIAS, 2, bias_md);
   if (add_input >= 0) k->in(DNNL_ARG_ATTR_MULTIPLE_POST_OP(add_post) | DNNL_ARG_SRC_1, add_input, add_md);
+  if (mul_input >= 0) k->in(DNNL_ARG_ATTR_MULTIPLE_POST_OP(mul_post) | DNNL_ARG_SRC_1, mul_input, mul_md);
   k->out(DNNL_ARG_DST, 0, cmd);
   k->sum_input = sum_input;
   return k;

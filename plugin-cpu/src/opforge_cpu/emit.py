@@ -9,6 +9,7 @@ nothing here runs during inference.
 from __future__ import annotations
 
 import enum
+import os
 import types
 from collections.abc import Collection, Mapping
 from typing import Any
@@ -302,8 +303,9 @@ class Emitter:
         scale: float | None = None  # a constant scalar Multiply/Divide (oneDNN eltwise_linear)
         mask: Output | None = None  # a broadcast Add of a run-time tensor (oneDNN binary add)
         perm_out: list[int] | None = None  # a Transpose of the result, written through strides
+        gate: Output | None = None  # a gated FFN's other half, multiplied in last (binary mul)
         base = len(node.inputs)
-        while True:
+        while gate is None:
             user = single_user(self.uses, cur)
             if user is None or user.id in self.absorbed or user.output_specs[0].type is not Type.f32:
                 break
@@ -341,6 +343,10 @@ class Emitter:
                 fused.append(user.name)
                 cur = user.output(0)
                 break
+            elif is_mm and mask is None and (g := self._gate_operand(node, user, cur)) is not None:
+                # a gated FFN (T5's gelu(x W0) * (x W1), Llama's silu(x Wg) * (x Wu)): the second
+                # projection multiplies the first's result in as its last post-op; the chain ends
+                gate = g
             elif user.type_name in fusable and user.op.is_standard and len(user.inputs) == 1:
                 # one input only: a post-op is built from attributes, so an input such as
                 # Swish's beta would be lost
@@ -376,6 +382,9 @@ class Emitter:
             ins.append(self.tensor(mask))
         if perm_out is not None:
             attrs["perm_out"] = perm_out
+        if gate is not None:
+            attrs["mul_input"] = len(ins)
+            ins.append(self.tensor(gate))
         if self._runs_bf16(node):
             # bf16 operands, f32 accumulation and output (see core/nn.cpp); constant weights
             # packed as bf16 once
@@ -424,6 +433,25 @@ class Emitter:
         if len(shape) > len(out_shape) or any(d != 1 for d in shape[:-1]):
             return False
         return not shape or shape[-1] in (1, out_shape[-1])
+
+    def _gate_operand(self, mm: Node, user: Node, cur: Output) -> Output | None:
+        """The other operand of Multiply ``user`` of MatMul ``mm``'s result ``cur``, when it can be
+        multiplied in as a binary post-op (mul_input, core/nn.cpp): a gated FFN's gate or up half,
+        an f32 tensor of the result's own shape (no broadcast) computed before this step, on a
+        projection with constant weights (f32 and bf16 brgemm MatMuls take it; the MatMul's
+        2-D fully connected form takes no binary operand and is then not used).
+        ``OPFORGE_CPU_GATED_FFN=0`` turns this off (a Multiply step, as before), for measuring it."""
+        if (os.environ.get("OPFORGE_CPU_GATED_FFN", "1") == "0" or user.type_name != "Multiply"
+                or not user.op.is_standard or find_plugin_kernel(self.kernels, user) is not None
+                or getattr(user.attrs, "auto_broadcast", "numpy") != "numpy" or user.inputs[0] == user.inputs[1]
+                or mm.inputs[1].node.constant_value() is None):
+            return None
+        other = user.inputs[1] if user.inputs[0] == cur else user.inputs[0]
+        if (other.element_type is not Type.f32 or other.node.constant_value() is not None
+                or tuple(other.shape) != tuple(cur.shape) or tuple(user.output(0).shape) != tuple(cur.shape)
+                or not self._computed(other)):
+            return None
+        return other
 
     def _output_transpose(self, mm: Node, t: Node) -> list[int] | None:
         """The order of Transpose ``t`` of MatMul ``mm``'s result (its only reader), when both

@@ -2,7 +2,9 @@
 the second projection multiplies the first's result in as a oneDNN binary post-op (emit.py
 _gate_operand, core/nn.cpp mul_input) instead of a Multiply step of its own. onnx.helper models
 against ONNX Runtime, f32 and bf16, 1 and 2 threads; bit for bit the numbers of the unfused steps
-(the projection's result also a model output keeps its Multiply); near misses keep their Multiply."""
+(the projection's result also a model output keeps its Multiply); near misses keep their
+Multiply, and GPT-NeoX's second residual ((attn + mlp) + x after the sum post-op) keeps its Add
+step (as a binary add post-op it measured level: kernels.md)."""
 
 from __future__ import annotations
 
@@ -129,3 +131,27 @@ def test_non_finite_values_pass_through(core: Any, tmp_path: Path, prec: str) ->
     unfused = run(compile_cpu(core, gated_ffn(tmp_path / "u.onnx", up_output=True), prec, 2), x)
     np.testing.assert_array_equal(fused, unfused)
     assert np.isnan(fused[0, 3]).any() and np.isfinite(fused[0, 0]).all()
+
+
+def parallel_block(path: Path, *, s: int = 20, e: int = 48, same: bool = False) -> Path:
+    """GPT-NeoX's parallel residual: y = ((h Wo + bo) + mlp) + x with mlp = relu(x) Wm + bm;
+    ``same``: the second residual is mlp again (the sum's own operand)."""
+    g = OnnxGraph(13)
+    mlp = g.node("Add", [g.node("MatMul", [g.node("Relu", ["x"]), g.const(g.rng.standard_normal((e, e)) / np.sqrt(e))]),
+                         g.const(g.rng.standard_normal(e) * 0.1)])
+    h = g.node("Tanh", ["x"])
+    o = g.node("Add", [g.node("MatMul", [h, g.const(g.rng.standard_normal((e, e)) / np.sqrt(e))]),
+                       g.const(g.rng.standard_normal(e) * 0.1)])
+    first = g.node("Add", [o, mlp])
+    g.nodes.append(helper.make_node("Add", [first, mlp if same else "x"], ["y"], name="second_residual"))
+    return g.save_model(path, [helper.make_tensor_value_info("x", TP.FLOAT, [1, s, e])], ["y"], 20)
+
+
+@pytest.mark.parametrize("prec", PRECISIONS)
+@pytest.mark.parametrize("same", [False, True])
+def test_a_second_residual_keeps_its_add(core: Any, tmp_path: Path, prec: str, same: bool) -> None:
+    x = x_of()
+    path = parallel_block(tmp_path / "p.onnx", same=same)
+    compiled = compile_cpu(core, path, prec, 2)
+    assert [s for s in steps(compiled) if s["type"] == "Add" and s["name"].startswith("second_residual")]
+    assert rel(run(compiled, x), ort_run(path, x)) < (2e-2 if prec == "bf16" else 1e-5)

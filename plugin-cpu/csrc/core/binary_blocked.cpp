@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "core/channels_last_bcast.hpp"
 #include "core/dnnl_util.hpp"
 #include "core/elementwise.hpp"
 
@@ -136,6 +137,14 @@ std::unique_ptr<Kernel> make_blocked_binary(NodeDesc& n, dnnl::algorithm alg, bo
         const bool dense = a.md.get_inner_nblks() == 0 && a.md.get_format_kind() == dnnl::memory::format_kind::blocked;
         dst_md = keep_blocked && dense ? dnnl::memory::desc(a.md.get_dims(), dnnl::memory::data_type::f32, a.md.get_strides())
                                        : plain_md(DType::f32, out.shape);
+      }
+      // A per-channel scale or shift of a channels-last tensor: our loop (channels_last_bcast.cpp)
+      if (keep_blocked && dst_md == a_md) {
+        if (auto k = make_channels_last_bcast(alg, full, other, out.shape, a_md, b_md, dst_md)) {
+          n.outputs[0].blocked = true;
+          n.outputs[0].md = dst_md;
+          return k;
+        }
       }
       // Without a JIT implementation for this combination, take the plain path below.
       if (fast_binary(alg, a_md, b_md, dst_md)) {

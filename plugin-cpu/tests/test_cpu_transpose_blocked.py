@@ -96,3 +96,46 @@ def test_channels_last_layer_norm_block_in_int8(tmp_path: Path) -> None:
         assert len(transposes) == 2, [(r.node_type, r.exec_type) for r in rows]
         assert not [r.node_name for r in rows if r.node_name.endswith("/reorder_input")
                     and "Transpose" in r.node_name], [r.node_name for r in rows]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("reader", ["Conv", "ConvAndOutput", "Softmax"])
+def test_nhwc_to_nchw_before_a_convolution_moves_nothing(tmp_path: Path, threads: int, reader: str) -> None:
+    """The Transpose back to NCHW after a channels-last block: when every reader takes a oneDNN
+    layout (a convolution), its output is the input's bytes declared channels-last
+    (``channels_last_view``); a model output or a reader that wants plain data gets the permute."""
+    g = OnnxGraph(seed=7)
+    a = g.node("Relu", ["x"])
+    t = g.node("Transpose", [a], perm=[0, 3, 1, 2])
+    outs = []
+    if reader in ("Conv", "ConvAndOutput"):
+        outs.append(g.node("Conv", [t, g.const(g.rng.standard_normal((40, 1, 3, 3)) * 0.3)], pads=[1, 1, 1, 1], group=40))
+        outs.append(g.node("Conv", [t, g.const(g.rng.standard_normal((16, 40, 1, 1)) * 0.3)]))
+        if reader == "ConvAndOutput":
+            outs.append(t)
+    else:
+        outs.append(g.node("Softmax", [t], axis=1))
+    path = g.save(tmp_path / "back.onnx", (1, 9, 11, 40), outs)
+    x = np.random.default_rng(8).standard_normal((1, 9, 11, 40)).astype(np.float32)
+    core = opforge.Core()
+    compiled = core.compile_model(core.read_model(str(path)), "CPU",
+                                  {"INFERENCE_NUM_THREADS": threads, "ENABLE_PROFILING": True,
+                                   "INFERENCE_PRECISION_HINT": "f32"})
+    req = compiled.create_infer_request()
+    got = req.infer({0: x})
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    for mine, want in zip(got.values() if hasattr(got, "values") else got, sess.run(None, {"x": x}), strict=True):
+        np.testing.assert_allclose(np.asarray(mine), want, rtol=1e-5, atol=1e-5)
+    kinds = {r.node_type: r.exec_type for r in req.get_profiling_info() if r.status != "OPTIMIZED_OUT"}
+    assert kinds["Transpose"] == ("channels_last_view" if reader == "Conv" else "permute"), kinds
+
+
+def test_ncdhw_view_before_a_3d_convolution(tmp_path: Path) -> None:
+    g = OnnxGraph(seed=12)
+    t = g.node("Transpose", [g.node("Relu", ["x"])], perm=[0, 4, 1, 2, 3])
+    y = g.node("Conv", [t, g.const(g.rng.standard_normal((8, 16, 1, 3, 3)) * 0.3)])
+    path = g.save(tmp_path / "c3.onnx", (1, 3, 6, 7, 16), [y])
+    x = np.random.default_rng(13).standard_normal((1, 3, 6, 7, 16)).astype(np.float32)
+    got, rows = _run(path, x, 2)
+    np.testing.assert_allclose(got, _ort(path, x), rtol=1e-5, atol=1e-5)
+    assert {r.node_type: r.exec_type for r in rows}["Transpose"] == "channels_last_view"

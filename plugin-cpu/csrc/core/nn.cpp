@@ -1,9 +1,13 @@
 #include "core/nn.hpp"
 
+#include "core/chunk_pool.hpp"
+#include "core/conv_pixel_split.hpp"
 #include "core/elementwise.hpp"
 #include "core/fully_connected.hpp"
 #include "core/primitive_log.hpp"
 #include "core/softmax_rows.hpp"
+
+#include <omp.h>
 
 #include <algorithm>
 #include <atomic>
@@ -69,6 +73,7 @@ struct ConvBound : Bound {
   std::unordered_map<int, dnnl::memory> reorder_args;
   std::unordered_map<int, dnnl::memory> wei_reorder_args;
   std::unordered_map<int, dnnl::memory> exact_args;  // see WindowKernel::add_exact
+  PixelSplitArgs split;                              // see WindowKernel::split_
 };
 
 // What WindowKernel::propagate_nan needs of an element type: NaN, +inf and lowest() as values
@@ -117,6 +122,11 @@ class WindowKernel : public Kernel {
     if (has_wei_reorder_) wei_reorder_.execute(*ctx.stream, b->wei_reorder_args);
     if (has_exact_ && !finite_bf16(ctx, b->args.at(DNNL_ARG_SRC))) {
       exact_prim_.execute(*ctx.stream, b->exact_args);
+      return;
+    }
+    if (split_ && ctx.num_threads > 1) {
+      ctx.stream->wait();  // (the source's reorder is done)
+      run_pixel_split(*split_, b->split, ctx.num_threads);
       return;
     }
     prim_.execute(*ctx.stream, b->args);
@@ -237,6 +247,10 @@ class WindowKernel : public Kernel {
       b->exact_args.erase(DNNL_ARG_SCRATCHPAD);
       if (exact_scratch_md_.get_size()) b->exact_args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(exact_scratch_md_, eng, s));
     }
+    if (split_) {
+      const int res = residual_input_ >= 0 ? (DNNL_ARG_ATTR_MULTIPLE_POST_OP(residual_post_op_) | DNNL_ARG_SRC_1) : 0;
+      b->split = bind_pixel_split(*split_, b->args, res, s);  // (slot scratch: the primitive's, see use_split)
+    }
     return b;
   }
   size_t scratch_bytes() const override { return prim_scratch_ + src_bytes_ + workspace_bytes_ + wei_bytes_ + 64; }
@@ -275,6 +289,15 @@ class WindowKernel : public Kernel {
     has_wei_reorder_ = true;
     wei_reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), user, cpu_engine(), want));
     wei_bytes_ = (want.get_size() + 63) / 64 * 64;
+  }
+  // A 1x1 bf16 convolution at 2+ threads as pixel chunks that the threads claim
+  // (conv_pixel_split.cpp); its slots' scratchpads take the primitive's scratch region, which
+  // the unsplit primitive never uses at the same time.
+  std::optional<PixelSplit> split_;
+  void use_split(PixelSplit split) {
+    prim_scratch_ = std::max(prim_scratch_, static_cast<size_t>(split.threads) * split.slot_scratch);
+    impl_ += "+pixels" + std::to_string(split.chunks.size());
+    split_ = std::move(split);
   }
   bool nan_max_ = false;  // a max pooling: see propagate_nan
   bool has_exact_ = false;  // a regrouped convolution (regroup_bf16) and its exact twin
@@ -594,6 +617,24 @@ std::unique_ptr<Kernel> make_dnnl_conv(NodeDesc& n, bool grouped) {
   if (residual_binary) {
     k->residual_input_ = sum_input;
     k->residual_md_ = residual_md;
+  }
+  if (bf16 && !regrouped && !grouped) {
+    // (the step's thread count: primitives are created with it, executor.cpp)
+    const ConvGeometry unit{{1, 1}, {0, 0}, {0, 0}, {0, 0}};
+    auto split = plan_pixel_split(pd, residual_binary ? residual_md : dnnl::memory::desc(), omp_get_max_threads(),
+                                  [&](const dnnl::memory::desc& s, const dnnl::memory::desc& w, const dnnl::memory::desc& d,
+                                      const dnnl::memory::desc& r) {
+                                    dnnl::primitive_attr a = attr;
+                                    if (r.get_ndims() != 0) {  // residual_attr over the chunk's pixels
+                                      a = default_attr();
+                                      dnnl::post_ops po;
+                                      po.append_binary(dnnl::algorithm::binary_add, r);
+                                      append_fused_ops(po, n.attrs.fused_ops("post_ops"));
+                                      a.set_post_ops(po);
+                                    }
+                                    return conv_primitive(unit, s, w, bias_md, d, a);
+                                  });
+    if (split) k->use_split(std::move(*split));
   }
   n.outputs[0].md = pd.dst_desc();
   // (a bf16 destination is never the plain f32 layout: it always counts as blocked, so the

@@ -97,3 +97,20 @@ def single(op_type: str, inputs: list[np.ndarray], const_inputs: dict[int, Any] 
     # one Result per output, each with its own name (models are validated when re-planned)
     outs = [Node.create("Result", [o], name=f"node/result{i}") for i, o in enumerate(node.outputs())]
     return Model(outs, params, name=op_type), feeds
+
+
+def infer_twice(path: Path, feeds: dict[str, np.ndarray], threads: int,
+                precision: str) -> tuple[list[np.ndarray], list[Any]]:
+    """Outputs of the ONNX file ``path`` on CPU (profiling on) and its executed profiling rows.
+    Runs it again with other data and then the same data, and fails unless the last outputs equal
+    the first: a kernel that keeps state in, or reads stale data from, its buffers shows there."""
+    core = opforge.Core()
+    compiled = core.compile_model(core.read_model(str(path)), "CPU", {
+        "INFERENCE_NUM_THREADS": threads, "ENABLE_PROFILING": True, "INFERENCE_PRECISION_HINT": precision})
+    req = compiled.create_infer_request()
+    got = [np.asarray(r).copy() for r in req.infer(feeds).to_tuple()]
+    req.infer({k: v * 0.5 for k, v in feeds.items()})
+    again = req.infer(feeds).to_tuple()
+    for i, g in enumerate(got):
+        np.testing.assert_array_equal(np.asarray(again[i]), g, err_msg=f"output {i}, second run")
+    return got, [r for r in req.get_profiling_info() if r.status == "EXECUTED"]

@@ -12,12 +12,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import opforge
 import pytest
 from opforge_cpu._loader import load_core
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
+from cpu_testing import infer_twice  # noqa: E402
 from onnx_graph import OnnxGraph  # noqa: E402  (after onnx is known to be there)
 
 needs_bf16 = pytest.mark.skipif(not bool(load_core().native_bf16()),
@@ -37,17 +37,8 @@ class Graph(OnnxGraph):
 
 
 def run(path: Path, x: np.ndarray, threads: int) -> tuple[list[np.ndarray], dict[str, str]]:
-    core = opforge.Core()
-    compiled = core.compile_model(core.read_model(str(path)), "CPU", {
-        "INFERENCE_NUM_THREADS": threads, "ENABLE_PROFILING": True, "INFERENCE_PRECISION_HINT": "bf16"})
-    req = compiled.create_infer_request()
-    got = [np.asarray(r).copy() for r in req.infer({"x": x}).to_tuple()]
-    req.infer({"x": x * 0.5})  # a second run with other data reads the same buffers
-    again = req.infer({"x": x}).to_tuple()
-    for i, g in enumerate(got):
-        np.testing.assert_array_equal(np.asarray(again[i]), g, err_msg=f"output {i}, second run")
-    types = {r.node_name: r.exec_type for r in req.get_profiling_info() if r.status == "EXECUTED"}
-    return got, types
+    got, rows = infer_twice(path, {"x": x}, threads, "bf16")
+    return got, {r.node_name: r.exec_type for r in rows}
 
 
 def check(path: Path, x: np.ndarray) -> tuple[dict[str, str], dict[str, str]]:

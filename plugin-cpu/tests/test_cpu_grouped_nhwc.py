@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import opforge
 import pytest
 from opforge_cpu._loader import load_core
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 helper, numpy_helper, TP = onnx.helper, onnx.numpy_helper, onnx.TensorProto
+from cpu_testing import infer_twice  # noqa: E402
 from onnx_graph import OnnxGraph  # noqa: E402  (after onnx is known to be there)
 
 avx512 = load_core().cpu_isa().startswith("avx512")
@@ -48,16 +48,7 @@ class Graph(OnnxGraph):
 
 
 def run(path: Path, x: np.ndarray, threads: int) -> tuple[list[np.ndarray], list[Any]]:
-    core = opforge.Core()
-    compiled = core.compile_model(core.read_model(str(path)), "CPU", {
-        "INFERENCE_NUM_THREADS": threads, "ENABLE_PROFILING": True, "INFERENCE_PRECISION_HINT": "f32"})
-    req = compiled.create_infer_request()
-    got = [np.asarray(r).copy() for r in req.infer({"x": x}).to_tuple()]
-    req.infer({"x": x * 0.5})  # a second run with other data reads the same buffers
-    again = req.infer({"x": x}).to_tuple()
-    for i, g in enumerate(got):
-        np.testing.assert_array_equal(np.asarray(again[i]), g, err_msg=f"output {i}, second run")
-    return got, [r for r in req.get_profiling_info() if r.status == "EXECUTED"]
+    return infer_twice(path, {"x": x}, threads, "f32")
 
 
 def check_against_ort(path: Path, x: np.ndarray, threads: int) -> list[Any]:

@@ -16,7 +16,9 @@ struct PixelSplit {
     int64_t first;   // first pixel (of N*H*W, channels-last)
     int64_t pixels;  // how many
   };
-  std::vector<dnnl::convolution_forward> prims;  // created for one thread each
+  // created for one thread each: 1x1 convolutions here, MatMuls over rows (matmul_row_split.hpp,
+  // where a "pixel" is a row of the [M, K] source and the [M, N] destination)
+  std::vector<dnnl::primitive> prims;
   std::vector<dnnl::memory::desc> src, dst, residual;  // per prim: [1, C, 1, pixels] channels-last
   std::vector<Chunk> chunks;
   int threads = 1;

@@ -4,6 +4,7 @@
 #include "core/conv_pixel_split.hpp"
 #include "core/elementwise.hpp"
 #include "core/fully_connected.hpp"
+#include "core/matmul_row_split.hpp"
 #include "core/primitive_log.hpp"
 #include "core/softmax_rows.hpp"
 
@@ -291,12 +292,13 @@ class WindowKernel : public Kernel {
     wei_bytes_ = (want.get_size() + 63) / 64 * 64;
   }
   // A 1x1 bf16 convolution at 2+ threads as pixel chunks that the threads claim
-  // (conv_pixel_split.cpp); its slots' scratchpads take the primitive's scratch region, which
+  // (conv_pixel_split.cpp), a bf16 MatMul with constant weights as row chunks
+  // (matmul_row_split.cpp); its slots' scratchpads take the primitive's scratch region, which
   // the unsplit primitive never uses at the same time.
   std::optional<PixelSplit> split_;
-  void use_split(PixelSplit split) {
+  void use_split(PixelSplit split, const char* what = "+pixels") {
     prim_scratch_ = std::max(prim_scratch_, static_cast<size_t>(split.threads) * split.slot_scratch);
-    impl_ += "+pixels" + std::to_string(split.chunks.size());
+    impl_ += what + std::to_string(split.chunks.size());
     split_ = std::move(split);
   }
   bool nan_max_ = false;  // a max pooling: see propagate_nan
@@ -1099,6 +1101,22 @@ std::unique_ptr<Kernel> make_dnnl_matmul(NodeDesc& n) {
         k->residual_input_ = mul_input;
         k->residual_post_op_ = mul_post;
         k->residual_md_ = mul_md;
+      }
+      if (w_const && !softmax_a && add_input < 0 && !ta && perm_a.empty() && perm_out.empty() && rank == 2) {
+        // at 2+ threads (the step's count: primitives are created with it, executor.cpp), row
+        // chunks on one-thread sub-primitives with these packed weights (matmul_row_split.cpp)
+        auto split = plan_row_split(bpd, mul_input >= 0 ? mul_md : dnnl::memory::desc(), omp_get_max_threads(),
+                                    [&](const dnnl::memory::desc& s, const dnnl::memory::desc& w,
+                                        const dnnl::memory::desc& d, const dnnl::memory::desc& g) {
+                                      dnnl::primitive_attr a = default_attr();
+                                      dnnl::post_ops po;
+                                      append_post_ops(po, n.attrs);
+                                      if (g.get_ndims() != 0) po.append_binary(dnnl::algorithm::binary_mul, g);
+                                      a.set_post_ops(po);
+                                      return has_bias ? dnnl::matmul::primitive_desc(cpu_engine(), s, w, bias_md, d, a)
+                                                      : dnnl::matmul::primitive_desc(cpu_engine(), s, w, d, a);
+                                    });
+        if (split) k->use_split(std::move(*split), "+rows");
       }
       return k;
     }

@@ -1,0 +1,151 @@
+// bf16 MatMuls with constant weights over row chunks that threads claim (chunk_pool.cpp), not
+// oneDNN's own 2-thread split.
+//
+// A chain of deit-tiny's projections (197 rows: qkv, out-projection + residual, fc1 + GELU,
+// fc2 + residual; bf16, AMX, a 60 us gap of one-thread work between steps as in the model; C++,
+// oneDNN 3.2, 300 interleaved rounds, docs/kernel-library.md "bf16 MatMuls with constant weights
+// at 2 threads"): oneDNN's 2-thread primitives took 0.95-0.97x the 1-thread time, the same
+// MatMuls as 1-thread sub-primitives over chunks of 64 rows claimed by the two threads 0.63-0.77x
+// (bert-like 128 x 768 x 3072 rows: 1.00 vs 0.68). The worker enters a step's region 6-20 us
+// after the caller (it sleeps between steps: GOMP_SPINCOUNT=300, _loader.py), and with a static
+// split the whole step waits for its fixed half; with chunks it takes fewer. A row of the dense
+// [M, K] source gives the same row of the [M, N] destination with the same weights, bias and
+// post-ops (a residual added in place, GELU, a gated FFN's operand chunked the same way), so the
+// outputs are the bytes of the unsplit primitive.
+#include "core/matmul_row_split.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "core/primitive_log.hpp"
+
+namespace opforge_cpu {
+
+namespace {
+
+// Rows a chunk at least: two of brgemm's 16-row AMX tiles (a shorter chunk streams the whole
+// weight matrix for a few rows).
+constexpr int64_t kMinRows = 32;
+
+int64_t env_int(const char* name, int64_t fallback) {
+  const char* env = std::getenv(name);
+  return env ? std::atoll(env) : fallback;
+}
+
+bool split_enabled() {
+  static const bool on = [] {
+    const char* env = std::getenv("OPFORGE_CPU_MATMUL_SPLIT");
+    return env == nullptr || std::string(env) != "0";
+  }();
+  return on;
+}
+
+// Chunks a thread (2, as the convolution's pixel split). OPFORGE_CPU_MATMUL_SPLIT_CHUNKS
+// overrides it, for measuring.
+int64_t chunks_per_thread() {
+  static const int64_t value = std::max<int64_t>(1, env_int("OPFORGE_CPU_MATMUL_SPLIT_CHUNKS", 2));
+  return value;
+}
+
+// Packed weights of more bytes than this keep oneDNN's split: every chunk reads the whole weight
+// matrix, so they must stay in each core's L2 (2 MB here). hf_distilbert bf16 at 2 threads,
+// per-node medians, same build off/on (load ~5, and again under chrt): 768 x 768 weights (1.2 MB)
+// 1.05-1.29x and 768 x 3072 (4.7 MB) 1.17-1.65x slower split, deit's 192 x 576 / 192 x 768
+// (0.2-0.3 MB) 0.77-0.90x (under chrt). OPFORGE_CPU_MATMUL_SPLIT_MAX_WEIGHT_KB overrides it
+// (0: no limit), for measuring.
+int64_t max_weight_bytes() {
+  static const int64_t value = std::max<int64_t>(0, env_int("OPFORGE_CPU_MATMUL_SPLIT_MAX_WEIGHT_KB", 512)) * 1024;
+  return value;
+}
+
+bool dense_rows(const dnnl::memory::desc& md) {
+  if (md.get_ndims() != 2 || md.get_inner_nblks() != 0) return false;
+  return md == dnnl::memory::desc(md.get_dims(), md.get_data_type(), dnnl::memory::format_tag::ab);
+}
+
+dnnl::memory::desc rows_md(const dnnl::memory::desc& whole, int64_t rows) {
+  return dnnl::memory::desc({rows, whole.get_dims()[1]}, whole.get_data_type(), dnnl::memory::format_tag::ab);
+}
+
+// Sets the OpenMP thread count for a scope (sub-primitives are created for one thread).
+struct OneThread {
+  int restore = omp_get_max_threads();
+  OneThread() { omp_set_num_threads(1); }
+  ~OneThread() { omp_set_num_threads(restore); }
+};
+
+std::optional<PixelSplit> try_split(const dnnl::matmul::primitive_desc& pd, const dnnl::memory::desc& gate,
+                                    int64_t rows, int64_t want, const RowMatMulMaker& make) {
+  const auto src = pd.src_desc(), dst = pd.dst_desc(), wei = pd.weights_desc();
+  const bool has_gate = gate.get_ndims() != 0;
+  const int64_t per = (rows + want - 1) / want;
+  const int64_t chunk = std::min(rows, (per + 15) / 16 * 16);
+  PixelSplit split;
+  split.src_pixel_bytes = dnnl::memory::data_type_size(src.get_data_type()) * static_cast<size_t>(src.get_dims()[1]);
+  split.dst_pixel_bytes = dnnl::memory::data_type_size(dst.get_data_type()) * static_cast<size_t>(dst.get_dims()[1]);
+  if (has_gate)
+    split.residual_pixel_bytes = dnnl::memory::data_type_size(gate.get_data_type()) * static_cast<size_t>(gate.get_dims()[1]);
+  std::vector<int64_t> sizes;  // the distinct chunk sizes, one sub-primitive each
+  OneThread one;
+  try {
+    for (int64_t first = 0; first < rows; first += chunk) {
+      const int64_t n = std::min(chunk, rows - first);
+      auto at = std::find(sizes.begin(), sizes.end(), n);
+      if (at == sizes.end()) {
+        const auto s = rows_md(src, n), d = rows_md(dst, n);
+        const auto g = has_gate ? rows_md(gate, n) : dnnl::memory::desc();
+        // the chunks read the whole MatMul's packed weights: the same layout or no split
+        auto sub = make(s, wei, d, g);
+        const char* info = sub.impl_info_str();
+        if (info == nullptr || std::string(info).rfind("brg", 0) != 0 || sub.weights_desc() != wei) return std::nullopt;
+        split.prims.emplace_back(dnnl::matmul(sub));
+        note_primitive(sub);
+        split.src.push_back(s);
+        split.dst.push_back(d);
+        split.residual.push_back(g);
+        split.slot_scratch = std::max(split.slot_scratch, (sub.scratchpad_desc().get_size() + 63) / 64 * 64);
+        sizes.push_back(n);
+        at = sizes.end() - 1;
+      }
+      split.chunks.push_back({static_cast<int>(at - sizes.begin()), first, n});
+    }
+  } catch (const dnnl::error&) {
+    return std::nullopt;  // no such sub-primitive: oneDNN's own split
+  }
+  if (split.chunks.size() < 2) return std::nullopt;
+  return split;
+}
+
+}  // namespace
+
+std::optional<PixelSplit> plan_row_split(const dnnl::matmul::primitive_desc& pd, const dnnl::memory::desc& gate,
+                                         int threads, const RowMatMulMaker& make) {
+  if (threads <= 1 || !split_enabled()) return std::nullopt;
+  const auto src = pd.src_desc(), dst = pd.dst_desc(), wei = pd.weights_desc();
+  if (src.get_data_type() != dnnl::memory::data_type::bf16 || !dense_rows(src) || !dense_rows(dst)) return std::nullopt;
+  if (wei.get_ndims() != 2) return std::nullopt;
+  const bool has_gate = gate.get_ndims() != 0;
+  if (has_gate && (!dense_rows(gate) || gate.get_dims() != dst.get_dims())) return std::nullopt;
+  const int64_t rows = src.get_dims()[0];
+  if (rows < kMinRows * 2) return std::nullopt;
+  if (max_weight_bytes() > 0 && static_cast<int64_t>(wei.get_size()) > max_weight_bytes()) return std::nullopt;
+  // chunks_per_thread() chunks a thread (fewer when a chunk would get under kMinRows), rounded
+  // up to whole 16-row tiles; when brgemm wants another weights layout for chunks that short,
+  // one chunk a thread
+  const int64_t most = std::max<int64_t>(threads, std::min<int64_t>(int64_t{threads} * chunks_per_thread(), rows / kMinRows));
+  for (int64_t want : {most, int64_t{threads}}) {
+    auto split = try_split(pd, gate, rows, want, make);
+    if (split) {
+      split->threads = threads;
+      return split;
+    }
+    if (want == threads) break;
+  }
+  return std::nullopt;
+}
+
+}  // namespace opforge_cpu

@@ -6,7 +6,8 @@
 // oneDNN 3.2, 300 interleaved rounds, docs/kernel-library.md "bf16 MatMuls with constant weights
 // at 2 threads"): oneDNN's 2-thread primitives took 0.95-0.97x the 1-thread time, the same
 // MatMuls as 1-thread sub-primitives over chunks of 64 rows claimed by the two threads 0.63-0.77x
-// (bert-like 128 x 768 x 3072 rows: 1.00 vs 0.68). The worker enters a step's region 6-20 us
+// (a chain of bert-like 128 x 768 x 3072 weights too, 1.00 vs 0.68, but in a model those lost:
+// max_weight_bytes). The worker enters a step's region 6-20 us
 // after the caller (it sleeps between steps: GOMP_SPINCOUNT=300, _loader.py), and with a static
 // split the whole step waits for its fixed half; with chunks it takes fewer. A row of the dense
 // [M, K] source gives the same row of the [M, N] destination with the same weights, bias and

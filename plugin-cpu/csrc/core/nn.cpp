@@ -1,5 +1,6 @@
 #include "core/nn.hpp"
 
+#include "core/attn_split.hpp"
 #include "core/chunk_pool.hpp"
 #include "core/conv_pixel_split.hpp"
 #include "core/elementwise.hpp"
@@ -75,6 +76,7 @@ struct ConvBound : Bound {
   std::unordered_map<int, dnnl::memory> wei_reorder_args;
   std::unordered_map<int, dnnl::memory> exact_args;  // see WindowKernel::add_exact
   PixelSplitArgs split;                              // see WindowKernel::split_
+  AttnSplitArgs attn;                                // see WindowKernel::attn_
 };
 
 // What WindowKernel::propagate_nan needs of an element type: NaN, +inf and lowest() as values
@@ -118,6 +120,17 @@ class WindowKernel : public Kernel {
  public:
   void run(RunContext& ctx, const TensorView* in, TensorView* out, Bound* bound) override {
     auto* b = static_cast<ConvBound*>(bound);
+    if (attn_ && ctx.num_threads > 1) {
+      // attention's MatMul as chunks that convert their own operands (attn_split.cpp)
+      AttnSoftmax sm;
+      if (softmax_len_) {
+        sm.scores = static_cast<const float*>(b->reorder_args.at(DNNL_ARG_FROM).get_data_handle());
+        sm.add = softmax_add_input_ >= 0 ? in[softmax_add_input_].ptr<float>() : nullptr;
+        sm.add_rows = softmax_add_rows_;
+      }
+      run_attn_split(*attn_, b->attn, sm, ctx.num_threads);
+      return;
+    }
     if (softmax_len_) softmax_source(ctx, in, b);
     else if (has_src_reorder_) src_reorder_.execute(*ctx.stream, b->reorder_args);
     if (has_wei_reorder_) wei_reorder_.execute(*ctx.stream, b->wei_reorder_args);
@@ -252,6 +265,9 @@ class WindowKernel : public Kernel {
       const int res = residual_input_ >= 0 ? (DNNL_ARG_ATTR_MULTIPLE_POST_OP(residual_post_op_) | DNNL_ARG_SRC_1) : 0;
       b->split = bind_pixel_split(*split_, b->args, res, s);  // (slot scratch: the primitive's, see use_split)
     }
+    if (attn_)
+      b->attn = bind_attn_split(*attn_, b->args, has_src_reorder_ && !softmax_len_ ? in[0].data : nullptr,
+                                has_wei_reorder_ ? in[weights_input_].data : nullptr, s);
     return b;
   }
   size_t scratch_bytes() const override { return prim_scratch_ + src_bytes_ + workspace_bytes_ + wei_bytes_ + 64; }
@@ -300,6 +316,16 @@ class WindowKernel : public Kernel {
     prim_scratch_ = std::max(prim_scratch_, static_cast<size_t>(split.threads) * split.slot_scratch);
     impl_ += what + std::to_string(split.chunks.size());
     split_ = std::move(split);
+  }
+  // A bf16 MatMul of two run-time operands (attention) at 2+ threads as (batches, row block)
+  // chunks (attn_split.cpp); its slots' scratchpads and buffers take the primitive's scratch
+  // region too.
+  std::optional<AttnSplit> attn_;
+  void use_attn_split(AttnSplit split) {  // (slot scratchpads, then slot buffers: attn_split.hpp)
+    prim_scratch_ = std::max(prim_scratch_, static_cast<size_t>(split.threads) *
+                                                (split.slot_scratch + split.slot_wei + split.slot_src));
+    impl_ += "+attn" + std::to_string(split.chunks.size());
+    attn_ = std::move(split);
   }
   bool nan_max_ = false;  // a max pooling: see propagate_nan
   bool has_exact_ = false;  // a regrouped convolution (regroup_bf16) and its exact twin
@@ -1086,6 +1112,16 @@ std::unique_ptr<Kernel> make_dnnl_matmul(NodeDesc& n) {
       } else {
         k->convert_weights(bmd_user, bpd.weights_desc());
         k->weights_input_ = 1;
+        if (!has_bias && mul_input < 0 && !ta) {
+          // attention's Q x K^T and P x V at 2+ threads (the step's count, as primitives are
+          // created with it): one region of chunks that convert their own operands (through
+          // the strides of folded head-split Transposes too)
+          AttnSplitOperands ops;
+          ops.convert_src = k->has_src_reorder_ && !softmax_a;
+          ops.src_user = a_user;
+          ops.wei_user = bmd_user;
+          if (auto split = plan_attn_split(bpd, ops, omp_get_max_threads())) k->use_attn_split(std::move(*split));
+        }
       }
       if (has_bias) {
         k->bias_md_ = bias_md;

@@ -1,15 +1,13 @@
 // bf16 MatMuls with constant weights over row chunks that threads claim (chunk_pool.cpp), not
 // oneDNN's own 2-thread split.
 //
-// A chain of deit-tiny's projections (197 rows: qkv, out-projection + residual, fc1 + GELU,
-// fc2 + residual; bf16, AMX, a 60 us gap of one-thread work between steps as in the model; C++,
-// oneDNN 3.2, 300 interleaved rounds, docs/kernel-library.md "bf16 MatMuls with constant weights
-// at 2 threads"): oneDNN's 2-thread primitives took 0.95-0.97x the 1-thread time, the same
-// MatMuls as 1-thread sub-primitives over chunks of 64 rows claimed by the two threads 0.63-0.77x
-// (a chain of bert-like 128 x 768 x 3072 weights too, 1.00 vs 0.68, but in a model those lost:
-// max_weight_bytes). The worker enters a step's region 6-20 us
-// after the caller (it sleeps between steps: GOMP_SPINCOUNT=300, _loader.py), and with a static
-// split the whole step waits for its fixed half; with chunks it takes fewer. A row of the dense
+// In the models (same build, this switch off / on, bf16 at 2 threads, quiet: docs/kernel-library.md
+// "bf16 MatMuls with constant weights at 2 threads") deit's, whisper's and vit's projections ran
+// 0.65-0.90x per node, the models 0.77-0.91x; a C++ chain of deit's projections alone scales
+// under oneDNN's split too (0.80 of one thread) and the chunks gain only a few % there. The
+// worker enters a step's region 7-9 us after the caller (it sleeps between steps:
+// GOMP_SPINCOUNT=300, _loader.py); a static split waits for its fixed half, chunks claimed from
+// a counter let it take fewer. Wide weights lose (max_weight_bytes). A row of the dense
 // [M, K] source gives the same row of the [M, N] destination with the same weights, bias and
 // post-ops (a residual added in place, GELU, a gated FFN's operand chunked the same way), so the
 // outputs are the bytes of the unsplit primitive.

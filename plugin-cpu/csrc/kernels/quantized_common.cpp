@@ -101,6 +101,8 @@ dnnl::primitive_attr quant_attr(const QuantParams& q, int wei_mask) {
     ops.append_eltwise(dnnl::algorithm::eltwise_clip, q.sum_clamp[0], q.sum_clamp[1]);
   if (q.sum_input >= 0) ops.append_sum(q.sum_scale, q.sum_zero_point, dnnl_type(q.out));
   append_fused_ops(ops, q.post_ops);
+  // (y + z_dst * s_dst) / s_dst = y / s_dst + z_dst: the destination zero point, folded
+  if (q.dst_shift != 0.f) ops.append_eltwise(dnnl::algorithm::eltwise_linear, 1.f, q.dst_shift);
   attr.set_post_ops(ops);
   return attr;
 }

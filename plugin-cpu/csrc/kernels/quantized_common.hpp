@@ -31,6 +31,9 @@ struct QuantParams {
   int32_t sum_zero_point = 0;
   std::vector<float> sum_clamp;  // [lo, hi] of the result before the residual is added, or empty
   std::vector<FusedOp> post_ops;  // fused Relu/Clamp, built by their kernels' post-ops
+  // dst_zero_point * dst_scale added after the post-ops (eltwise_linear) instead of the
+  // destination zero point: see fold_zero_points in quantized_convolution.cpp
+  float dst_shift = 0.f;
 };
 
 // Reads the attributes and the constant inputs 2 (weight scales) and 3 (bias) of `n`, checking
@@ -55,6 +58,8 @@ class QuantizedKernel : public Kernel {
                               void* scratch) override;
   size_t scratch_bytes() const override { return prim_scratch_ + src_bytes_ + 64; }
   std::string impl_name() const override { return impl_; }
+  // appended to the exec type (after finish): how the kernel differs from oneDNN's defaults
+  void add_impl_suffix(const std::string& s) { impl_ += s; }
   // weights, their scales and the bias are copied into the kernel: never read at run time
   bool packs_input(int i) const override { return i >= 1 && i != sum_input_; }
   // the residual operand is summed over the output buffer: the output is written over it

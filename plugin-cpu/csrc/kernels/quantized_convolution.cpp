@@ -2,10 +2,64 @@
 // u8/s8 source with a zero point, s8 weights with per-output-channel scales (packed once), f32
 // bias, fused relu/clip, and a u8/s8 (requantized) or f32 destination. oneDNN picks the kernel
 // for the host: AMX, AVX-512 VNNI, AVX2 VNNI or plain AVX2 u8s8.
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+
 #include "core/nn.hpp"
 #include "kernels/quantized_common.hpp"
 
 namespace opforge_cpu {
+
+namespace {
+
+// OPFORGE_CPU_INT8_ZP_FOLD=0 keeps the zero points as oneDNN attributes (for A/B runs).
+bool zp_fold_enabled() {
+  static const bool on = [] {
+    const char* env = std::getenv("OPFORGE_CPU_INT8_ZP_FOLD");
+    return env == nullptr || std::string(env) != "0";
+  }();
+  return on;
+}
+
+// oneDNN 3.2 offers its AMX brgconv_1x1 kernel only without zero points (with them an AMX host
+// gets the older jit_1x1 kernel, 1.2-1.5x slower on MobileNet/GoogLeNet 1x1 shapes at one
+// thread; OpenVINO's own oneDNN fork runs brgconv there). Both zero points fold away when no
+// padding cell is read (a padded cell holds z_src, which the fold would not subtract):
+//   s_src s_w[k] sum((x - z_src) w) + b[k] = s_src s_w[k] sum(x w) + (b[k] - s_src s_w[k] z_src sum(w[k]))
+// and  round(y / s_dst) + z_dst = round((y + z_dst s_dst) / s_dst), the shift as a final
+// eltwise_linear post-op. The s32 sum stays exact; only the float rounding of the scaled sum
+// and of the shift differ, so a value within about 1e-5 of a rounding tie may land one step
+// the other way (the tests hold every output within one step of ONNX Runtime).
+QuantParams fold_zero_points(const QuantParams& q, const NodeDesc& n, int64_t channels) {
+  QuantParams f = q;
+  if (q.src_zero_point != 0) {
+    const int8_t* w = static_cast<const int8_t*>(n.inputs[1].const_data);
+    int64_t per = 1;  // weights of one output channel: [C_out(, per group), C_in / G, k...] rows
+    for (size_t i = n.in(1).shape.size() == n.in(0).shape.size() ? 1 : 2; i < n.in(1).shape.size(); ++i) per *= n.in(1).shape[i];
+    if (!f.has_bias) f.bias.assign(static_cast<size_t>(channels), 0.f);
+    f.has_bias = true;
+    for (int64_t k = 0; k < channels; ++k) {
+      int64_t sum = 0;
+      for (int64_t i = 0; i < per; ++i) sum += w[k * per + i];
+      f.bias[k] = static_cast<float>(static_cast<double>(f.bias[k]) - static_cast<double>(q.src_scale) * q.wei_scales[k] *
+                                                                            static_cast<double>(q.src_zero_point) * static_cast<double>(sum));
+    }
+    f.src_zero_point = 0;
+  }
+  if (q.out != DType::f32 && q.dst_zero_point != 0) {
+    f.dst_shift = static_cast<float>(static_cast<double>(q.dst_zero_point) * q.dst_scale);
+    f.dst_zero_point = 0;
+  }
+  return f;
+}
+
+bool is_brgconv(const dnnl::convolution_forward::primitive_desc& p) {
+  const char* impl = p.impl_info_str();
+  return impl != nullptr && std::string(impl).rfind("brg", 0) == 0;
+}
+
+}  // namespace
 
 std::string check_quantized_convolution(const NodeDesc& n) {
   std::string why = check_quantized(n);
@@ -79,8 +133,37 @@ std::unique_ptr<Kernel> make_quantized_convolution(NodeDesc& n) {
     attr = quant_attr(q, wei_mask);
     pd = select();
   }
+  // A 1x1 convolution with zero points that oneDNN gives a non-brgconv kernel: the same with
+  // the zero points folded into the bias and a final shift, when that gets brgconv.
+  bool folded = false;
+  bool unit_kernel = true;
+  for (size_t i = 2; i < xs.size(); ++i) unit_kernel = unit_kernel && ws[ws.size() - xs.size() + i] == 1;
+  const bool unpadded = std::all_of(geo.pads_begin.begin(), geo.pads_begin.end(), [](auto p) { return p == 0; }) &&
+                        std::all_of(geo.pads_end.begin(), geo.pads_end.end(), [](auto p) { return p == 0; });
+  if (zp_fold_enabled() && unit_kernel && unpadded && (q.src_zero_point != 0 || (q.out != DType::f32 && q.dst_zero_point != 0)) &&
+      !is_brgconv(pd)) {
+    const QuantParams keep_q = q;
+    const dnnl::primitive_attr keep_attr = attr;
+    const bool keep_copy = sum_copy;
+    q = fold_zero_points(q, n, channels);
+    attr = quant_attr(q, wei_mask);
+    dnnl::convolution_forward::primitive_desc alt;
+    try {
+      alt = select();
+    } catch (const dnnl::error&) {
+    }
+    if (alt && is_brgconv(alt)) {
+      pd = alt;
+      folded = true;
+    } else {
+      q = keep_q;
+      attr = keep_attr;
+      sum_copy = keep_copy;
+    }
+  }
   auto k = std::make_unique<QuantizedKernel>();
   k->finish(dnnl::convolution_forward(pd), pd, user_src, n.inputs[1].const_data, w_plain, bias_md, q);
+  if (folded) k->add_impl_suffix("+zp_folded");
   if (sum_copy) k->copy_sum_operand(md_of(n.in(q.sum_input)));
   n.outputs[0].md = pd.dst_desc();
   n.outputs[0].blocked = pd.dst_desc() != plain_md(q.out, ys);

@@ -122,8 +122,8 @@ def amx(types: dict[str, str]) -> bool:
     return any("amx" in t for t in types.values())
 
 
-@pytest.mark.parametrize("per_channel", [True, False])
-@pytest.mark.parametrize("kind", ["src", "dst", "both", "residual"])
+@pytest.mark.parametrize(("kind", "per_channel"), [("src", True), ("dst", True), ("both", True), ("both", False),
+                                                 ("residual", True), ("residual", False)])
 def test_one_folded_convolution_within_one_step(tmp_path: Path, kind: str, per_channel: bool) -> None:
     shape = (2, 48, 7, 9)  # 126 pixels: not a multiple of 16
     q = quantized(tmp_path, one_convolution(tmp_path / "f32.onnx", kind, 48, shape), shape, per_channel)

@@ -143,3 +143,21 @@ def test_split_switch_off(tmp_path: Path) -> None:
     np.testing.assert_allclose(got[0], off, rtol=1e-5, atol=1e-5 * float(np.abs(off).max()))
     if amx(types):
         assert len(split_steps(types)) == 3, types
+
+
+@needs_bf16
+def test_odd_values_split_bit_exact(tmp_path: Path) -> None:
+    # NaN, +-inf, f32 denormals, -0 and values at bf16 rounding ties in the source: the chunks give
+    # the bytes of the 1-thread program (NaN rows and all)
+    path = ffn(tmp_path / "m.onnx", (1, 130, 64), 64, 256)
+    x = np.random.default_rng(9).standard_normal((1, 130, 64)).astype(np.float32)
+    x[0, 3, :4] = [np.nan, np.inf, -np.inf, -0.0]
+    x[0, 70, :3] = [1e-40, -3e-39, np.float32(1.0) + np.float32(2.0 ** -8)]  # denormals, a tie
+    x[0, 129, 5] = np.float32(1.0) + np.float32(3 * 2.0 ** -9)  # just above a tie
+    one, _ = run(path, x, 1)
+    two, types = run(path, x, 2)
+    for a, b in zip(one, two, strict=True):
+        np.testing.assert_array_equal(b, a)
+    if amx(types):
+        assert len(split_steps(types)) == 3, types
+

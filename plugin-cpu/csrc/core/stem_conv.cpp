@@ -1,11 +1,13 @@
 // The stem rule: which first convolutions run our direct kernel (stem_conv_compute.cpp) instead
 // of oneDNN 3.2's primitive. Measured per shape, one thread, alternating with oneDNN's reorder to
-// nhwc + jit:avx512_core convolution in one process (stop 15, /tmp/stem micro-benchmark, load
-// 4-5): 3x3 kernels win (vgg11 3->64 s1 at 224x224 0.76-0.99 with non-temporal stores,
-// squeezenet 3->64 s2 0.72, mobilenet_v2 3->32 s2 0.93, inception_v3 3->32 s2 at 299 0.81);
-// the 7x7/2 of resnet/googlenet loses (1.05-1.45: its 37 KB of weights a 64-channel block and
-// the 7 source rows no longer fit L1 together), so kernels of more than 9 taps keep oneDNN.
-// An AVX2 build of the same tile lost to oneDNN's jit:avx2 (1.6-3.4x), so AVX-512 hosts only.
+// nhwc + jit:avx512_core convolution in one process (stop 15, benchmarks/stem_conv_bench.cpp,
+// load 4-5, ours/oneDNN over 3 runs): 3x3 kernels win (vgg11 3->64 s1 at 224x224 0.61-0.94 with
+// non-temporal stores, squeezenet 3->64 s2 0.68-0.72, mobilenet_v2 3->32 s2 0.86-1.01,
+// inception_v3 3->32 s2 at 299 0.76-0.81; in the models the stem node took 0.24-0.78 of
+// oneDNN's time); the 7x7/2 of resnet/googlenet loses (1.10-1.24: its 37 KB of weights a
+// 64-channel block and the 7 source rows no longer fit L1 together), so kernels of more than 9
+// taps keep oneDNN. An AVX2 build of the same tile lost to oneDNN's jit:avx2 (1.6-3.4x), so
+// AVX-512 hosts only.
 #include "core/stem_conv.hpp"
 
 #include <cstdlib>

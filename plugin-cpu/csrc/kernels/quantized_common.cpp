@@ -16,6 +16,7 @@ dnnl::memory const_memory(dnnl::memory::data_type t, int64_t n, const void* data
 
 struct QuantBound : Bound {
   std::unordered_map<int, dnnl::memory> args, reorder_args, sum_args;
+  char* padded = nullptr;  // the source buffer the primitive reads (prepad_source)
 };
 
 bool is_int8(DType t) { return t == DType::u8 || t == DType::i8; }
@@ -117,7 +118,8 @@ void QuantizedKernel::finish(const dnnl::primitive& p, const dnnl::primitive_des
   src_md_ = pd.query_md(dnnl::query::src_md);
   dst_md_ = pd.query_md(dnnl::query::dst_md);
   src_user_md_ = user_src;
-  if (src_md_ != user_src) {
+  // (a source of other dimensions is one the kernel pads itself: prepad_source makes its reorder)
+  if (src_md_ != user_src && src_md_.get_dims() == user_src.get_dims()) {
     has_src_reorder_ = true;
     src_reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), user_src, cpu_engine(), src_md_));
     src_bytes_ = (src_md_.get_size() + 63) / 64 * 64;
@@ -146,6 +148,39 @@ void QuantizedKernel::finish(const dnnl::primitive& p, const dnnl::primitive_des
   }
 }
 
+void QuantizedKernel::prepad_source(int64_t pad_top, int64_t pad_left, uint8_t value) {
+  const auto ud = src_user_md_.get_dims();
+  prepad_ = true;
+  pad_top_ = pad_top;
+  pad_left_ = pad_left;
+  pad_value_ = value;
+  interior_md_ = src_md_.submemory_desc(ud, {0, 0, pad_top, pad_left});
+  has_src_reorder_ = true;
+  src_reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), src_user_md_, cpu_engine(), interior_md_));
+  src_bytes_ = (src_md_.get_size() + 63) / 64 * 64;
+}
+
+// The cells of the padded channels-last source outside the interior: whole rows above and below
+// it, and the pixels left and right of it in each interior row (1-byte elements).
+void QuantizedKernel::fill_border(char* src) const {
+  const auto pd = src_md_.get_dims(), ud = src_user_md_.get_dims();
+  const int64_t n = pd[0], c = pd[1], hp = pd[2], wp = pd[3], h = ud[2], w = ud[3];
+  const size_t row = static_cast<size_t>(wp * c), left = static_cast<size_t>(pad_left_ * c),
+               right = static_cast<size_t>((wp - pad_left_ - w) * c);
+  for (int64_t b = 0; b < n; ++b) {
+    char* img = src + static_cast<size_t>(b * hp) * row;
+    for (int64_t y = 0; y < hp; ++y) {
+      char* r = img + static_cast<size_t>(y) * row;
+      if (y < pad_top_ || y >= pad_top_ + h) {
+        std::memset(r, pad_value_, row);
+      } else {
+        if (left) std::memset(r, pad_value_, left);
+        if (right) std::memset(r + row - right, pad_value_, right);
+      }
+    }
+  }
+}
+
 void QuantizedKernel::copy_sum_operand(const dnnl::memory::desc& src) {
   sum_copy_ = true;
   sum_md_ = src;
@@ -162,7 +197,8 @@ std::unique_ptr<Bound> QuantizedKernel::bind(const TensorView* in, size_t, const
   if (has_src_reorder_) {
     dnnl::memory user(src_user_md_, eng, in[0].data);
     dnnl::memory inner(src_md_, eng, s + prim_scratch_);
-    b->reorder_args = {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, inner}};
+    b->reorder_args = {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, prepad_ ? dnnl::memory(interior_md_, eng, s + prim_scratch_) : inner}};
+    b->padded = s + prim_scratch_;
     b->args.emplace(DNNL_ARG_SRC, inner);
   } else {
     b->args.emplace(DNNL_ARG_SRC, dnnl::memory(src_md_, eng, in[0].data));
@@ -176,6 +212,7 @@ std::unique_ptr<Bound> QuantizedKernel::bind(const TensorView* in, size_t, const
 void QuantizedKernel::run(RunContext& ctx, const TensorView*, TensorView*, Bound* bound) {
   auto* b = static_cast<QuantBound*>(bound);
   if (sum_copy_) sum_reorder_.execute(*ctx.stream, b->sum_args);
+  if (prepad_) fill_border(b->padded);
   if (has_src_reorder_) src_reorder_.execute(*ctx.stream, b->reorder_args);
   prim_.execute(*ctx.stream, b->args);
 }

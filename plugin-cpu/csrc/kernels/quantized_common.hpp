@@ -60,6 +60,11 @@ class QuantizedKernel : public Kernel {
   std::string impl_name() const override { return impl_; }
   // appended to the exec type (after finish): how the kernel differs from oneDNN's defaults
   void add_impl_suffix(const std::string& s) { impl_ += s; }
+  // The primitive reads a source padded by the kernel (after finish, whose source descriptor is
+  // the padded dense channels-last [N, C, H + pads, W + pads] one): each run fills the border
+  // with `value` (the source zero point: a real 0) and reorders the input into the interior,
+  // which starts at (pad_top, pad_left).
+  void prepad_source(int64_t pad_top, int64_t pad_left, uint8_t value);
   // weights, their scales and the bias are copied into the kernel: never read at run time
   bool packs_input(int i) const override { return i >= 1 && i != sum_input_; }
   // the residual operand is summed over the output buffer: the output is written over it
@@ -81,6 +86,12 @@ class QuantizedKernel : public Kernel {
   dnnl::reorder src_reorder_;
   bool has_src_reorder_ = false;
   dnnl::memory::desc src_md_, src_user_md_, dst_md_, scratch_md_;
+  // prepad_source: the interior view of src_md_ the reorder writes, and the border
+  bool prepad_ = false;
+  dnnl::memory::desc interior_md_;
+  int64_t pad_top_ = 0, pad_left_ = 0;
+  uint8_t pad_value_ = 0;
+  void fill_border(char* src) const;
   std::vector<std::pair<int, dnnl::memory>> consts_;  // weights, bias, scales, zero points
   size_t prim_scratch_ = 0, src_bytes_ = 0;
   int sum_input_ = -1;

@@ -3,6 +3,7 @@
 #include "core/attn_split.hpp"
 #include "core/chunk_pool.hpp"
 #include "core/conv_pixel_split.hpp"
+#include "core/conv_row_split.hpp"
 #include "core/elementwise.hpp"
 #include "core/fully_connected.hpp"
 #include "core/matmul_row_split.hpp"
@@ -77,6 +78,7 @@ struct ConvBound : Bound {
   std::unordered_map<int, dnnl::memory> exact_args;  // see WindowKernel::add_exact
   PixelSplitArgs split;                              // see WindowKernel::split_
   AttnSplitArgs attn;                                // see WindowKernel::attn_
+  ConvRowSplitArgs rows;                             // see WindowKernel::rows_
 };
 
 // What WindowKernel::propagate_nan needs of an element type: NaN, +inf and lowest() as values
@@ -136,6 +138,11 @@ class WindowKernel : public Kernel {
     if (has_wei_reorder_) wei_reorder_.execute(*ctx.stream, b->wei_reorder_args);
     if (has_exact_ && !finite_bf16(ctx, b->args.at(DNNL_ARG_SRC))) {
       exact_prim_.execute(*ctx.stream, b->exact_args);
+      return;
+    }
+    if (rows_ && ctx.num_threads > 1) {
+      ctx.stream->wait();  // (the source's reorder is done)
+      run_conv_row_split(*rows_, b->rows, ctx.num_threads);
       return;
     }
     if (split_ && ctx.num_threads > 1) {
@@ -265,6 +272,10 @@ class WindowKernel : public Kernel {
       const int res = residual_input_ >= 0 ? (DNNL_ARG_ATTR_MULTIPLE_POST_OP(residual_post_op_) | DNNL_ARG_SRC_1) : 0;
       b->split = bind_pixel_split(*split_, b->args, res, s);  // (slot scratch: the primitive's, see use_split)
     }
+    if (rows_) {
+      const int res = residual_input_ >= 0 ? (DNNL_ARG_ATTR_MULTIPLE_POST_OP(residual_post_op_) | DNNL_ARG_SRC_1) : 0;
+      b->rows = bind_conv_row_split(*rows_, b->args, res, s);  // (slot scratch: the primitive's, see use_rows)
+    }
     if (attn_)
       b->attn = bind_attn_split(*attn_, b->args, has_src_reorder_ && !softmax_len_ ? in[0].data : nullptr,
                                 has_wei_reorder_ ? in[weights_input_].data : nullptr, s);
@@ -321,6 +332,14 @@ class WindowKernel : public Kernel {
   // chunks (attn_split.cpp); its slots' scratchpads and buffers take the primitive's scratch
   // region too.
   std::optional<AttnSplit> attn_;
+  // A bf16 convolution (3x3, grouped) at 2+ threads as output-row chunks when OPFORGE_CPU_CONV_ROWS
+  // asks for them (conv_row_split.cpp); its slots' scratchpads take the primitive's scratch region.
+  std::optional<ConvRowSplit> rows_;
+  void use_rows(ConvRowSplit split) {
+    prim_scratch_ = std::max(prim_scratch_, static_cast<size_t>(split.threads) * split.slot_scratch);
+    impl_ += "+rows" + std::to_string(split.chunks.size());
+    rows_ = std::move(split);
+  }
   void use_attn_split(AttnSplit split) {  // (slot scratchpads, then slot buffers: attn_split.hpp)
     prim_scratch_ = std::max(prim_scratch_, static_cast<size_t>(split.threads) *
                                                 (split.slot_scratch + split.slot_wei + split.slot_src));
@@ -663,6 +682,27 @@ std::unique_ptr<Kernel> make_dnnl_conv(NodeDesc& n, bool grouped) {
                                     return conv_primitive(unit, s, w, bias_md, d, a);
                                   });
     if (split) k->use_split(std::move(*split));
+  }
+  if (bf16 && !k->split_) {
+    // with OPFORGE_CPU_CONV_ROWS=1 (measured, not enabled: conv_row_split.cpp), any other (3x3,
+    // grouped, strided) at 2+ threads (the step's count) as output-row chunks on one-thread
+    // sub-primitives with these packed weights; a regrouped one's exact twin still runs whole on
+    // a non-finite source (run)
+    auto rows = plan_conv_row_split(
+        pd, residual_binary ? residual_md : dnnl::memory::desc(), omp_get_max_threads(),
+        [&](const dnnl::memory::desc& s, const dnnl::memory::desc& w, const dnnl::memory::desc& d,
+            const dnnl::memory::desc& r, const dnnl::memory::dims& pads_l, const dnnl::memory::dims& pads_r) {
+          dnnl::primitive_attr a = attr;
+          if (r.get_ndims() != 0) {  // residual_attr over the chunk's rows
+            a = default_attr();
+            dnnl::post_ops po;
+            po.append_binary(dnnl::algorithm::binary_add, r);
+            append_fused_ops(po, n.attrs.fused_ops("post_ops"));
+            a.set_post_ops(po);
+          }
+          return conv_primitive({geo.strides, geo.dilations, pads_l, pads_r}, s, w, bias_md, d, a);
+        });
+    if (rows) k->use_rows(std::move(*rows));
   }
   n.outputs[0].md = pd.dst_desc();
   // (a bf16 destination is never the plain f32 layout: it always counts as blocked, so the

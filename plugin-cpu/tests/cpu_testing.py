@@ -114,3 +114,27 @@ def infer_twice(path: Path, feeds: dict[str, np.ndarray], threads: int,
     for i, g in enumerate(got):
         np.testing.assert_array_equal(np.asarray(again[i]), g, err_msg=f"output {i}, second run")
     return got, [r for r in req.get_profiling_info() if r.status == "EXECUTED"]
+
+
+def bf16_run(path: Path, x: np.ndarray, threads: int) -> tuple[list[np.ndarray], dict[str, str]]:
+    """bf16 outputs of the ONNX file ``path`` with one input ``x`` (through infer_twice) and the
+    exec type of each executed node, by node name."""
+    got, rows = infer_twice(path, {"x": x}, threads, "bf16")
+    return got, {r.node_name: r.exec_type for r in rows}
+
+
+def check_bf16_split(path: Path, x: np.ndarray, marker: str) -> tuple[dict[str, str], dict[str, str]]:
+    """A step split into chunks at 2 threads (its exec type carries ``marker``: ``+pixels``,
+    ``+rows``...) must give the bytes of the unsplit step at 1 thread, and both must be within bf16
+    rounding of ONNX Runtime f32. Returns the exec types at 1 and at 2 threads."""
+    import onnxruntime as ort
+
+    one, types1 = bf16_run(path, x, 1)
+    two, types2 = bf16_run(path, x, 2)
+    want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    for a, b, w in zip(one, two, want, strict=True):
+        np.testing.assert_array_equal(b, a)
+        scale = float(np.abs(w).max())
+        assert np.abs(a - w).max() / scale < 3e-2, np.abs(a - w).max() / scale
+    assert not any(marker in t for t in types1.values()), types1
+    return types1, types2

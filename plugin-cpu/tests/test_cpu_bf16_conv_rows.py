@@ -23,7 +23,8 @@ from opforge_cpu._loader import load_core
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
-from cpu_testing import infer_twice  # noqa: E402
+from cpu_testing import bf16_run as run  # noqa: E402
+from cpu_testing import check_bf16_split  # noqa: E402
 from onnx_graph import OnnxGraph  # noqa: E402  (after onnx is known to be there)
 
 needs_bf16 = pytest.mark.skipif(not bool(load_core().native_bf16()),
@@ -47,23 +48,10 @@ class Graph(OnnxGraph):
         return x
 
 
-def run(path: Path, x: np.ndarray, threads: int) -> tuple[list[np.ndarray], dict[str, str]]:
-    got, rows = infer_twice(path, {"x": x}, threads, "bf16")
-    return got, {r.node_name: r.exec_type for r in rows}
-
-
 def check(path: Path, x: np.ndarray) -> dict[str, str]:
     """Bit-exact at 2 threads (split) and 1 (unsplit); within bf16 rounding of ONNX Runtime f32.
     The 2-thread exec types."""
-    one, types1 = run(path, x, 1)
-    two, types2 = run(path, x, 2)
-    want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"x": x})
-    for a, b, w in zip(one, two, want, strict=True):
-        np.testing.assert_array_equal(b, a)
-        scale = float(np.abs(w).max())
-        assert np.abs(a - w).max() / scale < 3e-2, np.abs(a - w).max() / scale
-    assert not any("+rows" in t for t in types1.values()), types1
-    return types2
+    return check_bf16_split(path, x, "+rows")[1]
 
 
 def row_split(types: dict[str, str]) -> list[str]:

@@ -11,15 +11,9 @@
 // the same way), and every output is the same sum as in the whole convolution.
 #include "core/conv_pixel_split.hpp"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <string>
-
-#include "core/chunk_pool.hpp"
-#include "core/dnnl_util.hpp"
-#include "core/primitive_log.hpp"
 
 namespace opforge_cpu {
 
@@ -58,61 +52,9 @@ dnnl::memory::desc pixels_md(const dnnl::memory::desc& whole, int64_t pixels) {
   return dnnl::memory::desc({1, dims[1], 1, pixels}, whole.get_data_type(), dnnl::memory::format_tag::acdb);
 }
 
-// Sets the OpenMP thread count for a scope (sub-primitives are created for one thread).
-struct OneThread {
-  int restore = omp_get_max_threads();
-  OneThread() { omp_set_num_threads(1); }
-  ~OneThread() { omp_set_num_threads(restore); }
-};
-
-// The split into `want` chunks, or none when a chunk size has no brgconv sub-primitive on the
-// whole convolution's weights layout.
-std::optional<PixelSplit> try_split(const dnnl::memory::desc& src, const dnnl::memory::desc& dst,
-                                    const dnnl::memory::desc& wei, const dnnl::memory::desc& residual, int64_t pixels,
-                                    int64_t want, const PixelConvMaker& make) {
-  const bool has_residual = residual.get_ndims() != 0;
-  const auto sd = src.get_dims(), dd = dst.get_dims();
-  const int64_t per = (pixels + want - 1) / want;
-  const int64_t chunk = std::min(pixels, (per + 15) / 16 * 16);
-  PixelSplit split;
-  split.src_pixel_bytes = dnnl::memory::data_type_size(src.get_data_type()) * static_cast<size_t>(sd[1]);
-  split.dst_pixel_bytes = dnnl::memory::data_type_size(dst.get_data_type()) * static_cast<size_t>(dd[1]);
-  if (has_residual)
-    split.residual_pixel_bytes = dnnl::memory::data_type_size(residual.get_data_type()) * static_cast<size_t>(dd[1]);
-  std::vector<int64_t> sizes;  // the distinct chunk sizes, one sub-primitive each
-  OneThread one;
-  try {
-    for (int64_t first = 0; first < pixels; first += chunk) {
-      const int64_t n = std::min(chunk, pixels - first);
-      auto at = std::find(sizes.begin(), sizes.end(), n);
-      if (at == sizes.end()) {
-        const auto s = pixels_md(src, n), d = pixels_md(dst, n);
-        const auto r = has_residual ? pixels_md(residual, n) : dnnl::memory::desc();
-        // the chunks read the whole convolution's packed weights: the same layout or no split
-        auto sub = make(s, wei, d, r);
-        const char* info = sub.impl_info_str();
-        if (info == nullptr || std::string(info).rfind("brg", 0) != 0 || sub.weights_desc() != wei) return std::nullopt;
-        split.prims.emplace_back(sub);
-        note_primitive(sub);
-        split.src.push_back(s);
-        split.dst.push_back(d);
-        split.residual.push_back(r);
-        split.slot_scratch = std::max(split.slot_scratch, (sub.scratchpad_desc().get_size() + 63) / 64 * 64);
-        sizes.push_back(n);
-        at = sizes.end() - 1;
-      }
-      split.chunks.push_back({static_cast<int>(at - sizes.begin()), first, n});
-    }
-  } catch (const dnnl::error&) {
-    return std::nullopt;  // no such sub-primitive: oneDNN's own split
-  }
-  if (split.chunks.size() < 2) return std::nullopt;
-  return split;
-}
-
 }  // namespace
 
-std::optional<PixelSplit> plan_pixel_split(const dnnl::convolution_forward::primitive_desc& pd,
+std::optional<ChunkSplit> plan_pixel_split(const dnnl::convolution_forward::primitive_desc& pd,
                                            const dnnl::memory::desc& residual, int threads,
                                            const PixelConvMaker& make) {
   if (threads <= 1 || !split_enabled()) return std::nullopt;
@@ -135,50 +77,16 @@ std::optional<PixelSplit> plan_pixel_split(const dnnl::convolution_forward::prim
   // for a while hold up the step by one small chunk only. When brgconv wants another weights
   // layout for chunks that short (64->96 channels at 64 pixels), one chunk a thread.
   const int64_t most = std::max<int64_t>(threads, std::min<int64_t>(int64_t{threads} * chunks_per_thread(), pixels / kMinPixels));
-  for (int64_t want : {most, int64_t{threads}}) {
-    auto split = try_split(src, dst, wei, residual, pixels, want, make);
-    if (split) {
-      split->threads = threads;
-      return split;
-    }
-    if (want == threads) break;
-  }
-  return std::nullopt;
-}
-
-PixelSplitArgs bind_pixel_split(const PixelSplit& split, const std::unordered_map<int, dnnl::memory>& whole,
-                                int residual_arg, char* scratch) {
-  auto& eng = cpu_engine();
-  char* src = static_cast<char*>(whole.at(DNNL_ARG_SRC).get_data_handle());
-  char* dst = static_cast<char*>(whole.at(DNNL_ARG_DST).get_data_handle());
-  char* res = residual_arg ? static_cast<char*>(whole.at(residual_arg).get_data_handle()) : nullptr;
-  PixelSplitArgs a;
-  a.args.resize(split.threads);
-  for (int slot = 0; slot < split.threads; ++slot) {
-    a.streams.emplace_back(eng);
-    for (const PixelSplit::Chunk& c : split.chunks) {
-      std::unordered_map<int, dnnl::memory> m;
-      for (const auto& [key, mem] : whole)
-        if (key != DNNL_ARG_SRC && key != DNNL_ARG_DST && key != DNNL_ARG_SCRATCHPAD && key != residual_arg) m.emplace(key, mem);
-      const size_t at = static_cast<size_t>(c.first);
-      m.emplace(DNNL_ARG_SRC, dnnl::memory(split.src[c.prim], eng, src + at * split.src_pixel_bytes));
-      m.emplace(DNNL_ARG_DST, dnnl::memory(split.dst[c.prim], eng, dst + at * split.dst_pixel_bytes));
-      if (res) m.emplace(residual_arg, dnnl::memory(split.residual[c.prim], eng, res + at * split.residual_pixel_bytes));
-      if (split.slot_scratch)
-        m.emplace(DNNL_ARG_SCRATCHPAD,
-                  dnnl::memory(dnnl::memory::desc({static_cast<dnnl::memory::dim>(split.slot_scratch)}, dnnl::memory::data_type::u8,
-                                                  dnnl::memory::format_tag::a),
-                               eng, scratch + static_cast<size_t>(slot) * split.slot_scratch));
-      a.args[slot].push_back(std::move(m));
-    }
-  }
-  return a;
-}
-
-void run_pixel_split(const PixelSplit& split, PixelSplitArgs& args, int threads) {
-  run_chunks(static_cast<int>(split.chunks.size()), std::min(threads, split.threads), [&](int c, int slot) {
-    split.prims[split.chunks[c].prim].execute(args.streams[slot], args.args[slot][c]);
-  });
+  const auto channels = static_cast<size_t>(dd[1]);
+  const size_t src_pixel_bytes = dnnl::memory::data_type_size(src.get_data_type()) * static_cast<size_t>(sd[1]);
+  const size_t dst_pixel_bytes = dnnl::memory::data_type_size(dst.get_data_type()) * channels;
+  const size_t residual_pixel_bytes = has_residual ? dnnl::memory::data_type_size(residual.get_data_type()) * channels : 0;
+  return split_units(
+      pixels, threads, most, src_pixel_bytes, dst_pixel_bytes, residual_pixel_bytes, wei,
+      [&](int64_t n) {
+        return ChunkDescs{pixels_md(src, n), pixels_md(dst, n), has_residual ? pixels_md(residual, n) : dnnl::memory::desc()};
+      },
+      [&](const ChunkDescs& d) -> dnnl::primitive_desc { return make(d.src, wei, d.dst, d.residual); });
 }
 
 }  // namespace opforge_cpu

@@ -19,17 +19,11 @@
 // slower on 14x14/7x7.
 #include "core/conv_row_split.hpp"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <string>
 #include <tuple>
-
-#include "core/chunk_pool.hpp"
-#include "core/dnnl_util.hpp"
-#include "core/primitive_log.hpp"
 
 namespace opforge_cpu {
 
@@ -71,17 +65,10 @@ dnnl::memory::desc rows_md(const dnnl::memory::desc& whole, int64_t rows) {
   return dnnl::memory::desc({1, d[1], rows, d[3]}, whole.get_data_type(), dnnl::memory::format_tag::acdb);
 }
 
-// Sets the OpenMP thread count for a scope (sub-primitives are created for one thread).
-struct OneThread {
-  int restore = omp_get_max_threads();
-  OneThread() { omp_set_num_threads(1); }
-  ~OneThread() { omp_set_num_threads(restore); }
-};
-
 }  // namespace
 
-std::optional<ConvRowSplit> plan_conv_row_split(const dnnl::convolution_forward::primitive_desc& pd,
-                                       const dnnl::memory::desc& residual, int threads, const ConvRowMaker& make) {
+std::optional<ChunkSplit> plan_conv_row_split(const dnnl::convolution_forward::primitive_desc& pd,
+                                              const dnnl::memory::desc& residual, int threads, const ConvRowMaker& make) {
   if (threads <= 1 || rows_mode() == "0") return std::nullopt;
   const auto src = pd.src_desc(), dst = pd.dst_desc(), wei = pd.weights_desc();
   if (src.get_data_type() != dnnl::memory::data_type::bf16) return std::nullopt;
@@ -106,10 +93,12 @@ std::optional<ConvRowSplit> plan_conv_row_split(const dnnl::convolution_forward:
   const int64_t per_image = std::min(oh, std::max<int64_t>(1, (want + batch - 1) / batch));
   if (batch * per_image < 2) return std::nullopt;
 
-  ConvRowSplit split;
-  split.src_elem_bytes = dnnl::memory::data_type_size(src.get_data_type());
-  split.dst_elem_bytes = dnnl::memory::data_type_size(dst.get_data_type());
-  if (has_residual) split.residual_elem_bytes = dnnl::memory::data_type_size(residual.get_data_type());
+  ChunkSplit split;
+  const size_t src_elem_bytes = dnnl::memory::data_type_size(src.get_data_type());
+  const size_t dst_elem_bytes = dnnl::memory::data_type_size(dst.get_data_type());
+  const size_t residual_elem_bytes = has_residual ? dnnl::memory::data_type_size(residual.get_data_type()) : 0;
+  // the chunks read the whole convolution's packed weights with its kernel: else no split
+  const auto same_kernel = [&](const std::string& impl) { return impl == whole_impl; };
   std::map<std::tuple<int64_t, int64_t, int64_t, int64_t>, int> made;  // (in rows, out rows, top, bottom) -> prim
   OneThread one;
   try {
@@ -124,67 +113,29 @@ std::optional<ConvRowSplit> plan_conv_row_split(const dnnl::convolution_forward:
       const auto key = std::make_tuple(in1 - in0, r1 - r0, top, bottom);
       auto at = made.find(key);
       if (at == made.end()) {
-        const auto s = rows_md(src, in1 - in0), d = rows_md(dst, r1 - r0);
-        const auto r = has_residual ? rows_md(residual, r1 - r0) : dnnl::memory::desc();
-        auto sub = make(s, wei, d, r, {top, pl[1]}, {bottom, pr[1]});
-        // the chunks read the whole convolution's packed weights with its kernel: else no split
-        const char* info = sub.impl_info_str();
-        if (info == nullptr || std::string(info) != whole_impl || sub.weights_desc() != wei) return std::nullopt;
-        split.prims.emplace_back(sub);
-        note_primitive(sub);
-        split.src.push_back(s);
-        split.dst.push_back(d);
-        split.residual.push_back(r);
-        split.slot_scratch = std::max(split.slot_scratch, (sub.scratchpad_desc().get_size() + 63) / 64 * 64);
-        at = made.emplace(key, static_cast<int>(split.prims.size()) - 1).first;
+        const ChunkDescs d{rows_md(src, in1 - in0), rows_md(dst, r1 - r0),
+                           has_residual ? rows_md(residual, r1 - r0) : dnnl::memory::desc()};
+        const int prim = add_chunk_primitive(split, make(d.src, wei, d.dst, d.residual, {top, pl[1]}, {bottom, pr[1]}),
+                                             d, wei, same_kernel);
+        if (prim < 0) return std::nullopt;
+        at = made.emplace(key, prim).first;
       }
-      for (int64_t n = 0; n < batch; ++n)
-        split.chunks.push_back({at->second, ((n * ih + in0) * iw) * cin, ((n * oh + r0) * ow) * cout});
+      for (int64_t n = 0; n < batch; ++n) {
+        // channels-last element offsets: the band's first input row, the chunk's first output row
+        const auto src_elem = static_cast<size_t>(((n * ih + in0) * iw) * cin);
+        const auto dst_elem = static_cast<size_t>(((n * oh + r0) * ow) * cout);
+        split.chunks.push_back(
+            {at->second, src_elem * src_elem_bytes, dst_elem * dst_elem_bytes, dst_elem * residual_elem_bytes});
+      }
     }
   } catch (const dnnl::error&) {
     return std::nullopt;  // no such sub-primitive: oneDNN's own split
   }
   // image by image, top to bottom (neighbouring chunks share input rows in cache)
   std::stable_sort(split.chunks.begin(), split.chunks.end(),
-                   [](const ConvRowSplit::Chunk& a, const ConvRowSplit::Chunk& b) { return a.dst_at < b.dst_at; });
+                   [](const ChunkSplit::Chunk& a, const ChunkSplit::Chunk& b) { return a.dst_at < b.dst_at; });
   split.threads = threads;
   return split;
-}
-
-ConvRowSplitArgs bind_conv_row_split(const ConvRowSplit& split, const std::unordered_map<int, dnnl::memory>& whole, int residual_arg,
-                            char* scratch) {
-  auto& eng = cpu_engine();
-  char* src = static_cast<char*>(whole.at(DNNL_ARG_SRC).get_data_handle());
-  char* dst = static_cast<char*>(whole.at(DNNL_ARG_DST).get_data_handle());
-  char* res = residual_arg ? static_cast<char*>(whole.at(residual_arg).get_data_handle()) : nullptr;
-  ConvRowSplitArgs a;
-  a.args.resize(split.threads);
-  for (int slot = 0; slot < split.threads; ++slot) {
-    a.streams.emplace_back(eng);
-    for (const ConvRowSplit::Chunk& c : split.chunks) {
-      std::unordered_map<int, dnnl::memory> m;
-      for (const auto& [key, mem] : whole)
-        if (key != DNNL_ARG_SRC && key != DNNL_ARG_DST && key != DNNL_ARG_SCRATCHPAD && key != residual_arg) m.emplace(key, mem);
-      m.emplace(DNNL_ARG_SRC, dnnl::memory(split.src[c.prim], eng, src + static_cast<size_t>(c.src_at) * split.src_elem_bytes));
-      m.emplace(DNNL_ARG_DST, dnnl::memory(split.dst[c.prim], eng, dst + static_cast<size_t>(c.dst_at) * split.dst_elem_bytes));
-      if (res)
-        m.emplace(residual_arg,
-                  dnnl::memory(split.residual[c.prim], eng, res + static_cast<size_t>(c.dst_at) * split.residual_elem_bytes));
-      if (split.slot_scratch)
-        m.emplace(DNNL_ARG_SCRATCHPAD,
-                  dnnl::memory(dnnl::memory::desc({static_cast<dnnl::memory::dim>(split.slot_scratch)}, dnnl::memory::data_type::u8,
-                                                  dnnl::memory::format_tag::a),
-                               eng, scratch + static_cast<size_t>(slot) * split.slot_scratch));
-      a.args[slot].push_back(std::move(m));
-    }
-  }
-  return a;
-}
-
-void run_conv_row_split(const ConvRowSplit& split, ConvRowSplitArgs& args, int threads) {
-  run_chunks(static_cast<int>(split.chunks.size()), std::min(threads, split.threads), [&](int c, int slot) {
-    split.prims[split.chunks[c].prim].execute(args.streams[slot], args.args[slot][c]);
-  });
 }
 
 }  // namespace opforge_cpu

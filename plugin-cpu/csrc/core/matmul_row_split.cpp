@@ -13,14 +13,9 @@
 // outputs are the bytes of the unsplit primitive.
 #include "core/matmul_row_split.hpp"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <string>
-#include <vector>
-
-#include "core/primitive_log.hpp"
 
 namespace opforge_cpu {
 
@@ -70,58 +65,13 @@ dnnl::memory::desc rows_md(const dnnl::memory::desc& whole, int64_t rows) {
   return dnnl::memory::desc({rows, whole.get_dims()[1]}, whole.get_data_type(), dnnl::memory::format_tag::ab);
 }
 
-// Sets the OpenMP thread count for a scope (sub-primitives are created for one thread).
-struct OneThread {
-  int restore = omp_get_max_threads();
-  OneThread() { omp_set_num_threads(1); }
-  ~OneThread() { omp_set_num_threads(restore); }
-};
-
-std::optional<PixelSplit> try_split(const dnnl::matmul::primitive_desc& pd, const dnnl::memory::desc& gate,
-                                    int64_t rows, int64_t want, const RowMatMulMaker& make) {
-  const auto src = pd.src_desc(), dst = pd.dst_desc(), wei = pd.weights_desc();
-  const bool has_gate = gate.get_ndims() != 0;
-  const int64_t per = (rows + want - 1) / want;
-  const int64_t chunk = std::min(rows, (per + 15) / 16 * 16);
-  PixelSplit split;
-  split.src_pixel_bytes = dnnl::memory::data_type_size(src.get_data_type()) * static_cast<size_t>(src.get_dims()[1]);
-  split.dst_pixel_bytes = dnnl::memory::data_type_size(dst.get_data_type()) * static_cast<size_t>(dst.get_dims()[1]);
-  if (has_gate)
-    split.residual_pixel_bytes = dnnl::memory::data_type_size(gate.get_data_type()) * static_cast<size_t>(gate.get_dims()[1]);
-  std::vector<int64_t> sizes;  // the distinct chunk sizes, one sub-primitive each
-  OneThread one;
-  try {
-    for (int64_t first = 0; first < rows; first += chunk) {
-      const int64_t n = std::min(chunk, rows - first);
-      auto at = std::find(sizes.begin(), sizes.end(), n);
-      if (at == sizes.end()) {
-        const auto s = rows_md(src, n), d = rows_md(dst, n);
-        const auto g = has_gate ? rows_md(gate, n) : dnnl::memory::desc();
-        // the chunks read the whole MatMul's packed weights: the same layout or no split
-        auto sub = make(s, wei, d, g);
-        const char* info = sub.impl_info_str();
-        if (info == nullptr || std::string(info).rfind("brg", 0) != 0 || sub.weights_desc() != wei) return std::nullopt;
-        split.prims.emplace_back(dnnl::matmul(sub));
-        note_primitive(sub);
-        split.src.push_back(s);
-        split.dst.push_back(d);
-        split.residual.push_back(g);
-        split.slot_scratch = std::max(split.slot_scratch, (sub.scratchpad_desc().get_size() + 63) / 64 * 64);
-        sizes.push_back(n);
-        at = sizes.end() - 1;
-      }
-      split.chunks.push_back({static_cast<int>(at - sizes.begin()), first, n});
-    }
-  } catch (const dnnl::error&) {
-    return std::nullopt;  // no such sub-primitive: oneDNN's own split
-  }
-  if (split.chunks.size() < 2) return std::nullopt;
-  return split;
+size_t row_bytes(const dnnl::memory::desc& md) {
+  return dnnl::memory::data_type_size(md.get_data_type()) * static_cast<size_t>(md.get_dims()[1]);
 }
 
 }  // namespace
 
-std::optional<PixelSplit> plan_row_split(const dnnl::matmul::primitive_desc& pd, const dnnl::memory::desc& gate,
+std::optional<ChunkSplit> plan_row_split(const dnnl::matmul::primitive_desc& pd, const dnnl::memory::desc& gate,
                                          int threads, const RowMatMulMaker& make) {
   if (threads <= 1 || !split_enabled()) return std::nullopt;
   const auto src = pd.src_desc(), dst = pd.dst_desc(), wei = pd.weights_desc();
@@ -136,15 +86,13 @@ std::optional<PixelSplit> plan_row_split(const dnnl::matmul::primitive_desc& pd,
   // up to whole 16-row tiles; when brgemm wants another weights layout for chunks that short,
   // one chunk a thread
   const int64_t most = std::max<int64_t>(threads, std::min<int64_t>(int64_t{threads} * chunks_per_thread(), rows / kMinRows));
-  for (int64_t want : {most, int64_t{threads}}) {
-    auto split = try_split(pd, gate, rows, want, make);
-    if (split) {
-      split->threads = threads;
-      return split;
-    }
-    if (want == threads) break;
-  }
-  return std::nullopt;
+  // (the gate operand is cut as the destination)
+  return split_units(
+      rows, threads, most, row_bytes(src), row_bytes(dst), has_gate ? row_bytes(gate) : 0, wei,
+      [&](int64_t n) {
+        return ChunkDescs{rows_md(src, n), rows_md(dst, n), has_gate ? rows_md(gate, n) : dnnl::memory::desc()};
+      },
+      [&](const ChunkDescs& d) -> dnnl::primitive_desc { return make(d.src, wei, d.dst, d.residual); });
 }
 
 }  // namespace opforge_cpu

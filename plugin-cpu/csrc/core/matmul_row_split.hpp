@@ -7,7 +7,7 @@
 #include <functional>
 #include <optional>
 
-#include "core/conv_pixel_split.hpp"
+#include "core/chunk_split.hpp"
 
 namespace opforge_cpu {
 
@@ -20,9 +20,9 @@ using RowMatMulMaker = std::function<dnnl::matmul::primitive_desc(
 // chunks of rows, or none: one thread, switched off (OPFORGE_CPU_MATMUL_SPLIT=0), a source,
 // destination or gate operand that is not dense row-major, fewer than two chunks of kMinRows, a
 // weight matrix above the size limit (L2: every chunk reads it all), or a chunk size without a brgemm sub-primitive on the whole
-// MatMul's packed weights. The result runs with bind_pixel_split / run_pixel_split (a "pixel"
-// is a row).
-std::optional<PixelSplit> plan_row_split(const dnnl::matmul::primitive_desc& pd, const dnnl::memory::desc& gate,
+// MatMul's packed weights. The result runs with bind_chunk_split / run_chunk_split
+// (chunk_split.hpp).
+std::optional<ChunkSplit> plan_row_split(const dnnl::matmul::primitive_desc& pd, const dnnl::memory::desc& gate,
                                          int threads, const RowMatMulMaker& make);
 
 }  // namespace opforge_cpu

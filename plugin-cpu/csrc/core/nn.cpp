@@ -76,9 +76,9 @@ struct ConvBound : Bound {
   std::unordered_map<int, dnnl::memory> reorder_args;
   std::unordered_map<int, dnnl::memory> wei_reorder_args;
   std::unordered_map<int, dnnl::memory> exact_args;  // see WindowKernel::add_exact
-  PixelSplitArgs split;                              // see WindowKernel::split_
+  ChunkSplitArgs split;                              // see WindowKernel::split_
   AttnSplitArgs attn;                                // see WindowKernel::attn_
-  ConvRowSplitArgs rows;                             // see WindowKernel::rows_
+  ChunkSplitArgs rows;                               // see WindowKernel::rows_
 };
 
 // What WindowKernel::propagate_nan needs of an element type: NaN, +inf and lowest() as values
@@ -142,12 +142,12 @@ class WindowKernel : public Kernel {
     }
     if (rows_ && ctx.num_threads > 1) {
       ctx.stream->wait();  // (the source's reorder is done)
-      run_conv_row_split(*rows_, b->rows, ctx.num_threads);
+      run_chunk_split(*rows_, b->rows, ctx.num_threads);
       return;
     }
     if (split_ && ctx.num_threads > 1) {
       ctx.stream->wait();  // (the source's reorder is done)
-      run_pixel_split(*split_, b->split, ctx.num_threads);
+      run_chunk_split(*split_, b->split, ctx.num_threads);
       return;
     }
     prim_.execute(*ctx.stream, b->args);
@@ -270,11 +270,11 @@ class WindowKernel : public Kernel {
     }
     if (split_) {
       const int res = residual_input_ >= 0 ? (DNNL_ARG_ATTR_MULTIPLE_POST_OP(residual_post_op_) | DNNL_ARG_SRC_1) : 0;
-      b->split = bind_pixel_split(*split_, b->args, res, s);  // (slot scratch: the primitive's, see use_split)
+      b->split = bind_chunk_split(*split_, b->args, res, s);  // (slot scratch: the primitive's, see use_split)
     }
     if (rows_) {
       const int res = residual_input_ >= 0 ? (DNNL_ARG_ATTR_MULTIPLE_POST_OP(residual_post_op_) | DNNL_ARG_SRC_1) : 0;
-      b->rows = bind_conv_row_split(*rows_, b->args, res, s);  // (slot scratch: the primitive's, see use_rows)
+      b->rows = bind_chunk_split(*rows_, b->args, res, s);  // (slot scratch: the primitive's, see use_rows)
     }
     if (attn_)
       b->attn = bind_attn_split(*attn_, b->args, has_src_reorder_ && !softmax_len_ ? in[0].data : nullptr,
@@ -322,8 +322,8 @@ class WindowKernel : public Kernel {
   // (conv_pixel_split.cpp), a bf16 MatMul with constant weights as row chunks
   // (matmul_row_split.cpp); its slots' scratchpads take the primitive's scratch region, which
   // the unsplit primitive never uses at the same time.
-  std::optional<PixelSplit> split_;
-  void use_split(PixelSplit split, const char* what = "+pixels") {
+  std::optional<ChunkSplit> split_;
+  void use_split(ChunkSplit split, const char* what = "+pixels") {
     prim_scratch_ = std::max(prim_scratch_, static_cast<size_t>(split.threads) * split.slot_scratch);
     impl_ += what + std::to_string(split.chunks.size());
     split_ = std::move(split);
@@ -334,8 +334,8 @@ class WindowKernel : public Kernel {
   std::optional<AttnSplit> attn_;
   // A bf16 convolution (3x3, grouped) at 2+ threads as output-row chunks when OPFORGE_CPU_CONV_ROWS
   // asks for them (conv_row_split.cpp); its slots' scratchpads take the primitive's scratch region.
-  std::optional<ConvRowSplit> rows_;
-  void use_rows(ConvRowSplit split) {
+  std::optional<ChunkSplit> rows_;
+  void use_rows(ChunkSplit split) {
     prim_scratch_ = std::max(prim_scratch_, static_cast<size_t>(split.threads) * split.slot_scratch);
     impl_ += "+rows" + std::to_string(split.chunks.size());
     rows_ = std::move(split);

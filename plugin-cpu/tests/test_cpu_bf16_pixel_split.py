@@ -19,20 +19,13 @@ onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 from cpu_testing import bf16_run as run  # noqa: E402
 from cpu_testing import check_bf16_split  # noqa: E402
-from onnx_graph import OnnxGraph  # noqa: E402  (after onnx is known to be there)
+from test_cpu_bf16_conv_rows import Graph as ConvGraph  # noqa: E402  (after onnx is known to be there)
 
 needs_bf16 = pytest.mark.skipif(not bool(load_core().native_bf16()),
                                 reason="this host has no bf16 arithmetic (AVX512_BF16/AMX)")
 
 
-class Graph(OnnxGraph):
-    def conv(self, x: str, cin: int, cout: int, k: int = 1, group: int = 1, stride: int = 1,
-             pad: int | None = None) -> str:
-        w = self.rng.standard_normal((cout, cin // group, k, k)) * (2.0 / (cin // group * k * k)) ** 0.5
-        b = self.rng.standard_normal(cout) * 0.1
-        p = k // 2 if pad is None else pad
-        return self.node("Conv", [x, self.const(w), self.const(b)], group=group, pads=[p] * 4, strides=[stride, stride])
-
+class Graph(ConvGraph):
     def relu(self, x: str) -> str:
         return self.node("Relu", [x])
 
@@ -90,7 +83,7 @@ def test_convolutions_the_split_does_not_take(tmp_path: Path) -> None:
     a = g.relu(g.conv("x", 32, 64, stride=2))          # 1x1 stride 2
     b = g.relu(g.conv(a, 64, 64, 3))                   # 3x3
     c = g.relu(g.conv(b, 64, 64, 3, group=4))          # grouped
-    d = g.relu(g.conv(c, 64, 48, pad=1))               # 1x1 with padding: 16x16 -> 18x18
+    d = g.relu(g.conv(c, 64, 48, pads=[1] * 4))            # 1x1 with padding: 16x16 -> 18x18
     e = g.conv(g.node("MaxPool", [d], kernel_shape=[3, 3], strides=[3, 3]), 48, 64)  # 1x1 on 6x6
     f = g.conv(d, 48, 128)                             # 1x1 on 18x18: split
     path = g.save(tmp_path / "m.onnx", (1, 32, 32, 32), [e, f])

@@ -23,6 +23,7 @@
 
 #include "core/bf16_bits.hpp"
 #include "core/chunk_pool.hpp"
+#include "core/chunk_split.hpp"  // OneThread
 #include "core/dnnl_util.hpp"
 #include "core/primitive_log.hpp"
 #include "core/softmax_rows.hpp"
@@ -64,13 +65,6 @@ int64_t head_chunks_per_thread() {
   }();
   return value;
 }
-
-// Sets the OpenMP thread count for a scope (sub-primitives are created for one thread).
-struct OneThread {
-  int restore = omp_get_max_threads();
-  OneThread() { omp_set_num_threads(1); }
-  ~OneThread() { omp_set_num_threads(restore); }
-};
 
 bool plain(const dnnl::memory::desc& md) {
   if (md.get_inner_nblks() != 0) return false;

@@ -181,3 +181,24 @@ def test_compose() -> None:
     assert compose((1, 32, 32, 96), [("transpose", (0, 3, 1, 2)), *unfold]) == ((16, 2, 16, 2, 96), (1, 3, 0, 2, 4))
     assert compose((2, 3), [("transpose", (1, 0)), ("transpose", (1, 0))]) == ((6,), (0,))
     assert compose((6, 4), [("transpose", (1, 0)), ("reshape", (6, 4))]) is None
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_unfold_fold_int8(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, threads: int) -> None:
+    """The QDQ copy (ONNX Runtime's quantizer): the int8 pass runs the moves on the bytes between
+    QuantizedConvolutions, whose u8 nhwc output and input the chain reads and writes channels-last
+    the same way."""
+    from int8_testing import output_scale, quantize, run_qdq_graph
+
+    src = mobilevit_model(tmp_path / "f.onnx", c=32, hw=(8, 8))
+    path = quantize(src, tmp_path / "q.onnx", (1, 8, 8, 8), per_channel=False, activation="u8")
+    x, _ = inputs(path)
+    got, rows = run(path, "f32", threads, x)
+    monkeypatch.setenv("OPFORGE_CPU_PERMUTE_CHAIN", "0")
+    off, _ = run(path, "f32", threads, x)
+    np.testing.assert_array_equal(got, off)
+    assert any(r.node_type == "QuantizedConvolution" for r in rows), [r.node_type for r in rows]
+    execs = [r.exec_type for r in rows if r.node_type == "Transpose"]
+    assert execs.count("channels_last_view") == 1 and execs.count("permute") == 2, execs
+    # the QDQ arithmetic as written, within a few output steps (LayerNorm rounds differently)
+    np.testing.assert_allclose(got, run_qdq_graph(path, x), atol=4 * output_scale(path))

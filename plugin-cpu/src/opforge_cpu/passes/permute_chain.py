@@ -36,6 +36,16 @@ from opforge.transformations.merge_transposes import permutation
 
 _RESHAPES = ("Reshape", "Squeeze", "Unsqueeze")
 _CONVS = ("Convolution", "GroupConvolution")
+
+
+def _is_conv(node: Node) -> bool:
+    """A convolution the CPU runs in a oneDNN layout: a standard one, or the int8 pass's
+    QuantizedConvolution (u8/i8 nhwc)."""
+    if node.type_name == "QuantizedConvolution":
+        return bool(getattr(node.op, "cpu_internal", False))
+    return node.type_name in _CONVS and node.op.is_standard
+
+
 # A step of a chain: ("reshape", output shape) or ("transpose", perm).
 Step = tuple[str, tuple[int, ...]]
 
@@ -76,7 +86,7 @@ def _conv_output(x: Output) -> bool:
         if len(data) != 1:
             return False
         node = data[0].node
-    return node.type_name in _CONVS and node.op.is_standard
+    return _is_conv(node)
 
 
 class _Factors:
@@ -228,7 +238,7 @@ class PermuteChainFusion(p.MatcherPass):
             return best
         prefix = len(x_shape) == 4 and _conv_output(x)
         suffix = (len(y_shape) == 4 and bool(readers)
-                  and all(r.type_name in _CONVS and r.op.is_standard and i == 0 for r, i in readers))
+                  and all(_is_conv(r) and i == 0 for r, i in readers))
         for pre, suf in ((True, False), (False, True), (True, True)):
             if (pre and not prefix) or (suf and not suffix):
                 continue

@@ -122,8 +122,9 @@ def test_depthwise_residual_bit_exact(tmp_path: Path) -> None:
 
 
 def run_child(mode: str, select: str, tmp_path: Path) -> str:
-    """This file's tests matching ``select`` in a child process with OPFORGE_CPU_CONV_ROWS=mode."""
-    env = dict(os.environ, OPFORGE_CPU_CONV_ROWS=mode)
+    """This file's tests matching ``select`` in a child process with OPFORGE_CPU_CONV_ROWS=mode
+    (and oneDNN's depthwise primitive, whose chunks these are, instead of our dw kernel)."""
+    env = dict(os.environ, OPFORGE_CPU_CONV_ROWS=mode, OPFORGE_CPU_DW_KERNEL="0")
     res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:randomly", "-p", "no:cacheprovider",
                           "-k", select, str(Path(__file__))],
                          env=env, capture_output=True, text=True, timeout=300, cwd=str(tmp_path))

@@ -4,6 +4,7 @@
 #include "core/chunk_pool.hpp"
 #include "core/conv_pixel_split.hpp"
 #include "core/conv_row_split.hpp"
+#include "core/dw_conv_plan.hpp"
 #include "core/elementwise.hpp"
 #include "core/fully_connected.hpp"
 #include "core/matmul_row_split.hpp"
@@ -138,6 +139,13 @@ class WindowKernel : public Kernel {
     if (has_wei_reorder_) wei_reorder_.execute(*ctx.stream, b->wei_reorder_args);
     if (has_exact_ && !finite_bf16(ctx, b->args.at(DNNL_ARG_SRC))) {
       exact_prim_.execute(*ctx.stream, b->exact_args);
+      return;
+    }
+    if (dw_) {
+      // our bf16 depthwise kernel (dw_conv_bf16.cpp) over the primitive's source and destination
+      ctx.stream->wait();  // (the source's reorder is done)
+      dw_->run(static_cast<const uint16_t*>(b->args.at(DNNL_ARG_SRC).get_data_handle()),
+               b->args.at(DNNL_ARG_DST).get_data_handle(), ctx.num_threads);
       return;
     }
     if (rows_ && ctx.num_threads > 1) {
@@ -335,6 +343,8 @@ class WindowKernel : public Kernel {
   // A bf16 convolution (3x3, grouped) at 2+ threads as output-row chunks when OPFORGE_CPU_CONV_ROWS
   // asks for them (conv_row_split.cpp); its slots' scratchpads take the primitive's scratch region.
   std::optional<ChunkSplit> rows_;
+  // A bf16 depthwise convolution run by our own kernel (dw_conv_plan.cpp) instead of prim_.
+  std::unique_ptr<DwConvBf16> dw_;
   void use_rows(ChunkSplit split) {
     prim_scratch_ = std::max(prim_scratch_, static_cast<size_t>(split.threads) * split.slot_scratch);
     impl_ += "+rows" + std::to_string(split.chunks.size());
@@ -683,7 +693,12 @@ std::unique_ptr<Kernel> make_dnnl_conv(NodeDesc& n, bool grouped) {
                                   });
     if (split) k->use_split(std::move(*split));
   }
-  if (bf16 && !k->split_) {
+  if (bf16 && grouped && !regrouped) {
+    // a depthwise one: our own kernel where it qualifies (dw_conv_plan.cpp), same layouts
+    k->dw_ = plan_dw_conv_bf16(n, pd);
+    if (k->dw_) k->impl_ = "dw:avx512_bf16";
+  }
+  if (bf16 && !k->split_ && !k->dw_) {
     // with OPFORGE_CPU_CONV_ROWS=1 (measured, not enabled: conv_row_split.cpp), any other (3x3,
     // grouped, strided) at 2+ threads (the step's count) as output-row chunks on one-thread
     // sub-primitives with these packed weights; a regrouped one's exact twin still runs whole on

@@ -1,0 +1,84 @@
+// The rule for our bf16 depthwise kernel (dw_conv_bf16.cpp): every bf16 depthwise 2D
+// convolution that oneDNN would run channels-last, when the kernel has a tile for its width and
+// stride and runs its fused ops. Measured per shape against oneDNN 3.2's brdgmm_dw at one thread
+// (benchmarks/dw_conv_bench.cpp, docs/kernel-library.md "Our bf16 depthwise kernel").
+#include "core/dw_conv_plan.hpp"
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+namespace opforge_cpu {
+
+namespace {
+
+bool enabled() {
+  // OPFORGE_CPU_DW_KERNEL=0: oneDNN's primitive instead, for same-build A/B measurements
+  static const bool on = [] {
+    const char* env = std::getenv("OPFORGE_CPU_DW_KERNEL");
+    return env == nullptr || std::string(env) != "0";
+  }();
+  return on;
+}
+
+bool dense_nhwc(const dnnl::memory::desc& md) {
+  return md.get_ndims() == 4 &&
+         md == dnnl::memory::desc(md.get_dims(), md.get_data_type(), dnnl::memory::format_tag::acdb);
+}
+
+// The fused ops as the kernel's post-ops (oneDNN's order: out_scale, then the fused list), or
+// false for one it does not run.
+bool dw_post_ops(const NodeDesc& n, std::vector<DwPostOp>& post) {
+  if (n.attrs.has("out_scale")) post.push_back({DwPostOp::linear, static_cast<float>(n.attrs.f("out_scale")), 0.f});
+  for (const FusedOp& f : n.attrs.fused_ops("post_ops")) {
+    const KernelEntry* e = find_kernel(f.type);
+    if (!e || !e->post_op || !f.attrs) return false;
+    const Eltwise el = e->post_op(*f.attrs);
+    switch (el.alg) {
+      case dnnl::algorithm::eltwise_relu: post.push_back({DwPostOp::relu, el.alpha, 0.f}); break;
+      case dnnl::algorithm::eltwise_clip:
+      case dnnl::algorithm::eltwise_clip_v2: post.push_back({DwPostOp::clip, el.alpha, el.beta}); break;
+      case dnnl::algorithm::eltwise_linear: post.push_back({DwPostOp::linear, el.alpha, el.beta}); break;
+      case dnnl::algorithm::eltwise_swish: post.push_back({DwPostOp::swish, el.alpha, 0.f}); break;
+      case dnnl::algorithm::eltwise_hardswish: post.push_back({DwPostOp::hardswish, el.alpha, el.beta}); break;
+      default: return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+std::unique_ptr<DwConvBf16> plan_dw_conv_bf16(const NodeDesc& n, const dnnl::convolution_forward::primitive_desc& pd) {
+  using dt = dnnl::memory::data_type;
+  // AVX512_BF16 in the CPU and in oneDNN's effective ISA (ONEDNN_MAX_CPU_ISA=AVX2 emulates an
+  // AVX2 host, which keeps oneDNN)
+  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  const auto bf16_isa = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);
+  if (!enabled() || (isa & bf16_isa) != bf16_isa || !DwConvBf16::host_supported()) return nullptr;
+  const Shape& ws = n.in(1).shape;
+  const Shape& xs = n.in(0).shape;
+  const Shape& ys = n.outputs[0].shape;
+  // weights [C, 1, 1, kh, kw] of a 2D convolution over C channels, constant f32
+  if (ws.size() != 5 || xs.size() != 4 || ys.size() != 4 || ws[1] != 1 || ws[2] != 1) return nullptr;
+  if (ws[0] != xs[1] || ys[1] != xs[1] || !n.is_const(1) || n.in(1).dtype != DType::f32) return nullptr;
+  if (n.attrs.i("sum_input", -1) >= 0) return nullptr;
+  const bool has_bias = n.attrs.b("has_bias", false);
+  if (has_bias && (!n.is_const(2) || n.in(2).dtype != DType::f32)) return nullptr;
+  const auto src = pd.src_desc(), dst = pd.dst_desc();
+  if (src.get_data_type() != dt::bf16 || (dst.get_data_type() != dt::bf16 && dst.get_data_type() != dt::f32)) return nullptr;
+  if (!dense_nhwc(src) || !dense_nhwc(dst)) return nullptr;
+  const auto strides = pd.get_strides(), dil = pd.get_dilations(), pl = pd.get_padding_l();
+  if (dil[0] != 0 || dil[1] != 0 || pl[0] < 0 || pl[1] < 0) return nullptr;
+  if (!DwConvBf16::shape_supported(ws[4], strides[1]) || strides[0] < 1 || ws[3] > 7) return nullptr;
+  for (int64_t d : xs)
+    if (d <= 0) return nullptr;
+  std::vector<DwPostOp> post;
+  if (!dw_post_ops(n, post)) return nullptr;
+  const DwGeometry g{xs[0], xs[1], xs[2], xs[3], ys[2], ys[3], ws[3], ws[4], strides[0], strides[1], pl[0], pl[1]};
+  return std::make_unique<DwConvBf16>(g, static_cast<const float*>(n.inputs[1].const_data),
+                                      has_bias ? static_cast<const float*>(n.inputs[2].const_data) : nullptr,
+                                      std::move(post), dst.get_data_type() == dt::bf16);
+}
+
+}  // namespace opforge_cpu

@@ -2,7 +2,8 @@
 Squeeze, Q and K^T scaled) runs as a split of the projection whose parts' head Transposes the
 attention MatMuls read through their strides (passes/qkv_split.py). onnx.helper models against
 ONNX Runtime, f32 and bf16, 1 and 2 threads, bit-exact with OPFORGE_CPU_QKV_SPLIT=0; EdgeNeXt's
-order [2, 0, 3, 4, 1], Split with and without sizes, a part also read elsewhere, near-misses."""
+order [2, 0, 3, 4, 1], Split with and without sizes, Swin's Gathers, a part also read elsewhere,
+near-misses."""
 
 from __future__ import annotations
 
@@ -22,12 +23,14 @@ native_bf16 = bool(load_core().native_bf16())
 
 
 def attention_model(path: Path, *, b: int, n: int, h: int, d: int, scale: bool = True, order: str = "timm",
-                    split_sizes: bool = True, extra_output: bool = False, split_axis_len: int = 3) -> Path:
+                    split_sizes: bool = True, extra_output: bool = False, split_axis_len: int = 3,
+                    gather: bool = False) -> Path:
     """x [B, N, H*D] -> QKV projection -> timm's head split -> softmax(q k^T) v -> head merge ->
     projection. ``order='edgenext'``: Transpose [2, 0, 3, 4, 1] (parts [B, H, D, N]) and
     attention over D; ``scale``: q and k^T each times sqrt(1/sqrt(D)) (torch's SDPA export);
     ``extra_output``: K's part is a model output too; ``split_axis_len`` != 3 splits Q and KV
-    unevenly (a near-miss: parts are not of size 1)."""
+    unevenly (a near-miss: parts are not of size 1); ``gather``: torchvision Swin's qkv[0], qkv[1],
+    qkv[2] (a Gather of one scalar index each) instead of the Split."""
     g = OnnxGraph(b * 100 + n + h + d)
     c = h * d
     y = g.node("MatMul", ["x", g.const(g.rng.standard_normal((c, 3 * c)) * c ** -0.5)])
@@ -35,12 +38,14 @@ def attention_model(path: Path, *, b: int, n: int, h: int, d: int, scale: bool =
     y = g.node("Reshape", [y, g.const([b, n, 3, h, d], np.int64)])
     y = g.node("Transpose", [y], perm=[2, 0, 3, 1, 4] if order == "timm" else [2, 0, 3, 4, 1])
     sizes = [1, 1, 1] if split_axis_len == 3 else [1, 2]
-    parts = g.node_outs("Split", [y, g.const(sizes, np.int64)] if split_sizes else [y], len(sizes), axis=0)
+    if gather:
+        q, k, v = (g.node("Gather", [y, g.const(np.int64(i), np.int64)], axis=0) for i in range(3))
+    parts = [] if gather else g.node_outs("Split", [y, g.const(sizes, np.int64)] if split_sizes else [y], len(sizes), axis=0)
     if split_axis_len != 3:
         q = g.node("Squeeze", [parts[0], g.const([0], np.int64)])
         kv = g.node_outs("Split", [parts[1], g.const([1, 1], np.int64)], 2, axis=0)
         k, v = (g.node("Squeeze", [t, g.const([0], np.int64)]) for t in kv)
-    else:
+    elif not gather:
         q, k, v = (g.node("Squeeze", [t, g.const([0], np.int64)]) for t in parts)
     s = float((1.0 / np.sqrt(d)) ** 0.5)
     if scale:
@@ -111,11 +116,14 @@ def test_timm_split_bf16(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, b: int
 
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize(("kind", "kw"), [("edgenext", {"order": "edgenext"}), ("split_attr", {"split_sizes": False}),
-                                          ("extra_output", {"extra_output": True}), ("uneven", {"split_axis_len": 2})])
+                                          ("extra_output", {"extra_output": True}), ("uneven", {"split_axis_len": 2}),
+                                          ("gather", {"gather": True})])
 def test_variants(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str, kw: dict[str, Any], threads: int) -> None:
     rows = check(attention_model(tmp_path / "m.onnx", b=1, n=12, h=2, d=8, **kw), monkeypatch, "f32", threads)
-    split_steps = [r.node_name for r in rows if r.node_type in ("VariadicSplit", "Split")]
+    split_steps = [r.node_name for r in rows if r.node_type in ("VariadicSplit", "Split", "Gather")]
     if kind == "uneven":  # parts of 1 and 2: left as written
         assert not any(n.endswith("/before") for n in split_steps), split_steps
     else:
         assert any(n.endswith("/before") for n in split_steps), split_steps
+    if kind == "gather":  # the head Transposes folded into the MatMuls as after a Split
+        assert not [r for r in rows if r.node_type == "Transpose"], [(r.node_type, r.node_name) for r in rows]

@@ -16,10 +16,14 @@ for bit), and that Transpose (the head split, K's [B, H, D, N] merged in) is wha
 and P x V MatMuls read through their strides (emit.py ``_folded_transpose``), as they read a
 BERT export's heads: no transposing pass at all.
 
+torchvision's Swin takes the parts as qkv[0], qkv[1], qkv[2] (a Gather of one scalar index
+each) and scales Q alone; those Gathers are taken from the projection's axis the same way.
+
 Only a standard Transpose read by one Split/VariadicSplit alone, cutting its axis into parts of
-1, each part read by one Squeeze/Reshape that drops that axis; then per part any run of
-Transposes and Multiplies by a constant finite scalar, each read by the next alone. Anything
-else is left as it is. OPFORGE_CPU_QKV_SPLIT=0 turns it off."""
+1, each part read by one Squeeze/Reshape that drops that axis, or read only by Gathers of one
+constant scalar index along one axis; then per part any run of Transposes and Multiplies by a
+constant finite scalar, each read by the next alone. Anything else is left as it is.
+OPFORGE_CPU_QKV_SPLIT=0 turns it off."""
 
 from __future__ import annotations
 
@@ -29,6 +33,7 @@ from typing import ClassVar
 import numpy as np
 from opforge.graph import Model, Node, Output
 from opforge.opset.constant import Constant
+from opforge.opset.gather import Gather
 from opforge.opset.multiply import Multiply
 from opforge.opset.reshape import Reshape
 from opforge.opset.split import Split
@@ -85,18 +90,21 @@ class QkvSplitBeforeTranspose(p.MatcherPass):
         perm = permutation(tr)
         y_shape, t_shape = _static(tr.inputs[0]), _static(tr.output(0))
         uses = model.consumers()
-        split = _sole_reader(uses, tr.output(0))
-        if (not tr.op.is_standard or perm is None or y_shape is None or t_shape is None or split is None
-                or split.type_name not in ("Split", "VariadicSplit") or not split.op.is_standard
-                or split.inputs[0] != tr.output(0)):
+        readers = uses.get(tr.output(0), [])
+        if not tr.op.is_standard or perm is None or y_shape is None or t_shape is None or not readers:
             return False
-        axis = _const_ints(split.inputs[1])
-        rank = len(t_shape)
-        if axis is None or len(axis) != 1 or not -rank <= axis[0] < rank:
+        if len(readers) == 1 and readers[0][0].type_name in ("Split", "VariadicSplit"):
+            return self._split(model, uses, tr, perm, y_shape, t_shape, readers[0][0])
+        return self._gathers(model, uses, tr, perm, t_shape, [r for r, _ in readers])
+
+    def _split(self, model: Model, uses: dict[Output, list[tuple[Node, int]]], tr: Node, perm: list[int],
+               y_shape: tuple[int, ...], t_shape: tuple[int, ...], split: Node) -> bool:
+        """timm's Split -> Squeeze of each part."""
+        if not split.op.is_standard or split.inputs[0] != tr.output(0):
             return False
-        a = axis[0] % rank
+        a = _axis(split.inputs[1], len(t_shape))
         parts = split.outputs()
-        if t_shape[a] != len(parts) or any(_static(o) != (*t_shape[:a], 1, *t_shape[a + 1:]) for o in parts):
+        if a is None or t_shape[a] != len(parts) or any(_static(o) != (*t_shape[:a], 1, *t_shape[a + 1:]) for o in parts):
             return False
         squeezed = t_shape[:a] + t_shape[a + 1:]
         drops: list[Node] = []
@@ -105,34 +113,76 @@ class QkvSplitBeforeTranspose(p.MatcherPass):
             if s is None or s.type_name not in ("Squeeze", "Reshape") or not s.op.is_standard or _static(s.output(0)) != squeezed:
                 return False
             drops.append(s)
-        # each part's order once the split axis is gone: perm without a, renumbered
         src_axis = perm[a]
-        part_perm = [d - (d > src_axis) for j, d in enumerate(perm) if j != a]
         base = str(split.name)
-
-        def const(name: str, values: list[int]) -> Output:
-            return Node.create(Constant, [], {"value": np.array(values, np.int64)}, name=f"{base}/{name}").output(0)
-
-        lengths = [1] * len(parts)
-        cut_axis = Node.create(Constant, [], {"value": np.array(src_axis, np.int64)}, name=f"{base}/axis").output(0)
+        cut_axis = _const(f"{base}/axis", np.array(src_axis, np.int64))
         if split.type_name == "Split":
             cut = Node.create(Split, [tr.inputs[0], cut_axis], {"num_splits": len(parts)}, name=f"{base}/before")
         else:
-            cut = Node.create(VariadicSplit, [tr.inputs[0], cut_axis, const("lengths", lengths)], {}, name=f"{base}/before")
-        flat = const("part_shape", [y_shape[d] for d in range(len(y_shape)) if d != src_axis])
+            lengths = _const(f"{base}/lengths", np.ones(len(parts), np.int64))
+            cut = Node.create(VariadicSplit, [tr.inputs[0], cut_axis, lengths], {}, name=f"{base}/before")
+        flat = _const(f"{base}/part_shape", np.array([y_shape[d] for d in range(len(y_shape)) if d != src_axis], np.int64))
         for i, s in enumerate(drops):
-            cur = Node.create(Reshape, [cut.output(i), flat], {"special_zero": False}, name=f"{s.name}/part").output(0)
-            order = list(part_perm)
-            end, last = s.output(0), s
-            while (u := _sole_reader(uses, end)) is not None:
-                if u.type_name == "Transpose" and u.op.is_standard and (q := permutation(u)) is not None:
-                    order = [order[j] for j in q]
-                elif (c := _scalar(u, end)) is not None:
-                    cur = Node.create(Multiply, [cur, c], {}, name=f"{u.name}/before").output(0)
-                else:
-                    break
-                end, last = u.output(0), u
-            if order != list(range(len(order))):
-                cur = Node.create(Transpose, [cur, const(f"order{i}", order)], {}, name=str(last.name)).output(0)
-            model.replace_output(end, cur)
+            part = Node.create(Reshape, [cut.output(i), flat], {"special_zero": False}, name=f"{s.name}/part").output(0)
+            _finish(model, uses, part, s, _part_perm(perm, a))
         return True
+
+    def _gathers(self, model: Model, uses: dict[Output, list[tuple[Node, int]]], tr: Node, perm: list[int],
+                 t_shape: tuple[int, ...], gathers: list[Node]) -> bool:
+        """torchvision's Swin: qkv[0], qkv[1], qkv[2], each a Gather of one scalar index."""
+        rank = len(t_shape)
+        picks: list[tuple[Node, Output]] = []
+        a = None
+        for g in gathers:
+            if g.type_name != "Gather" or not g.op.is_standard or g.inputs[0] != tr.output(0) or g.inputs[1] == tr.output(0):
+                return False
+            ga = _axis(g.inputs[2], rank)
+            value = g.inputs[1].node.constant_value()
+            if (ga is None or (a is not None and ga != a) or value is None or np.asarray(value).ndim != 0
+                    or int(getattr(g.attrs, "batch_dims", 0)) != 0):
+                return False
+            a = ga
+            picks.append((g, g.inputs[1]))
+        if a is None:
+            return False
+        src_axis = perm[a]
+        for g, index in picks:
+            axis = _const(f"{g.name}/axis", np.array(src_axis, np.int64))
+            part = Node.create(Gather, [tr.inputs[0], index, axis], {"batch_dims": 0}, name=f"{g.name}/before").output(0)
+            _finish(model, uses, part, g, _part_perm(perm, a))
+        return True
+
+
+def _axis(out: Output, rank: int) -> int | None:
+    axis = _const_ints(out)
+    if axis is None or len(axis) != 1 or not -rank <= axis[0] < rank:
+        return None
+    return axis[0] % rank
+
+
+def _const(name: str, value: np.ndarray) -> Output:
+    return Node.create(Constant, [], {"value": value}, name=name).output(0)
+
+
+def _part_perm(perm: list[int], a: int) -> list[int]:
+    """A part's order once the split axis ``a`` of the Transpose's output is gone: ``perm``
+    without it, renumbered."""
+    return [d - (d > perm[a]) for j, d in enumerate(perm) if j != a]
+
+
+def _finish(model: Model, uses: dict[Output, list[tuple[Node, int]]], part: Output, drop: Node, order: list[int]) -> None:
+    """``part`` (the part in the projection's order) stands for ``drop``'s output: the run of
+    Transposes and scalar Multiplies after ``drop`` becomes the Multiplies, then one Transpose."""
+    end, last = drop.output(0), drop
+    while (u := _sole_reader(uses, end)) is not None:
+        if u.type_name == "Transpose" and u.op.is_standard and (q := permutation(u)) is not None:
+            order = [order[j] for j in q]
+        elif (c := _scalar(u, end)) is not None:
+            part = Node.create(Multiply, [part, c], {}, name=f"{u.name}/before").output(0)
+        else:
+            break
+        end, last = u.output(0), u
+    if order != list(range(len(order))):
+        part = Node.create(Transpose, [part, _const(f"{last.name}/order", np.array(order, np.int64))], {},
+                           name=str(last.name)).output(0)
+    model.replace_output(end, part)

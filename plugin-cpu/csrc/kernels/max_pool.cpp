@@ -11,8 +11,11 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
+#include <string>
 #include <unordered_map>
+#include <vector>
 
 namespace opforge_cpu {
 
@@ -140,6 +143,45 @@ void window_max_nhwc_avx512(const uint16_t* const* taps, int64_t k, uint16_t* y,
   }
 }
 
+// One output row of the bf16 pooling above, walked by rows instead of pixels: `rows` are the nr
+// source rows its windows read (the kernel rows inside the image), each pixel's window columns
+// are clipped to the row, and the maximum is taken straight from the source rows. The pixel walk
+// (for_each_nhwc_window: three divisions, a table of tap pointers and a call per output pixel)
+// cost as much as the loads for few channels: C++ micro-benchmark, one thread, alternating, under
+// chrt, rows/pixels: UNet's 2x2/2 pools 16 ch 256x256 0.50, 32 ch 128x128 0.50, 64 ch 64x64 0.66,
+// 128 ch 32x32 0.85; ResNet's 3x3/2 pad 1 64 ch 112x112 0.62; VGG's 64 ch 224x224 0.71. The
+// same maxima in the same order: the bytes of the pixel walk.
+__attribute__((target("avx512f,avx512bw")))
+void row_max_nhwc_avx512(const uint16_t* const* rows, int64_t nr, int64_t W, int64_t C, int64_t OW, int64_t K, int64_t S,
+                         int64_t P, int64_t D, uint16_t* y) {
+  const __m512i lowest = _mm512_set1_epi16(static_cast<int16_t>(0x8000));  // (the key of -inf)
+  for (int64_t ow = 0; ow < OW; ++ow) {
+    const int64_t iw0 = ow * S - P;
+    // the kernel columns inside the row: 0 <= iw0 + kw * D <= W - 1
+    const int64_t kw0 = iw0 >= 0 ? 0 : (-iw0 + D - 1) / D;
+    const int64_t kw1 = iw0 > W - 1 ? 0 : std::min<int64_t>(K, (W - 1 - iw0) / D + 1);
+    for (int64_t i = 0; i < C; i += 32) {
+      const __mmask32 lanes = C - i >= 32 ? static_cast<__mmask32>(0xffffffffu)
+                                          : static_cast<__mmask32>((1ull << (C - i)) - 1ull);
+      __m512i m = lowest;
+      for (int64_t j = 0; j < nr; ++j)
+        for (int64_t kw = kw0; kw < kw1; ++kw)
+          m = _mm512_max_epi16(m, bf16_order_key(_mm512_maskz_loadu_epi16(lanes, rows[j] + (iw0 + kw * D) * C + i)));
+      _mm512_mask_storeu_epi16(y + ow * C + i, lanes, bf16_from_order_key(m));
+    }
+  }
+}
+
+// OPFORGE_CPU_POOL_ROWS=0: the bf16 pooling walks pixels (for_each_nhwc_window) as before, for
+// same-build A/B measurements.
+bool pool_rows_enabled() {
+  static const bool enabled = [] {
+    const char* env = std::getenv("OPFORGE_CPU_POOL_ROWS");
+    return env == nullptr || std::string(env) != "0";
+  }();
+  return enabled;
+}
+
 // An f32 (or bf16) nhwc input (brgconv's layout), 2D, values only: the window maximum in one pass over
 // the input with NaN propagated in the same pass. oneDNN's pooling skips a NaN, so that path
 // scans the whole input for NaN after pooling (squeezenet1_1's three pools 0.47 ms, OpenVINO's
@@ -156,13 +198,43 @@ template <class T> class ChannelsLastMaxPool : public Kernel {
   void run(RunContext& ctx, const TensorView* in, TensorView* out, Bound*) override {
     pool(ctx, static_cast<const T*>(in[0].data), static_cast<T*>(out[0].data));
   }
-  std::string impl_name() const override { return sizeof(T) == 2 ? "max_nhwc_bf16:avx512" : "max_nhwc:avx512"; }
+  std::string impl_name() const override {
+    if (sizeof(T) == 2) return pool_rows_enabled() ? "max_nhwc_bf16_rows:avx512" : "max_nhwc_bf16:avx512";
+    return "max_nhwc:avx512";
+  }
 
  protected:
   void pool(RunContext& ctx, const T* x, T* y) const {
     const int64_t C = xs_[1];
+    if constexpr (sizeof(T) == 2) {
+      if (pool_rows_enabled()) {
+        pool_rows(ctx, x, y);
+        return;
+      }
+    }
     for_each_nhwc_window(ctx.num_threads, x, xs_, ys_, w_,
                          [&](const T** taps, int64_t k, int64_t o) { window_max_nhwc_avx512(taps, k, y + o * C, C); });
+  }
+
+  // bf16 by output rows (row_max_nhwc_avx512), rows split between the threads as the pixel walk
+  // splits pixels (the same work a thread at least)
+  void pool_rows(RunContext& ctx, const uint16_t* x, uint16_t* y) const {
+    const int64_t N = xs_[0], C = xs_[1], H = xs_[2], W = xs_[3], OH = ys_[2], OW = ys_[3];
+    const int64_t KH = w_.kernel[0], KW = w_.kernel[1];
+    const int64_t grain = std::max<int64_t>(1, 4096 / std::max<int64_t>(1, C * KH * KW * OW));
+    parallel_range(N * OH, ctx.num_threads, [&](int64_t b, int64_t e) {
+      std::vector<const uint16_t*> rows(static_cast<size_t>(std::max<int64_t>(1, KH)));
+      for (int64_t r = b; r < e; ++r) {
+        const int64_t nn = r / OH, oh = r % OH;
+        int64_t nr = 0;
+        for (int64_t kh = 0; kh < KH; ++kh) {
+          const int64_t ih = oh * w_.strides[0] - w_.pads_begin[0] + kh * w_.dilations[0];
+          if (ih >= 0 && ih < H) rows[nr++] = x + (nn * H + ih) * W * C;
+        }
+        row_max_nhwc_avx512(rows.data(), nr, W, C, OW, KW, w_.strides[1], w_.pads_begin[1], w_.dilations[1],
+                            y + r * OW * C);
+      }
+    }, grain);
   }
 
   Shape xs_, ys_;

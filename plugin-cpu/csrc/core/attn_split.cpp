@@ -179,7 +179,13 @@ std::optional<AttnSplit> plan_attn_split(const dnnl::matmul::primitive_desc& pd,
   // row blocks of whole AMX tiles (16 rows) so that every thread gets chunks_per_thread()
   const int64_t want = int64_t{threads} * (s.heads ? head_chunks_per_thread() : chunks_per_thread());
   int64_t group = 1, rows = s.M;
-  if (units >= 2 * want) {
+  if (ops.force_rows > 0) {
+    // a fused attention's Q x K^T: P x V's chunks (attn_fused_chunking), written densely
+    if (s.heads || ops.force_group < 1 || ops.force_rows > s.M) return std::nullopt;
+    group = std::min(ops.force_group, units);
+    rows = ops.force_rows;
+    s.dense_chunks = true;
+  } else if (units >= 2 * want) {
     group = (units + want - 1) / want;
   } else if (units < want) {
     const int64_t per = (s.M + (want + units - 1) / units - 1) / ((want + units - 1) / units);
@@ -235,10 +241,17 @@ std::optional<AttnSplit> plan_attn_split(const dnnl::matmul::primitive_desc& pd,
     AttnSplit::Prim p;
     p.batches = g;
     p.rows = n;
-    const bool three = g > 1 || s.heads;
+    const bool three = g > 1 || s.heads || s.dense_chunks;
     const dims wst = {ws[r - 2], ws[r - 1]}, dst2 = {s.dst_row_stride, ds[r - 1]};
     const int64_t h = s.H, slab = s.K * s.N;
-    if (s.heads) {
+    if (s.dense_chunks) {
+      // a fused attention's Q x K^T: the thread's dense Q rows and scores buffers
+      p.src = dnnl::memory::desc({g, n, s.K}, dt::bf16, dims{n * s.K, s.K, 1});
+      p.wei = dnnl::memory::desc({g, s.K, s.N}, dt::bf16, dims{slab, wst[0], wst[1]});
+      p.dst = dnnl::memory::desc({g, n, s.N}, dst.get_data_type(), dims{n * s.N, s.N, 1});
+      s.slot_src = std::max(s.slot_src, (static_cast<size_t>(g * n * s.K) * sizeof(uint16_t) + 63) / 64 * 64);
+      s.slot_dst = std::max(s.slot_dst, (static_cast<size_t>(g * n * s.N) * s.dst_elem + 63) / 64 * 64);
+    } else if (s.heads) {
       // g outer batches x H heads x n rows: the thread's dense source and weights buffers, the
       // destination a dense acbd block (rows n of all heads are contiguous in [.., M, H, N])
       p.src = dnnl::memory::desc({g, h, n, s.K}, dt::bf16, dims{h * n * s.K, n * s.K, s.K, 1});
@@ -262,7 +275,7 @@ std::optional<AttnSplit> plan_attn_split(const dnnl::matmul::primitive_desc& pd,
         dnnl::memory::desc md;
         sub_po.get_params_binary(i, alg, md);
         const int64_t last = add_whole.get_dims().back();
-        p.add = s.heads ? dnnl::memory::desc({1, 1, 1, last}, add_whole.get_data_type(), dnnl::memory::format_tag::abcd)
+        p.add = s.heads && !s.dense_chunks ? dnnl::memory::desc({1, 1, 1, last}, add_whole.get_data_type(), dnnl::memory::format_tag::abcd)
                 : three ? dnnl::memory::desc({1, 1, last}, add_whole.get_data_type(), dnnl::memory::format_tag::abc)
                         : dnnl::memory::desc({1, last}, add_whole.get_data_type(), dnnl::memory::format_tag::ab);
         ops.append_binary(alg, p.add);
@@ -310,7 +323,8 @@ std::optional<AttnSplit> plan_attn_split(const dnnl::matmul::primitive_desc& pd,
     }
   }
   s.threads = threads;
-  if (s.blocks > 1 && !s.heads) s.slot_wei = (static_cast<size_t>(s.K * s.N) * sizeof(uint16_t) + 63) / 64 * 64;
+  if (s.blocks > 1 && !s.heads)
+    s.slot_wei = (static_cast<size_t>(group * s.K * s.N) * sizeof(uint16_t) + 63) / 64 * 64;
   return s;
 }
 
@@ -328,9 +342,10 @@ AttnSplitArgs bind_attn_split(const AttnSplit& split, const std::unordered_map<i
   a.slot_batch.assign(split.threads, -1);
   for (int slot = 0; slot < split.threads; ++slot) {
     a.streams.emplace_back(eng);
-    char* own = scratch + split.threads * split.slot_scratch + slot * (split.slot_wei + split.slot_src);
+    char* own = scratch + split.threads * split.slot_scratch + slot * split.slot_bytes();
     a.slot_wei.push_back(reinterpret_cast<uint16_t*>(own));
     a.slot_src.push_back(reinterpret_cast<uint16_t*>(own + split.slot_wei));
+    a.slot_dst.push_back(own + split.slot_wei + split.slot_src);
     for (const AttnSplit::Prim& p : split.prims) {
       AttnSplitArgs::Mems m;
       m.src = dnnl::memory(p.src, eng, a.src_bf16);
@@ -378,7 +393,8 @@ void run_heads_chunk(const AttnSplit& split, AttnSplitArgs& args, const AttnSoft
     if (softmax.scores) {
       // a mask's rows: 1, the rows of one head (gr % M = r0), or every row (r0 + n stays inside)
       const float* add = softmax.add ? softmax.add + gr % softmax.add_rows * K : nullptr;
-      softmax_rows_bf16(softmax.scores + gr * K, add, softmax.add_rows, y, 0, n, K);
+      const float* x = softmax.chunk_scores ? softmax.chunk_scores + (bh - ch.batch * H) * n * K : softmax.scores + gr * K;
+      softmax_rows_bf16(x, add, softmax.add_rows, y, 0, n, K);
     } else if (args.src_f32 && split.dense_src) {
       f32_row_to_bf16(args.src_f32 + gr * K, y, n * K);
     } else if (args.src_f32) {
@@ -406,45 +422,126 @@ void run_heads_chunk(const AttnSplit& split, AttnSplitArgs& args, const AttnSoft
 
 }  // namespace
 
-void run_attn_split(const AttnSplit& split, AttnSplitArgs& args, const AttnSoftmax& softmax, int threads) {
+namespace {
+
+// Chunk c of `split` on thread `slot`.
+void run_chunk(const AttnSplit& split, AttnSplitArgs& args, const AttnSoftmax& softmax, int c, int slot) {
   const int64_t M = split.M, K = split.K, slab = split.K * split.N;
-  const bool own = split.blocks > 1 && args.wei_f32 != nullptr;  // weights in each slot's buffer
-  std::fill(args.slot_batch.begin(), args.slot_batch.end(), -1);    // (new inputs every run)
-  run_chunks(static_cast<int>(split.chunks.size()), std::min(threads, split.threads), [&](int c, int slot) {
-    const AttnSplit::Chunk& ch = split.chunks[c];
-    const AttnSplit::Prim& p = split.prims[ch.prim];
-    if (split.heads) {
-      run_heads_chunk(split, args, softmax, ch, p, slot);
-      return;
-    }
-    uint16_t* wei = args.wei_bf16 + ch.batch * slab;
-    if (own) {
-      wei = args.slot_wei[static_cast<size_t>(slot)];
-      if (args.slot_batch[static_cast<size_t>(slot)] != ch.batch) {
-        convert_weights(split, args, ch.batch, 1, wei);
-        args.slot_batch[static_cast<size_t>(slot)] = ch.batch;
-      }
-    } else if (args.wei_f32) {
+  const AttnSplit::Chunk& ch = split.chunks[static_cast<size_t>(c)];
+  const AttnSplit::Prim& p = split.prims[static_cast<size_t>(ch.prim)];
+  const size_t sl = static_cast<size_t>(slot);
+  if (split.heads) {
+    run_heads_chunk(split, args, softmax, ch, p, slot);
+    return;
+  }
+  uint16_t* wei = args.wei_bf16 + ch.batch * slab;
+  if (split.blocks > 1 && args.wei_f32 != nullptr) {
+    // weights in the slot's own buffer, converted once for consecutive blocks of its batches
+    wei = args.slot_wei[sl];
+    if (args.slot_batch[sl] != ch.batch) {
       convert_weights(split, args, ch.batch, p.batches, wei);
+      args.slot_batch[sl] = ch.batch;
     }
-    const int64_t r0 = ch.batch * M + ch.row0, n = p.batches * p.rows;
-    if (softmax.scores) {
+  } else if (args.wei_f32) {
+    convert_weights(split, args, ch.batch, p.batches, wei);
+  }
+  if (split.dense_chunks) {
+    // a fused attention's Q x K^T: each batch's block of Q rows into the thread's dense buffer,
+    // the scores into the thread's own buffer (read by the P x V chunk after it)
+    uint16_t* src = args.slot_src[sl];
+    const int64_t n = p.rows;
+    for (int64_t b = ch.batch; b < ch.batch + p.batches; ++b) {
+      const int64_t gr = b * M + ch.row0;
+      uint16_t* y = src + (b - ch.batch) * n * K;
+      if (args.src_f32 && split.dense_src) {
+        f32_row_to_bf16(args.src_f32 + gr * K, y, n * K);
+      } else if (args.src_f32) {
+        const float* x = args.src_f32 + split.src_user_off[static_cast<size_t>(b)];
+        for (int64_t m = 0; m < n; ++m) f32_row_to_bf16(x + (ch.row0 + m) * split.src_user_row, y + m * K, K);
+      } else {
+        std::memcpy(y, args.src_bf16 + gr * K, static_cast<size_t>(n * K) * sizeof(uint16_t));
+      }
+    }
+    AttnSplitArgs::Mems& m = args.mems[sl][static_cast<size_t>(ch.prim)];
+    m.src.set_data_handle(src);
+    m.wei.set_data_handle(wei);
+    m.dst.set_data_handle(args.slot_dst[sl]);
+    p.prim.execute(args.streams[sl], m.args);
+    return;
+  }
+  // the chunk's source rows: one run of rows when it is one batch or whole batches, else each
+  // batch's block (a fused attention's P x V, its chunk's scores in the thread's buffer)
+  const bool one_run = !softmax.chunk_scores && (p.batches == 1 || p.rows == M);
+  for (int64_t b = ch.batch; b < ch.batch + (one_run ? 1 : p.batches); ++b) {
+    const int64_t r0 = b * M + ch.row0, n = one_run ? p.batches * p.rows : p.rows;
+    if (softmax.chunk_scores) {
+      const float* add = softmax.add ? softmax.add + r0 % softmax.add_rows * K : nullptr;
+      softmax_rows_bf16(softmax.chunk_scores + (b - ch.batch) * n * K, add, softmax.add_rows, args.src_bf16 + r0 * K,
+                        0, n, K);
+    } else if (softmax.scores) {
       softmax_rows_bf16(softmax.scores, softmax.add, softmax.add_rows, args.src_bf16, r0, r0 + n, K);
     } else if (args.src_f32 && split.dense_src) {
       f32_row_to_bf16(args.src_f32 + r0 * K, args.src_bf16 + r0 * K, n * K);
     } else if (args.src_f32) {
-      for (int64_t b = ch.batch; b < ch.batch + p.batches; ++b) {
-        const float* x = args.src_f32 + split.src_user_off[static_cast<size_t>(b)];
+      for (int64_t bb = b; bb < b + (one_run ? p.batches : 1); ++bb) {
+        const float* x = args.src_f32 + split.src_user_off[static_cast<size_t>(bb)];
         for (int64_t m = ch.row0; m < ch.row0 + p.rows; ++m)
-          f32_row_to_bf16(x + m * split.src_user_row, args.src_bf16 + (b * M + m) * K, K);
+          f32_row_to_bf16(x + m * split.src_user_row, args.src_bf16 + (bb * M + m) * K, K);
       }
     }
-    AttnSplitArgs::Mems& m = args.mems[slot][ch.prim];
-    m.src.set_data_handle(args.src_bf16 + r0 * K);
-    m.wei.set_data_handle(wei);
-    m.dst.set_data_handle(args.dst + static_cast<size_t>(ch.batch * split.dst_batch_stride + ch.row0 * split.dst_row_stride) *
-                                         split.dst_elem);
-    p.prim.execute(args.streams[slot], m.args);
+  }
+  AttnSplitArgs::Mems& m = args.mems[sl][static_cast<size_t>(ch.prim)];
+  m.src.set_data_handle(args.src_bf16 + (ch.batch * M + ch.row0) * K);
+  m.wei.set_data_handle(wei);
+  m.dst.set_data_handle(args.dst + static_cast<size_t>(ch.batch * split.dst_batch_stride + ch.row0 * split.dst_row_stride) *
+                                       split.dst_elem);
+  p.prim.execute(args.streams[sl], m.args);
+}
+
+}  // namespace
+
+void run_attn_split(const AttnSplit& split, AttnSplitArgs& args, const AttnSoftmax& softmax, int threads) {
+  std::fill(args.slot_batch.begin(), args.slot_batch.end(), -1);  // (new inputs every run)
+  run_chunks(static_cast<int>(split.chunks.size()), std::min(threads, split.threads),
+             [&](int c, int slot) { run_chunk(split, args, softmax, c, slot); });
+}
+
+bool fused_attn_enabled() {
+  static const bool on = [] {
+    const char* env = std::getenv("OPFORGE_CPU_FUSED_ATTN");
+    return env == nullptr || std::string(env) != "0";
+  }();
+  return on;
+}
+
+std::pair<int64_t, int64_t> attn_fused_chunking(const AttnSplit& pv) {
+  if (pv.chunks.empty()) return {0, 0};
+  const AttnSplit::Prim& first = pv.prims[static_cast<size_t>(pv.chunks.front().prim)];
+  return {first.batches * pv.H, first.rows};
+}
+
+bool attn_chunks_match(const AttnSplit& qk, const AttnSplit& pv) {
+  if (qk.heads || !qk.dense_chunks || qk.chunks.size() != pv.chunks.size() || qk.M != pv.M || qk.N != pv.K ||
+      qk.batches != pv.batches || qk.threads != pv.threads)
+    return false;
+  for (size_t i = 0; i < qk.chunks.size(); ++i) {
+    const AttnSplit::Chunk &a = qk.chunks[i], &b = pv.chunks[i];
+    const AttnSplit::Prim &pa = qk.prims[static_cast<size_t>(a.prim)], &pb = pv.prims[static_cast<size_t>(b.prim)];
+    if (a.row0 != b.row0 || a.batch != b.batch * pv.H || pa.batches != pb.batches * pv.H || pa.rows != pb.rows)
+      return false;
+  }
+  return true;
+}
+
+void run_attn_fused(const AttnSplit& qk, AttnSplitArgs& qk_args, const AttnSplit& pv, AttnSplitArgs& pv_args,
+                    const AttnSoftmax& softmax, int threads) {
+  std::fill(qk_args.slot_batch.begin(), qk_args.slot_batch.end(), -1);
+  std::fill(pv_args.slot_batch.begin(), pv_args.slot_batch.end(), -1);
+  run_chunks(static_cast<int>(pv.chunks.size()), std::min(threads, pv.threads), [&](int c, int slot) {
+    run_chunk(qk, qk_args, AttnSoftmax{}, c, slot);
+    AttnSoftmax own = softmax;
+    own.chunk_scores = reinterpret_cast<const float*>(qk_args.slot_dst[static_cast<size_t>(slot)]);
+    run_chunk(pv, pv_args, own, c, slot);
   });
 }
 

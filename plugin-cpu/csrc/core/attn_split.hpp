@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace opforge_cpu {
@@ -31,6 +32,13 @@ struct AttnSplit {
   size_t slot_scratch = 0;     // scratchpad bytes a thread needs (64-aligned)
   size_t slot_wei = 0;         // bytes of a thread's own bf16 weights (blocks > 1), after the scratchpads
   size_t slot_src = 0;         // bytes of a thread's own bf16 source rows (heads), after its weights
+  size_t slot_dst = 0;         // bytes of a thread's own scores (dense_chunks), after its source rows
+  // A fused attention's Q x K^T (planned with force_rows): each chunk's Q rows gathered into the
+  // thread's dense source buffer and its scores written densely into the thread's own buffer
+  // (oneDNN 3.2 gives a 3-D sub-block of strided batches gemm:jit, not brgemm), where the P x V
+  // chunk after it reads them (AttnSoftmax::chunk_scores).
+  bool dense_chunks = false;
+  size_t slot_bytes() const { return slot_wei + slot_src + slot_dst; }
   bool heads = false;          // chunks of all heads (a fused head merge): see plan_attn_split
   int64_t H = 1;               // the heads (heads), else 1
   int64_t batches = 1, M = 0, K = 0, N = 0;
@@ -54,6 +62,9 @@ struct AttnSplit {
 struct AttnSplitOperands {
   bool convert_src = false;
   dnnl::memory::desc src_user, wei_user;  // as the inputs store them
+  // > 0: chunks of exactly force_group batches x force_rows rows, in the order the P x V split
+  // cuts its own (a fused attention's Q x K^T, chunk i feeding P x V's chunk i: attn_fused_plan)
+  int64_t force_group = 0, force_rows = 0;
 };
 
 // The split of bf16 MatMul `pd` (two run-time operands, no bias) when it qualifies: batches and
@@ -74,6 +85,7 @@ struct AttnSplitArgs {
   std::vector<std::vector<Mems>> mems;  // [slot][prim]
   std::vector<uint16_t*> slot_wei;     // per slot: its own bf16 weights (row blocks of a batch)
   std::vector<uint16_t*> slot_src;     // per slot: its own bf16 source rows (heads)
+  std::vector<char*> slot_dst;         // per slot: its own scores (dense_chunks)
   std::vector<int64_t> slot_batch;     // the batch they hold, or -1
   const float* src_f32 = nullptr;
   const float* wei_f32 = nullptr;
@@ -84,7 +96,7 @@ struct AttnSplitArgs {
 
 // `whole`: the unsplit primitive's arguments (its bf16 source and weights buffers, destination,
 // binary operand); src_f32/wei_f32: the f32 inputs converted per chunk (or nullptr); `scratch`:
-// threads x (slot_scratch + slot_wei + slot_src) bytes.
+// threads x (slot_scratch + slot_bytes()) bytes.
 AttnSplitArgs bind_attn_split(const AttnSplit& split, const std::unordered_map<int, dnnl::memory>& whole,
                               const void* src_f32, const void* wei_f32, char* scratch);
 
@@ -93,9 +105,29 @@ struct AttnSoftmax {
   const float* scores = nullptr;
   const float* add = nullptr;
   int64_t add_rows = 1;
+  // A fused attention: the P x V chunk's scores as its Q x K^T chunk wrote them into the thread's
+  // buffer (batch i of the chunk at i x rows x K), instead of their place in `scores`.
+  const float* chunk_scores = nullptr;
 };
 
 // Runs every chunk on up to `threads` threads (run_chunks).
 void run_attn_split(const AttnSplit& split, AttnSplitArgs& args, const AttnSoftmax& softmax, int threads);
+
+// A fused attention step (stop 16): Q x K^T and P x V (with its folded Softmax) in one region.
+// OPFORGE_CPU_FUSED_ATTN=0 turns it off (read once).
+bool fused_attn_enabled();
+// The (group, rows) Q x K^T's chunks must have to feed P x V's split `pv` chunk by chunk: each of
+// P x V's chunks of g batches (of H heads each when it holds all heads) and n rows reads exactly
+// the score rows of Q x K^T's chunk of g*H batches and n rows. {0, 0} when `pv` cannot be fed so
+// (a chunk of whole batches past a partial one).
+std::pair<int64_t, int64_t> attn_fused_chunking(const AttnSplit& pv);
+// Whether Q x K^T's split `qk` (planned with attn_fused_chunking(pv)) has chunk i over exactly
+// the score rows P x V's chunk i reads.
+bool attn_chunks_match(const AttnSplit& qk, const AttnSplit& pv);
+// Chunk i of qk, then chunk i of pv, on the same thread, every chunk in one run_chunks region:
+// one fork/join for the attention, the chunk's scores read back by the thread that wrote them
+// while they are in its cache.
+void run_attn_fused(const AttnSplit& qk, AttnSplitArgs& qk_args, const AttnSplit& pv, AttnSplitArgs& pv_args,
+                    const AttnSoftmax& softmax, int threads);
 
 }  // namespace opforge_cpu

@@ -10,6 +10,7 @@
 #include <map>
 
 #include "core/dnnl_util.hpp"
+#include "core/nn.hpp"  // fuse_attention
 #include "core/primitive_log.hpp"
 #include "core/step_threads.hpp"
 
@@ -214,12 +215,25 @@ void Program::build_kernels() {
         if (on_release) on_release(t);
       }
     }
+    std::vector<int> step_ins = sp.inputs;
+    // A fused attention (nn.hpp fuse_attention): a bf16 P x V whose scores come from the Q x K^T
+    // step before, read by it alone, runs that step's work in its own parallel region; the
+    // Q x K^T step is left doing nothing, and its inputs become this step's too (so that the
+    // memory plan keeps them alive until this step runs).
+    if (!sp.maker && sp.type == "MatMul" && step_nt > 1 && !sp.inputs.empty() && sp.inputs[0] >= 0) {
+      const int t = sp.inputs[0];
+      const int a = tensors_[t].producer;
+      if (a >= 0 && !tensors_[t].is_output && readers[t].size() == 1 && steps_[a].type == "MatMul" &&
+          steps_[a].threads == step_nt && steps_[a].outs.size() == 1 &&
+          fuse_attention(steps_[a].kernel, k.get(), static_cast<int>(sp.inputs.size())))
+        step_ins.insert(step_ins.end(), steps_[a].ins.begin(), steps_[a].ins.end());
+    }
     Step st;
     st.name = sp.name;
     st.type = sp.type;
     st.fused_names = sp.fused_names;
     st.kernel = std::move(k);
-    st.ins = sp.inputs;
+    st.ins = step_ins;
     st.outs = sp.outputs;
     st.threads = step_nt;
     steps_.push_back(std::move(st));

@@ -80,6 +80,7 @@ struct ConvBound : Bound {
   ChunkSplitArgs split;                              // see WindowKernel::split_
   AttnSplitArgs attn;                                // see WindowKernel::attn_
   ChunkSplitArgs rows;                               // see WindowKernel::rows_
+  std::unique_ptr<Bound> qk;                         // see WindowKernel::fused_qk_
 };
 
 // What WindowKernel::propagate_nan needs of an element type: NaN, +inf and lowest() as values
@@ -123,6 +124,11 @@ class WindowKernel : public Kernel {
  public:
   void run(RunContext& ctx, const TensorView* in, TensorView* out, Bound* bound) override {
     auto* b = static_cast<ConvBound*>(bound);
+    if (fused_qk_ && (ctx.num_threads <= 1 || !attn_)) {
+      // (not at the thread count it was fused for: Q x K^T's own step first, then this one)
+      fused_qk_->run(ctx, in + fused_inputs_, const_cast<TensorView*>(in), b->qk.get());
+      ctx.stream->wait();
+    }
     if (attn_ && ctx.num_threads > 1) {
       // attention's MatMul as chunks that convert their own operands (attn_split.cpp)
       AttnSoftmax sm;
@@ -130,6 +136,12 @@ class WindowKernel : public Kernel {
         sm.scores = static_cast<const float*>(b->reorder_args.at(DNNL_ARG_FROM).get_data_handle());
         sm.add = softmax_add_input_ >= 0 ? in[softmax_add_input_].ptr<float>() : nullptr;
         sm.add_rows = softmax_add_rows_;
+      }
+      if (fused_qk_) {
+        // a fused attention: Q x K^T's chunk, then this chunk, in one region (attn_split.cpp)
+        auto* qb = static_cast<ConvBound*>(b->qk.get());
+        run_attn_fused(*fused_qk_->attn_, qb->attn, *attn_, b->attn, sm, ctx.num_threads);
+        return;
       }
       run_attn_split(*attn_, b->attn, sm, ctx.num_threads);
       return;
@@ -237,7 +249,7 @@ class WindowKernel : public Kernel {
     for (size_t i = 0; i < ym.size(); ++i)
       if (ym[i] == S::inf) y[i] = S::nan;
   }
-  std::unique_ptr<Bound> bind(const TensorView* in, size_t, const TensorView* out, size_t, void* scratch) override {
+  std::unique_ptr<Bound> bind(const TensorView* in, size_t n_in, const TensorView* out, size_t, void* scratch) override {
     auto b = std::make_unique<ConvBound>();
     auto& eng = cpu_engine();
     char* s = static_cast<char*>(scratch);
@@ -287,9 +299,18 @@ class WindowKernel : public Kernel {
     if (attn_)
       b->attn = bind_attn_split(*attn_, b->args, has_src_reorder_ && !softmax_len_ ? in[0].data : nullptr,
                                 has_wei_reorder_ ? in[weights_input_].data : nullptr, s);
+    if (fused_qk_) {
+      // Q x K^T's inputs follow this step's own (executor.cpp appends them), its output is this
+      // step's scores input; its scratch follows this kernel's, as both run in one region
+      b->qk = fused_qk_->bind(in + fused_inputs_, n_in - static_cast<size_t>(fused_inputs_), in, 1,
+                              s + own_scratch_bytes());
+    }
     return b;
   }
-  size_t scratch_bytes() const override { return prim_scratch_ + src_bytes_ + workspace_bytes_ + wei_bytes_ + 64; }
+  size_t own_scratch_bytes() const { return (prim_scratch_ + src_bytes_ + workspace_bytes_ + wei_bytes_ + 64 + 63) / 64 * 64; }
+  size_t scratch_bytes() const override {
+    return own_scratch_bytes() + (fused_qk_ ? fused_qk_->scratch_bytes() : 0);
+  }
   int required_inplace_input(int out) const override { return out == 0 ? sum_input_ : -1; }
   std::string impl_name() const override { return impl_; }
 
@@ -350,9 +371,16 @@ class WindowKernel : public Kernel {
     impl_ += "+rows" + std::to_string(split.chunks.size());
     rows_ = std::move(split);
   }
+  // What the split was planned from (a fused attention re-plans Q x K^T's chunks: fuse_attention).
+  std::optional<dnnl::matmul::primitive_desc> attn_pd_;
+  AttnSplitOperands attn_ops_;
+  // A fused attention (fuse_attention): this P x V step runs Q x K^T's kernel too, whose inputs
+  // are this step's from fused_inputs_ on.
+  std::unique_ptr<WindowKernel> fused_qk_;
+  int fused_inputs_ = 0;
   void use_attn_split(AttnSplit split) {  // (slot scratchpads, then slot buffers: attn_split.hpp)
     prim_scratch_ = std::max(prim_scratch_, static_cast<size_t>(split.threads) *
-                                                (split.slot_scratch + split.slot_wei + split.slot_src));
+                                                (split.slot_scratch + split.slot_bytes()));
     impl_ += "+attn" + std::to_string(split.chunks.size());
     attn_ = std::move(split);
   }
@@ -1148,13 +1176,14 @@ std::unique_ptr<Kernel> make_dnnl_matmul(NodeDesc& n) {
               n.in(ai).dtype != DType::f32 || n.in(ai).shape.empty() || n.in(ai).shape.back() != s.back() ||
               n.in(ai).shape.size() > s.size())
             throw CompileFailure("MatMul: the folded Softmax's Add operand has a shape or type it cannot take");
+          // (stop 16) any addend whose dims after its leading ones are the scores' trailing dims:
+          // Swin's position bias [1, H, S, S] over [windows, H, S, S] too, row r taking row
+          // r % (H x S), numpy's broadcast
           const Shape& as = n.in(ai).shape;
           const int64_t arows = numel(as) / as.back();
-          const bool lead_ones = std::all_of(as.begin(), as.end() - std::min<size_t>(as.size(), 2),
-                                             [](int64_t d) { return d == 1; });
-          const int64_t srow = s[s.size() - 2];
-          const bool fits = arows == k->softmax_rows_ ? as == Shape(s.end() - as.size(), s.end())
-                                                      : lead_ones && (arows == 1 || arows == srow);
+          const auto lead = std::find_if(as.begin(), as.end() - 1, [](int64_t d) { return d != 1; });
+          const size_t tail = static_cast<size_t>(as.end() - lead);
+          const bool fits = arows >= 1 && Shape(lead, as.end()) == Shape(s.end() - tail, s.end());
           if (!fits) throw CompileFailure("MatMul: the folded Softmax's Add operand does not broadcast by rows");
           k->softmax_add_input_ = ai;
           k->softmax_add_rows_ = arows;
@@ -1175,7 +1204,11 @@ std::unique_ptr<Kernel> make_dnnl_matmul(NodeDesc& n) {
           ops.convert_src = k->has_src_reorder_ && !softmax_a;
           ops.src_user = a_user;
           ops.wei_user = bmd_user;
-          if (auto split = plan_attn_split(bpd, ops, omp_get_max_threads())) k->use_attn_split(std::move(*split));
+          if (auto split = plan_attn_split(bpd, ops, omp_get_max_threads())) {
+            k->use_attn_split(std::move(*split));
+            k->attn_pd_ = bpd;
+            k->attn_ops_ = ops;
+          }
         }
       }
       if (has_bias) {
@@ -1233,6 +1266,43 @@ std::unique_ptr<Kernel> make_dnnl_matmul(NodeDesc& n) {
   k->out(DNNL_ARG_DST, 0, cmd);
   k->sum_input = sum_input;
   return k;
+}
+
+namespace {
+
+// The Q x K^T step of a fused attention: its work runs in the P x V step (fuse_attention).
+class FusedAwayKernel : public Kernel {
+ public:
+  void run(RunContext&, const TensorView*, TensorView*, Bound*) override {}
+  std::string impl_name() const override { return "fused_attention"; }
+};
+
+}  // namespace
+
+bool fuse_attention(std::unique_ptr<Kernel>& qk, Kernel* pv, int pv_inputs) {
+  if (!fused_attn_enabled()) return false;
+  auto* a = dynamic_cast<WindowKernel*>(qk.get());
+  auto* b = dynamic_cast<WindowKernel*>(pv);
+  if (a == nullptr || b == nullptr || a == b || !a->attn_ || !a->attn_pd_ || !b->attn_ || b->softmax_len_ == 0 ||
+      a->softmax_len_ != 0 || a->fused_qk_ || b->fused_qk_ || a->sum_input_ >= 0 || a->has_exact_ || a->nan_max_ ||
+      a->dst_md_.get_data_type() != dnnl::memory::data_type::f32)
+    return false;
+  // Q x K^T re-planned with P x V's chunks: chunk i writes exactly the score rows P x V's chunk i reads
+  const auto [group, rows] = attn_fused_chunking(*b->attn_);
+  if (rows <= 0) return false;
+  AttnSplitOperands ops = a->attn_ops_;
+  ops.force_group = group;
+  ops.force_rows = rows;
+  std::optional<AttnSplit> split = plan_attn_split(*a->attn_pd_, ops, b->attn_->threads);
+  if (!split || !attn_chunks_match(*split, *b->attn_)) return false;
+  a->prim_scratch_ = std::max(a->prim_scratch_, static_cast<size_t>(split->threads) *
+                                                    (split->slot_scratch + split->slot_bytes()));
+  a->attn_ = std::move(*split);
+  b->impl_ += "+fused" + std::to_string(b->attn_->chunks.size());
+  b->fused_inputs_ = pv_inputs;
+  b->fused_qk_.reset(static_cast<WindowKernel*>(qk.release()));
+  qk = std::make_unique<FusedAwayKernel>();
+  return true;
 }
 
 }  // namespace opforge_cpu

@@ -38,4 +38,10 @@ namespace opforge_cpu {
 // MatMul with transposes read in place, constant weights pre-packed, fused bias/sum/eltwise.
 std::unique_ptr<Kernel> make_dnnl_matmul(NodeDesc& n);
 std::string check_matmul(const NodeDesc& n);
+// A fused attention (stop 16): when `qk` is a bf16 Q x K^T and `pv` the bf16 P x V that folds the
+// Softmax of its scores, both split into chunks (attn_split.hpp) whose chunks can be paired, `pv`
+// takes `qk`'s kernel and runs both in one parallel region; `qk` becomes a kernel that does
+// nothing. The caller appends qk's inputs to pv's step after its `pv_inputs` own ones. False, and
+// nothing changed, otherwise (OPFORGE_CPU_FUSED_ATTN=0 included).
+bool fuse_attention(std::unique_ptr<Kernel>& qk, Kernel* pv, int pv_inputs);
 }  // namespace opforge_cpu

@@ -25,6 +25,9 @@ from opforge.shape import PartialShape
 from opforge_cpu import bf16_se
 from opforge_cpu.ops import emit_cpu_op
 
+#: a folded Softmax's Add takes any addend that broadcasts by rows (Emitter._softmax_add); read once
+_WIDE_SOFTMAX_ADD = os.environ.get("OPFORGE_CPU_WIDE_SOFTMAX_ADD", "1") != "0"
+
 
 def index_mapped(node: Node, builtin: Collection[str]) -> bool:
     """Whether standard ``node`` is lowered to one IndexMap kernel (when its parameters are
@@ -610,8 +613,8 @@ class Emitter:
         scores and a mask or position bias that the bf16 Q x K^T did not take as its post-op
         (GPT-2's causal [1, 1, S, S], T5's [1, H, S, S]) and the Add has no other reader: the
         MatMul adds its rows as it computes the softmax (core/nn.cpp softmax_source), in f32 as
-        the Add step would. The addend broadcasts by rows only: [1, ..., 1, R, K] with R = 1 or
-        the scores' S, or the scores' own trailing shape."""
+        the Add step would. The addend broadcasts by rows only: after its leading ones it is the
+        scores' trailing shape ([1, 1, 1, K], [1, 1, S, K], Swin's [1, H, S, K], the scores' own)."""
         add = softmax.inputs[0].node
         if (add.type_name != "Add" or not add.op.is_standard or find_plugin_kernel(self.kernels, add) is not None
                 or add.id in self.absorbed or getattr(add.attrs, "auto_broadcast", "numpy") != "numpy"
@@ -631,6 +634,13 @@ class Emitter:
             if ashape == shape[len(shape) - len(ashape):] and all(d == 1 for d in shape[:len(shape) - len(ashape)]):
                 return x, a
             if len(ashape) >= 2 and all(d == 1 for d in ashape[:-2]) and ashape[-2] in (1, shape[-2]):
+                return x, a
+            # (stop 16) after its leading ones, the scores' trailing dims: Swin's [1, H, S, S]
+            # bias over [windows, H, S, S], whose Add step ran as a 'ref' step of its own; row r
+            # of the scores takes the addend's row r mod its rows. OPFORGE_CPU_WIDE_SOFTMAX_ADD=0:
+            # not folded (for A/Bs)
+            lead = next((i for i, d in enumerate(ashape[:-1]) if d != 1), len(ashape) - 1)
+            if _WIDE_SOFTMAX_ADD and ashape[lead:] == shape[len(shape) - (len(ashape) - lead):]:
                 return x, a
         return None
 

@@ -39,6 +39,9 @@ class DwConvBf16 {
   int64_t blocks_;              // channel blocks of 16
   std::vector<float> weights_;  // [block][kh][kw][16], zero past the last channel
   std::vector<float> bias_;     // [block][16]
+  int64_t pairs_;               // whole pairs of blocks (32 channels) run by tile_pair
+  std::vector<float> weights_pair_;  // [pair][kh][kw][32]: even channels, then odd ones
+  std::vector<float> bias_pair_;     // [pair][32], the same order
   std::vector<DwPostOp> post_;
   bool dst_bf16_;
 };

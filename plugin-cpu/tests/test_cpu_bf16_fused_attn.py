@@ -111,3 +111,20 @@ def test_fused_attention_switch_off(tmp_path: Path) -> None:
     np.testing.assert_array_equal(got, np.load(str(tmp_path / "x.npy") + ".out.npy"))
     if "amx" in "".join(types.values()):
         assert len(fused(types)[0]) == 1, types
+
+
+@needs_bf16
+def test_fused_attention_reads_model_inputs(tmp_path: Path) -> None:
+    # Q, K and V are the model's inputs, read where the caller has them: the fused step rebinds
+    # Q x K^T's views to the new arrays of every inference (infer_twice runs other data between)
+    b, h, s, d = 1, 3, 197, 64
+    g = Graph(17)
+    scores = g.node("Mul", [g.node("MatMul", ["q", g.node("Transpose", ["k"], perm=[0, 1, 3, 2])]),
+                            g.const(np.float32(d ** -0.5))])
+    out = g.node("Transpose", [g.node("MatMul", [g.node("Softmax", [scores], axis=-1), "v"])], perm=[0, 2, 1, 3])
+    ins = [helper.make_tensor_value_info(n, TP.FLOAT, (b, h, s, d)) for n in ("q", "k", "v")]
+    path = g.save_model(tmp_path / "m.onnx", ins, [out], 14)
+    feeds = {n: g.rng.standard_normal((b, h, s, d)).astype(np.float32) for n in ("q", "k", "v")}
+    types = check(path, feeds)
+    if "amx" in "".join(types.values()):
+        assert len(fused(types)[0]) == 1, types

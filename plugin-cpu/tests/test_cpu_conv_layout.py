@@ -137,6 +137,6 @@ def test_max_pool_of_nhwc_propagates_nan_in_one_pass(core: opforge.Core, kernel:
     assert np.isnan(want).any()
     rows = [r for r in req.get_profiling_info() if r.status == "EXECUTED" and r.node_type == "MaxPool"]
     if load_core().cpu_isa().startswith("avx512"):
-        assert [r.exec_type for r in rows] == ["max_nhwc:avx512"]
+        assert [r.exec_type for r in rows] == ["max_nhwc_rows:avx512"]  # (walked by output rows, stop 16)
     else:  # (ONEDNN_MAX_CPU_ISA=AVX2: oneDNN's pooling and the NaN scan)
-        assert rows[0].exec_type != "max_nhwc:avx512"
+        assert not rows[0].exec_type.startswith("max_nhwc")

@@ -172,8 +172,33 @@ void row_max_nhwc_avx512(const uint16_t* const* rows, int64_t nr, int64_t W, int
   }
 }
 
-// OPFORGE_CPU_POOL_ROWS=0: the bf16 pooling walks pixels (for_each_nhwc_window) as before, for
-// same-build A/B measurements.
+// The same walk for f32 (the f32 window maximum above: v taken where v > max or v is
+// unordered, so NaN propagates; the taps in the pixel walk's order, so the same bytes).
+__attribute__((target("avx512f")))
+void row_max_nhwc_avx512(const float* const* rows, int64_t nr, int64_t W, int64_t C, int64_t OW, int64_t K, int64_t S,
+                         int64_t P, int64_t D, float* y) {
+  const __m512 lowest = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  for (int64_t ow = 0; ow < OW; ++ow) {
+    const int64_t iw0 = ow * S - P;
+    const int64_t kw0 = iw0 >= 0 ? 0 : (-iw0 + D - 1) / D;
+    const int64_t kw1 = iw0 > W - 1 ? 0 : std::min<int64_t>(K, (W - 1 - iw0) / D + 1);
+    for (int64_t i = 0; i < C; i += 16) {
+      const __mmask16 lanes = C - i >= 16 ? static_cast<__mmask16>(0xffff)
+                                          : static_cast<__mmask16>((1u << (C - i)) - 1u);
+      __m512 m = lowest;
+      for (int64_t j = 0; j < nr; ++j)
+        for (int64_t kw = kw0; kw < kw1; ++kw) {
+          const __m512 v = _mm512_maskz_loadu_ps(lanes, rows[j] + (iw0 + kw * D) * C + i);
+          const __mmask16 take = _mm512_cmp_ps_mask(v, m, _CMP_GT_OQ) | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+          m = _mm512_mask_blend_ps(take, m, v);
+        }
+      _mm512_mask_storeu_ps(y + ow * C + i, lanes, m);
+    }
+  }
+}
+
+// OPFORGE_CPU_POOL_ROWS=0: the bf16 and f32 pooling walk pixels (for_each_nhwc_window) as
+// before, for same-build A/B measurements.
 bool pool_rows_enabled() {
   static const bool enabled = [] {
     const char* env = std::getenv("OPFORGE_CPU_POOL_ROWS");
@@ -200,30 +225,28 @@ template <class T> class ChannelsLastMaxPool : public Kernel {
   }
   std::string impl_name() const override {
     if (sizeof(T) == 2) return pool_rows_enabled() ? "max_nhwc_bf16_rows:avx512" : "max_nhwc_bf16:avx512";
-    return "max_nhwc:avx512";
+    return pool_rows_enabled() ? "max_nhwc_rows:avx512" : "max_nhwc:avx512";
   }
 
  protected:
   void pool(RunContext& ctx, const T* x, T* y) const {
     const int64_t C = xs_[1];
-    if constexpr (sizeof(T) == 2) {
-      if (pool_rows_enabled()) {
-        pool_rows(ctx, x, y);
-        return;
-      }
+    if (pool_rows_enabled()) {
+      pool_rows(ctx, x, y);
+      return;
     }
     for_each_nhwc_window(ctx.num_threads, x, xs_, ys_, w_,
                          [&](const T** taps, int64_t k, int64_t o) { window_max_nhwc_avx512(taps, k, y + o * C, C); });
   }
 
-  // bf16 by output rows (row_max_nhwc_avx512), rows split between the threads as the pixel walk
+  // By output rows (row_max_nhwc_avx512), rows split between the threads as the pixel walk
   // splits pixels (the same work a thread at least)
-  void pool_rows(RunContext& ctx, const uint16_t* x, uint16_t* y) const {
+  void pool_rows(RunContext& ctx, const T* x, T* y) const {
     const int64_t N = xs_[0], C = xs_[1], H = xs_[2], W = xs_[3], OH = ys_[2], OW = ys_[3];
     const int64_t KH = w_.kernel[0], KW = w_.kernel[1];
     const int64_t grain = std::max<int64_t>(1, 4096 / std::max<int64_t>(1, C * KH * KW * OW));
     parallel_range(N * OH, ctx.num_threads, [&](int64_t b, int64_t e) {
-      std::vector<const uint16_t*> rows(static_cast<size_t>(std::max<int64_t>(1, KH)));
+      std::vector<const T*> rows(static_cast<size_t>(std::max<int64_t>(1, KH)));
       for (int64_t r = b; r < e; ++r) {
         const int64_t nn = r / OH, oh = r % OH;
         int64_t nr = 0;

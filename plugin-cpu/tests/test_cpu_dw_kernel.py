@@ -35,10 +35,11 @@ def _host_avx512_bf16() -> bool:
     return " avx512_bf16" in flags
 
 
-# whether this process runs our kernel: an AVX512_BF16 host whose oneDNN ISA is not capped, the
-# switch not off
-OURS = (_host_avx512_bf16() and "ONEDNN_MAX_CPU_ISA" not in os.environ
-        and os.environ.get("OPFORGE_CPU_DW_KERNEL", "1") != "0")
+# whether this process runs our kernel: an AVX512_BF16 host whose oneDNN ISA is not capped below
+# AVX512_CORE_BF16 (ONEDNN_MAX_CPU_ISA=AVX2 emulates an AVX2 host), the switch not off
+_CAP = os.environ.get("ONEDNN_MAX_CPU_ISA", "ALL").upper()
+_BF16_CAPS = {"ALL", "DEFAULT", "AVX512_CORE_BF16", "AVX512_CORE_FP16", "AVX512_CORE_AMX", "AVX512_CORE_AMX_FP16"}
+OURS = _host_avx512_bf16() and _CAP in _BF16_CAPS and os.environ.get("OPFORGE_CPU_DW_KERNEL", "1") != "0"
 DW = "dw:avx512_bf16"
 
 
@@ -151,6 +152,7 @@ def test_dw_kernel_refuses_what_it_does_not_run(tmp_path: Path) -> None:
 
 
 @needs_bf16
+@pytest.mark.xfail(not OURS, reason="oneDNN's fused Clip post-op drops NaN (the known gap); our kernel keeps it")
 def test_dw_kernel_nan_and_inf_like_ort(tmp_path: Path) -> None:
     # NaN and +-inf in the source of a depthwise convolution with ReLU6 / SiLU: the outputs whose
     # windows hold them are NaN or inf exactly where ONNX Runtime's are (no fused op swallows NaN)

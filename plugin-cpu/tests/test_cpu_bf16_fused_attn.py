@@ -128,3 +128,15 @@ def test_fused_attention_reads_model_inputs(tmp_path: Path) -> None:
     types = check(path, feeds)
     if "amx" in "".join(types.values()):
         assert len(fused(types)[0]) == 1, types
+
+
+@needs_bf16
+@pytest.mark.parametrize("d", [64, 17])
+def test_q_scale_folded_into_scores(tmp_path: Path, d: int) -> None:
+    # timm's q * scale before Q x K^T (taken before the head split by passes/qkv_split.py) is the
+    # MatMul's scale post-op (emit.py _folded_prescale): no Multiply step; exact for 1/8, within
+    # bf16 rounding of ONNX Runtime for 17 ** -0.5
+    g = Graph(19 + d)
+    path = g.save_attention(tmp_path / "m.onnx", 1, 50, 2, d, "timm", None)
+    types = check(path, {"x": g.rng.standard_normal((1, 50, 2 * d)).astype(np.float32)})
+    assert not any(n.endswith("/Multiply") or "Multiply/" in n for n in types), types

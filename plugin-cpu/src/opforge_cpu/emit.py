@@ -27,6 +27,8 @@ from opforge_cpu.ops import emit_cpu_op
 
 #: a folded Softmax's Add takes any addend that broadcasts by rows (Emitter._softmax_add); read once
 _WIDE_SOFTMAX_ADD = os.environ.get("OPFORGE_CPU_WIDE_SOFTMAX_ADD", "1") != "0"
+#: a bf16 Q x K^T takes the constant scale of its Q as its scale post-op (Emitter._folded_prescale)
+_QSCALE_FOLD = os.environ.get("OPFORGE_CPU_QSCALE_FOLD", "1") != "0"
 
 
 def index_mapped(node: Node, builtin: Collection[str]) -> bool:
@@ -225,6 +227,8 @@ class Emitter:
             return  # its bf16 MatMul computes it into its own bf16 source (emit_fused)
         if t == "Add" and self._add_before_folded_softmax(node):
             return  # that MatMul adds it to the scores as it computes the softmax
+        if t in ("Multiply", "Divide") and self._prescale_reader(node) is not None:
+            return  # its bf16 MatMul scales its result instead (emit_fused)
         if t == "MaxPool":
             need = len(node.output_specs) > 1 and bool(self.uses.get(node.output(1)))
             attrs = attrs_dict(node) | {"need_indices": need, "plain_layout": need}
@@ -304,6 +308,18 @@ class Emitter:
         # (taken as a second sum it was dropped: hf_gpt_neox_small 1.2 of max|y| off)
         has_sum = False
         scale: float | None = None  # a constant scalar Multiply/Divide (oneDNN eltwise_linear)
+        # timm's q * scale (and k's) before Q x K^T, applied to the result as the scale post-op
+        # (first in the chain, so no bias or sum comes after it: the chain below sees a scale)
+        prescales: dict[int, tuple[Output, float]] = {}
+        for k in (0, 1) if is_mm else ():
+            read = node.inputs[k]
+            if (folded := self._folded_transpose(node, read)) is not None:
+                read = folded[0]
+            if (ps := self._folded_prescale(node, k, read)) is not None:
+                prescales[k] = ps
+                fused.insert(0, read.node.name)
+        if prescales:
+            scale = float(np.prod([c for _, c in prescales.values()]))
         mask: Output | None = None  # a broadcast Add of a run-time tensor (oneDNN binary add)
         perm_out: list[int] | None = None  # a Transpose of the result, written through strides
         gate: Output | None = None  # a gated FFN's other half, multiplied in last (binary mul)
@@ -367,6 +383,8 @@ class Emitter:
             for k, key in ((0, "perm_a"), (1, "perm_b")):
                 if (folded := self._folded_transpose(node, node.inputs[k])) is not None:
                     operands[k], perms[key] = folded
+            for k, (x, _) in prescales.items():
+                operands[k] = x
             if self._folded_softmax(node, node.inputs[0]):
                 softmax_a = True
                 softmax = node.inputs[0].node
@@ -505,6 +523,50 @@ class Emitter:
         if sorted(perm) != list(range(rank)):
             return None
         return src, perm
+
+    def _prescale_reader(self, m: Node) -> Node | None:
+        """The bf16 MatMul that takes Multiply/Divide ``m`` as its scale (``_folded_prescale``),
+        reading it directly or through a folded head-split Transpose."""
+        reader = single_user(self.uses, m.output(0))
+        if reader is not None and reader.type_name == "Transpose":
+            reader = single_user(self.uses, reader.output(0))
+        if reader is None:
+            return None
+        for k in (0, 1):
+            read = reader.inputs[k]
+            if (folded := self._folded_transpose(reader, read)) is not None:
+                read = folded[0]
+            if read == m.output(0) and self._folded_prescale(reader, k, read) is not None:
+                return reader
+        return None
+
+    def _folded_prescale(self, mm: Node, k: int, operand: Output) -> tuple[Output, float] | None:
+        """(the input, the factor) of a Multiply/Divide by a constant scalar that produces
+        operand ``k`` of bf16 MatMul ``mm`` of two run-time operands (``operand``: what ``mm``
+        reads, the input of a folded head-split Transpose included) and is read by nothing else:
+        timm's ``q * scale`` (and the ``k * scale`` of torch's scaled_dot_product_attention
+        export) before Q x K^T, each a 'ref' step of its own, slower at 2 threads than at 1 in
+        deit. The MatMul scales its result instead: (a q)(b k)^T = ab (q k^T), exact for powers
+        of two (deit's 1/8), else within bf16 rounding. OPFORGE_CPU_QSCALE_FOLD=0: not folded."""
+        m = operand.node
+        if (not _QSCALE_FOLD or not self.bf16 or mm.type_name != "MatMul" or not mm.op.is_standard
+                or find_plugin_kernel(self.kernels, mm) is not None
+                or mm.inputs[0] == mm.inputs[1] or mm.inputs[1].node.constant_value() is not None
+                or m.type_name not in ("Multiply", "Divide")
+                or m.id in self.absorbed or not m.op.is_standard or find_plugin_kernel(self.kernels, m) is not None
+                or operand.element_type is not Type.f32 or mm.inputs[0].element_type is not Type.f32):
+            return None
+        reader = single_user(self.uses, operand)
+        direct = reader is not None and reader.id == mm.id and mm.inputs[k] == operand
+        through = (reader is not None and reader.type_name == "Transpose" and mm.inputs[k] == reader.output(0)
+                   and self._folded_transpose(mm, reader.output(0)) is not None)
+        if not (direct or through):
+            return None
+        for x in m.inputs:
+            if (x.element_type is Type.f32 and x.node.constant_value() is None
+                    and (c := self._scalar_factor(m, x)) is not None):
+                return x, c
+        return None
 
     def _folded_softmax(self, mm: Node, operand: Output) -> bool:
         """Whether MatMul ``mm`` computes the Softmax that produces its first operand ``operand``

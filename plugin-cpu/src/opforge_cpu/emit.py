@@ -530,7 +530,9 @@ class Emitter:
         reader = single_user(self.uses, m.output(0))
         if reader is not None and reader.type_name == "Transpose":
             reader = single_user(self.uses, reader.output(0))
-        if reader is None:
+        if reader is None or reader.type_name != "MatMul" or len(reader.inputs) != 2:
+            # only a MatMul takes the scale (a Softmax or Reshape reading the Multiply has one
+            # input: indexing its second crashed compiling ONNX's attention node tests)
             return None
         for k in (0, 1):
             read = reader.inputs[k]

@@ -93,6 +93,25 @@ def run(path: Path, feeds: dict[str, np.ndarray], threads: int) -> tuple[np.ndar
     return got[0], {r.node_name: r.exec_type for r in rows}
 
 
+def compare_switched_off(tmp_path: Path, style: str, switch: str) -> tuple[dict[str, str], str]:
+    """A 197-token, 3-head attention at 2 threads here and in a child process with ``switch``=0
+    (the switches are read once a process): the outputs must be the same bytes. This process's
+    exec types and the child's (as printed)."""
+    g = Graph(3)
+    path = g.save_attention(tmp_path / "m.onnx", 1, 197, 3, 64, style, None)
+    x = g.rng.standard_normal((1, 197, 192)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    got, types = run(path, {"x": x}, 2)
+    code = ("import sys, numpy as np; sys.path.insert(0, sys.argv[3]); from test_cpu_bf16_attn_split import run; "
+            "from pathlib import Path; y, t = run(Path(sys.argv[1]), {'x': np.load(sys.argv[2])}, 2); "
+            "np.save(sys.argv[2] + '.out.npy', y); print(repr(sorted(t.values())))")
+    env = dict(os.environ, **{switch: "0"})
+    res = subprocess.run([sys.executable, "-c", code, str(path), str(tmp_path / "x.npy"), str(Path(__file__).parent)],
+                         env=env, capture_output=True, text=True, timeout=120, check=True)
+    np.testing.assert_array_equal(got, np.load(str(tmp_path / "x.npy") + ".out.npy"))
+    return types, res.stdout
+
+
 def check(path: Path, feeds: dict[str, np.ndarray]) -> dict[str, str]:
     """Bit-exact at 2 threads (chunks) and 1 (unsplit); within bf16 rounding of ONNX Runtime f32
     (NaN rows where ONNX Runtime has them). The 2-thread exec types."""
@@ -157,18 +176,7 @@ def test_windows_split_in_batch_groups(tmp_path: Path) -> None:
 def test_attention_split_switch_off(tmp_path: Path) -> None:
     # OPFORGE_CPU_ATTN_SPLIT=0 (read once a process) keeps oneDNN's 2-thread primitive: a child
     # process compares its outputs and exec types with this one's
-    g = Graph(3)
-    path = g.save_attention(tmp_path / "m.onnx", 1, 197, 3, 64, "timm", None)
-    x = g.rng.standard_normal((1, 197, 192)).astype(np.float32)
-    np.save(tmp_path / "x.npy", x)
-    got, types = run(path, {"x": x}, 2)
-    code = ("import sys, numpy as np; sys.path.insert(0, sys.argv[3]); from test_cpu_bf16_attn_split import run; "
-            "from pathlib import Path; y, t = run(Path(sys.argv[1]), {'x': np.load(sys.argv[2])}, 2); "
-            "np.save(sys.argv[2] + '.out.npy', y); print(repr(sorted(t.values())))")
-    env = dict(os.environ, OPFORGE_CPU_ATTN_SPLIT="0")
-    res = subprocess.run([sys.executable, "-c", code, str(path), str(tmp_path / "x.npy"), str(Path(__file__).parent)],
-                         env=env, capture_output=True, text=True, timeout=120, check=True)
-    assert "+attn" not in res.stdout, res.stdout
-    np.testing.assert_array_equal(got, np.load(str(tmp_path / "x.npy") + ".out.npy"))
+    types, off_types = compare_switched_off(tmp_path, "timm", "OPFORGE_CPU_ATTN_SPLIT")
+    assert "+attn" not in off_types, off_types
     if "amx" in "".join(types.values()):
         assert len(split_steps(types)) == 2, types

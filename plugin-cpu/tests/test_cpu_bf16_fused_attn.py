@@ -11,9 +11,6 @@ off, and within bf16 rounding of ONNX Runtime's f32 (NaN rows where ONNX Runtime
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +19,7 @@ import pytest
 pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 from onnx_graph import TP, helper
-from test_cpu_bf16_attn_split import CASES, Graph, check, masks, needs_bf16, run
+from test_cpu_bf16_attn_split import CASES, Graph, check, compare_switched_off, masks, needs_bf16
 
 
 def fused(types: dict[str, str]) -> tuple[list[str], list[str]]:
@@ -96,19 +93,8 @@ def test_scores_read_twice_not_fused(tmp_path: Path) -> None:
 def test_fused_attention_switch_off(tmp_path: Path) -> None:
     # OPFORGE_CPU_FUSED_ATTN=0 (read once a process) keeps the two split steps: a child process
     # compares its outputs and exec types with this one's
-    g = Graph(3)
-    path = g.save_attention(tmp_path / "m.onnx", 1, 197, 3, 64, "hf", None)
-    x = g.rng.standard_normal((1, 197, 192)).astype(np.float32)
-    np.save(tmp_path / "x.npy", x)
-    got, types = run(path, {"x": x}, 2)
-    code = ("import sys, numpy as np; sys.path.insert(0, sys.argv[3]); from test_cpu_bf16_attn_split import run; "
-            "from pathlib import Path; y, t = run(Path(sys.argv[1]), {'x': np.load(sys.argv[2])}, 2); "
-            "np.save(sys.argv[2] + '.out.npy', y); print(repr(sorted(t.values())))")
-    env = dict(os.environ, OPFORGE_CPU_FUSED_ATTN="0")
-    res = subprocess.run([sys.executable, "-c", code, str(path), str(tmp_path / "x.npy"), str(Path(__file__).parent)],
-                         env=env, capture_output=True, text=True, timeout=120, check=True)
-    assert "+fused" not in res.stdout and "fused_attention" not in res.stdout, res.stdout
-    np.testing.assert_array_equal(got, np.load(str(tmp_path / "x.npy") + ".out.npy"))
+    types, off_types = compare_switched_off(tmp_path, "hf", "OPFORGE_CPU_FUSED_ATTN")
+    assert "+fused" not in off_types and "fused_attention" not in off_types, off_types
     if "amx" in "".join(types.values()):
         assert len(fused(types)[0]) == 1, types
 

@@ -93,6 +93,17 @@ def run(path: Path, feeds: dict[str, np.ndarray], threads: int) -> tuple[np.ndar
     return got[0], {r.node_name: r.exec_type for r in rows}
 
 
+def save_windows(tmp_path: Path, seed: int) -> tuple[Path, dict[str, np.ndarray]]:
+    """Swin's windows: 64 windows x 3 heads of 49 x 32 with a relative position bias
+    [1, 3, 49, 49] added before the softmax. The model's path and its feeds."""
+    b, s, h, d = 64, 49, 3, 32
+    g = Graph(seed)
+    bias = g.const(g.rng.standard_normal((1, h, s, s)) * 0.5)
+    out = g.attention(b, s, h, d, "hf", None, bias)
+    path = g.save_model(tmp_path / "m.onnx", [helper.make_tensor_value_info("x", TP.FLOAT, (b, s, h * d))], [out], 14)
+    return path, {"x": g.rng.standard_normal((b, s, h * d)).astype(np.float32)}
+
+
 def compare_switched_off(tmp_path: Path, style: str, switch: str) -> tuple[dict[str, str], str]:
     """A 197-token, 3-head attention at 2 threads here and in a child process with ``switch``=0
     (the switches are read once a process): the outputs must be the same bytes. This process's
@@ -162,12 +173,7 @@ def test_attention_split_bit_exact(tmp_path: Path, style: str, b: int, s: int, h
 def test_windows_split_in_batch_groups(tmp_path: Path) -> None:
     # Swin's windows: 64 windows x 3 heads of 49 x 32 with a relative position bias [1, 3, 49, 49]
     # added before the softmax: chunks of whole batches (groups of windows x heads)
-    b, s, h, d = 64, 49, 3, 32
-    g = Graph(7)
-    bias = g.const(g.rng.standard_normal((1, h, s, s)) * 0.5)
-    out = g.attention(b, s, h, d, "hf", None, bias)
-    path = g.save_model(tmp_path / "m.onnx", [helper.make_tensor_value_info("x", TP.FLOAT, (b, s, h * d))], [out], 14)
-    types = check(path, {"x": g.rng.standard_normal((b, s, h * d)).astype(np.float32)})
+    types = check(*save_windows(tmp_path, 7))
     if "amx" in "".join(types.values()):
         assert len(split_steps(types)) == 2, types
 

@@ -19,7 +19,15 @@ import pytest
 pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 from onnx_graph import TP, helper
-from test_cpu_bf16_attn_split import CASES, Graph, check, compare_switched_off, masks, needs_bf16
+from test_cpu_bf16_attn_split import (
+    CASES,
+    Graph,
+    check,
+    compare_switched_off,
+    masks,
+    needs_bf16,
+    save_windows,
+)
 
 
 def fused(types: dict[str, str]) -> tuple[list[str], list[str]]:
@@ -58,12 +66,7 @@ def test_fused_attention_bit_exact(tmp_path: Path, style: str, b: int, s: int, h
 def test_fused_windows_with_position_bias(tmp_path: Path) -> None:
     # Swin's windows: 64 windows x 3 heads of 49 x 32 with a relative position bias [1, 3, 49, 49]
     # added before the softmax: chunks of whole batches (groups of windows x heads)
-    b, s, h, d = 64, 49, 3, 32
-    g = Graph(11)
-    bias = g.const(g.rng.standard_normal((1, h, s, s)) * 0.5)
-    out = g.attention(b, s, h, d, "hf", None, bias)
-    path = g.save_model(tmp_path / "m.onnx", [helper.make_tensor_value_info("x", TP.FLOAT, (b, s, h * d))], [out], 14)
-    types = check(path, {"x": g.rng.standard_normal((b, s, h * d)).astype(np.float32)})
+    types = check(*save_windows(tmp_path, 11))
     if "amx" in "".join(types.values()):
         assert len(fused(types)[0]) == 1, types
 

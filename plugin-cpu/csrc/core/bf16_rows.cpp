@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "core/bf16_bits.hpp"
+#include "core/host_isa.hpp"
 
 namespace opforge_cpu {
 
@@ -45,8 +46,7 @@ void f32_row_to_bf16_avx512(const float* __restrict x, uint16_t* __restrict y, i
 }
 
 void f32_row_to_bf16(const float* x, uint16_t* y, int64_t n) {
-  static const bool avx512_bf16 = __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw") &&
-                                  __builtin_cpu_supports("avx512vl");
+  static const bool avx512_bf16 = host_has_avx512_bf16();
   if (avx512_bf16) f32_row_to_bf16_avx512(x, y, n);
   else f32_row_to_bf16_scalar(x, y, n);
 }

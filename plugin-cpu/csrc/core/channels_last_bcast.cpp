@@ -16,6 +16,7 @@
 
 #include "core/dnnl_util.hpp"
 #include "core/elementwise.hpp"
+#include "core/host_isa.hpp"
 
 namespace opforge_cpu {
 
@@ -98,11 +99,7 @@ class ChannelsLastBcast : public Kernel {
   bool s_per_batch_;
 };
 
-bool avx512_host() {
-  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
-  const auto avx512 = static_cast<unsigned>(dnnl::cpu_isa::avx512_core);
-  return (isa & avx512) == avx512 && __builtin_cpu_supports("avx512f");
-}
+bool avx512_host() { return host_has_avx512(); }
 
 // channels-last tag of a rank (nwc, nhwc, ndhwc)
 dnnl::memory::format_tag channels_last(size_t rank) {

@@ -26,6 +26,7 @@
 #include "core/bf16_bits.hpp"
 #include "core/dnnl_util.hpp"
 #include "core/elementwise.hpp"
+#include "core/host_isa.hpp"
 
 namespace opforge_cpu {
 
@@ -92,7 +93,7 @@ __attribute__((target("avx512f,avx512bw"))) inline void reduce_bf16_sum32(const 
   _mm512_storeu_pd(acc + 24, a3);
 }
 inline bool reduce_has_avx512() {
-  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+  static const bool has = host_has_avx512();
   return has;
 }
 

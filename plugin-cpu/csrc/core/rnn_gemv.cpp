@@ -6,6 +6,7 @@
 // the one oneDNN dispatches to, so that ONEDNN_MAX_CPU_ISA=AVX2 (how an AVX2 host is emulated
 // here) runs the AVX2 kernel too.
 #include "core/rnn_gemv.hpp"
+#include "core/host_isa.hpp"
 
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -182,12 +183,8 @@ __attribute__((target("avx512f,avx512bw,avx512bf16"))) void gemv_bf16(const uint
 
 PanelGemv::PanelGemv(const float* b, int64_t K, int64_t N, int64_t ks, int64_t ns, bool bf16) : K_(K), N_(N) {
   // the cpu_isa values are cumulative bit masks: an ISA contains every bit of the ones below it
-  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
-  auto has = [&](dnnl::cpu_isa x) { return (isa & static_cast<unsigned>(x)) == static_cast<unsigned>(x); };
-  isa_ = has(dnnl::cpu_isa::avx512_core) && __builtin_cpu_supports("avx512f") ? Isa::avx512
-         : has(dnnl::cpu_isa::avx2) && __builtin_cpu_supports("fma")          ? Isa::avx2
-                                                                               : Isa::baseline;
-  if (bf16 && has(dnnl::cpu_isa::avx512_core_bf16) && __builtin_cpu_supports("avx512bf16")) isa_ = Isa::avx512_bf16;
+  isa_ = host_has_avx512() ? Isa::avx512 : host_has_avx2_fma() ? Isa::avx2 : Isa::baseline;
+  if (bf16 && host_has_avx512_bf16()) isa_ = Isa::avx512_bf16;
   width_ = kVecs * (isa_ == Isa::avx512 || isa_ == Isa::avx512_bf16 ? 16 : 8);
   const int64_t panels = (N + width_ - 1) / width_;
   // a uint32 holds two bf16: (K + 1) / 2 of them per column; a float holds one

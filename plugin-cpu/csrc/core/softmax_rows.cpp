@@ -19,6 +19,7 @@
 
 #include "core/bf16_bits.hpp"
 #include "core/fast_exp.hpp"
+#include "core/host_isa.hpp"
 
 namespace opforge_cpu {
 
@@ -175,13 +176,7 @@ OPF_AVX512 void softmax_rows_f32_avx512(const float* x, float* y, int64_t r0, in
 // Whether the rows run softmax_rows_*_avx512: the host has AVX-512 and oneDNN's effective ISA
 // (ONEDNN_MAX_CPU_ISA emulates a smaller host) includes avx512_core.
 bool avx512_rows() {
-  static const bool yes = [] {
-    const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
-    const auto want = static_cast<unsigned>(dnnl::cpu_isa::avx512_core);
-    return (isa & want) == want && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("fma");
-  }();
-  return yes;
+  return host_has_avx512();
 }
 
 // bf16 rows: e[k] * inv rounded to bf16 with AVX512_BF16's vcvtneps2bf16 (round to nearest
@@ -251,7 +246,7 @@ void softmax_rows_bf16(const float* x, const float* add, int64_t add_rows, uint1
   alignas(64) float stack[kStack];
   std::vector<float> heap(len > kStack ? static_cast<size_t>(len) : 0);
   float* e = len > kStack ? heap.data() : stack;
-  static const bool native = avx512_rows() && __builtin_cpu_supports("avx512bf16");
+  static const bool native = host_has_avx512_bf16();
   if (native) softmax_rows_bf16_avx512(x, add, add_rows, y, r0, r1, len, e);
   else softmax_rows_bf16_generic(x, add, add_rows, y, r0, r1, len, e);
 }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/stem_conv_compute.hpp"
+#include "core/host_isa.hpp"
 
 namespace opforge_cpu {
 
@@ -36,11 +37,7 @@ class StemConvKernel : public Kernel {
   bool bias_packed_;
 };
 
-bool avx512_host() {
-  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
-  const auto avx512 = static_cast<unsigned>(dnnl::cpu_isa::avx512_core);
-  return (isa & avx512) == avx512 && __builtin_cpu_supports("avx512f");
-}
+bool avx512_host() { return host_has_avx512(); }
 
 // The fused activations as the kernel's post-ops, or false for one it does not run.
 bool stem_post_ops(const NodeDesc& n, std::vector<StemPostOp>& post) {

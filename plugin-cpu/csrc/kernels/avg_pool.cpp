@@ -4,6 +4,7 @@
 // exact f32 value, summed in f32, scaled once and rounded to bf16 (vcvtne2ps2bf16).
 #include "core/dnnl_util.hpp"
 #include "core/elementwise.hpp"
+#include "core/host_isa.hpp"
 #include "core/nn.hpp"
 #include "kernels/nhwc_windows.hpp"
 
@@ -75,8 +76,7 @@ bool channels_last_bf16(const NodeDesc& n, const std::vector<int64_t>& pb, const
     for (size_t i = 0; i < 2; ++i)
       if ((ap == "explicit" || ap == "notset") && pe[i] > (pe0.size() > i ? pe0[i] : 0)) return false;
   }
-  static const bool host = __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw") &&
-                           __builtin_cpu_supports("avx512vl");
+  static const bool host = host_has_avx512_bf16();
   return host;
 }
 }  // namespace

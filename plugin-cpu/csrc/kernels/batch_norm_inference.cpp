@@ -3,6 +3,7 @@
 #include "core/bf16_bits.hpp"
 #include "core/binary_blocked.hpp"
 #include "core/dnnl_util.hpp"
+#include "core/host_isa.hpp"
 #include "kernels/common.hpp"
 
 #include <immintrin.h>
@@ -95,8 +96,7 @@ void scale_shift_row_bf16_avx512(const uint16_t* x, Out* y, const float* s, cons
 template <class Out>
 void scale_shift_rows_bf16(const uint16_t* x, Out* y, const float* s, const float* t, int64_t rows, int64_t c,
                            bool relu) {
-  static const bool avx512_bf16 = __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw") &&
-                                  __builtin_cpu_supports("avx512vl");
+  static const bool avx512_bf16 = host_has_avx512_bf16();
   for (int64_t r = 0; r < rows; ++r) {
     const uint16_t* xp = x + r * c;
     Out* yp = y + r * c;

@@ -19,6 +19,7 @@
 #include "core/binary_blocked.hpp"
 #include "core/chunk_pool.hpp"
 #include "core/dnnl_util.hpp"
+#include "core/host_isa.hpp"
 #include "kernels/common.hpp"
 
 namespace opforge_cpu {
@@ -208,11 +209,7 @@ dnnl::memory::desc channels_last(const dnnl::memory::dims& dims, dnnl::memory::d
   }
 }
 
-bool avx512_host() {
-  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
-  const auto avx512 = static_cast<unsigned>(dnnl::cpu_isa::avx512_core);
-  return (isa & avx512) == avx512 && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("bmi2");
-}
+bool avx512_host() { return host_has_avx512(); }
 
 // ChannelsLastConcat for Concat `n` along `axis` when every non-empty input is dense
 // channels-last of one type and the output may stay in that layout (`blocked_out`); the

@@ -1,5 +1,6 @@
 // See int8_layout.hpp.
 #include "kernels/int8_layout.hpp"
+#include "core/host_isa.hpp"
 
 #include <algorithm>
 #include <numeric>
@@ -83,32 +84,16 @@ OPFORGE_VBMI void lookup_vbmi(const uint8_t* table, const uint8_t* x, uint8_t* y
     _mm512_mask_storeu_epi8(y + i, k, lookup64(_mm512_maskz_loadu_epi8(k, x + i), t0, t1, t2, t3));
   }
 }
-// oneDNN's effective ISA (ONEDNN_MAX_CPU_ISA=AVX2 emulates an AVX2 host for the whole plugin):
-// its cpu_isa values are cumulative bit masks
-bool onednn_allows_avx512() {
-  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
-  const auto want = static_cast<unsigned>(dnnl::cpu_isa::avx512_core);
-  return (isa & want) == want;
-}
-// (a static initialiser may run before libgcc's: __builtin_cpu_init first)
+// (cpuid and oneDNN's effective ISA: ONEDNN_MAX_CPU_ISA=AVX2 emulates an AVX2 host; host_isa.hpp)
 bool has_vbmi() {
-  static const bool has = [] {
-    __builtin_cpu_init();
-    return onednn_allows_avx512() && __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512bw");
-  }();
-  return has;
+  return host_has_avx512_vbmi();
 }
 }  // namespace
 #endif
 
 bool int8_avx512() {
 #if defined(__x86_64__) && defined(__GNUC__)
-  static const bool has = [] {
-    __builtin_cpu_init();
-    return onednn_allows_avx512() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-  }();
-  return has;
+  return host_has_avx512();
 #else
   return false;
 #endif

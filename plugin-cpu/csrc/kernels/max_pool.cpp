@@ -3,6 +3,7 @@
 // tensors (u8, i8, i32...) take the direct loop too: exact, with or without indices. An f32 nhwc
 // input (values only) on an AVX-512 host takes a channels-last loop that propagates NaN as it pools.
 #include "core/dnnl_util.hpp"
+#include "core/host_isa.hpp"
 #include "core/nn.hpp"
 #include "kernels/nhwc_windows.hpp"
 #include "core/elementwise.hpp"
@@ -304,11 +305,7 @@ class NchwDilatedMaxPool : public ChannelsLastMaxPool<float> {
 
 // Hosts for the kernel above (oneDNN's effective ISA too: ONEDNN_MAX_CPU_ISA=AVX2 emulates an
 // AVX2 host, which keeps oneDNN's pooling and the NaN scan).
-bool avx512_host() {
-  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
-  const auto avx512 = static_cast<unsigned>(dnnl::cpu_isa::avx512_core);
-  return (isa & avx512) == avx512 && __builtin_cpu_supports("avx512f");
-}
+bool avx512_host() { return host_has_avx512(); }
 
 dnnl::memory::desc nhwc(const Shape& s, dnnl::memory::data_type t) {
   return dnnl::memory::desc(to_dims(s), t, dnnl::memory::format_tag::acdb);
@@ -339,7 +336,7 @@ std::unique_ptr<Kernel> make_max_pool(NodeDesc& n) {
     }
     // (bf16: a bf16 program's convolution output, pooled into bf16 for the bf16 readers that
     // emit.py _bf16_storable found; AVX512BW for the 16-bit loads, every AVX-512 host but KNL)
-    if (x.md == nhwc(x.shape, dt::bf16) && __builtin_cpu_supports("avx512bw")) {
+    if (x.md == nhwc(x.shape, dt::bf16)) {
       n.outputs[0].blocked = true;
       n.outputs[0].md = nhwc(n.outputs[0].shape, dt::bf16);
       return std::make_unique<ChannelsLastMaxPool<uint16_t>>(n);

@@ -16,7 +16,7 @@ from opforge_cpu.ops._quantized import QuantizedOp
 from opforge_cpu.ops.quantized_convolution import QuantizedConvolution
 from opforge_cpu.ops.quantized_convolution_backprop_data import QuantizedConvolutionBackpropData
 from opforge_cpu.ops.quantized_mat_mul import QuantizedMatMul
-from opforge_cpu.passes.int8.no_vnni import PAIR_SAFE_WEIGHT, pairs_saturate
+from opforge_cpu.passes.int8.no_vnni import DW_EXACT, PAIR_SAFE_WEIGHT, SEVEN_BIT, pairs_saturate, seven_bit
 from opforge_cpu.passes.int8.qdq_patterns import (
     QuantizedInput,
     Requantize,
@@ -30,6 +30,13 @@ from opforge_cpu.passes.int8.qdq_patterns import (
     single_user,
 )
 from opforge_cpu.passes.int8.weights import int8_weights
+
+
+def _depthwise(node: Node) -> bool:
+    """A GroupConvolution of one input and one output channel per group: oneDNN's int8 depthwise
+    kernels multiply in int32 (vpmulld), with no int16 pairs to saturate."""
+    w = node.inputs[1].shape
+    return node.type_name == "GroupConvolution" and len(w) >= 3 and w[1] == 1 and w[2] == 1
 
 
 class QuantizedOpFusion(p.MatcherPass):
@@ -113,10 +120,14 @@ class QuantizedOpFusion(p.MatcherPass):
 
     def _replace(self, match: p.Match, model: Model, src: QuantizedInput, q_w: np.ndarray, w_scale: np.ndarray,
                  channels: int, integer: bool) -> bool:
-        if pairs_saturate() and int(np.abs(q_w.astype(np.int16)).max(initial=0)) > PAIR_SAFE_WEIGHT:
-            return False  # see NO_VNNI: the f32 path gives the right answer, the int8 one would not
         node = match.root.node
         is_mm = node.type_name == "MatMul"
+        if (pairs_saturate() and not (DW_EXACT and _depthwise(node))
+                and int(np.abs(q_w.astype(np.int16)).max(initial=0)) > PAIR_SAFE_WEIGHT):
+            if not SEVEN_BIT:
+                return False  # see NO_VNNI: the f32 path gives the right answer, full-range int8 would not
+            axes = -1 if is_mm or node.type_name == "ConvolutionBackpropData" else 2 if node.type_name == "GroupConvolution" else 1
+            q_w, w_scale = seven_bit(q_w, w_scale, axes)
         uses = model.consumers()
         fused = [node]
         cur = node.output(0)

@@ -82,7 +82,9 @@ def _seven_bit_copy(q: Path, dst: Path) -> Path:
         if w.dtype != np.int8:
             continue
         s = numpy_helper.to_array(inits[node.input[1]])
-        w7, s7 = seven_bit(w, np.broadcast_to(s, (w.shape[0],)), 1)
+        axis = next((a.i for a in node.attribute if a.name == "axis"), 1)
+        assert s.ndim == 1, "per-channel weights only"  # halving channels apart needs a scale each
+        w7, s7 = seven_bit(w, s, 1 if axis == 0 else -1)  # [C_out, ...] or a MatMul's [K, N]
         inits[node.input[0]].CopyFrom(numpy_helper.from_array(w7, node.input[0]))
         inits[node.input[1]].CopyFrom(numpy_helper.from_array(s7.reshape(s.shape), node.input[1]))
     onnx.save(m, str(dst))
@@ -103,6 +105,28 @@ def test_full_range_weights_run_in_7_bits_without_vnni_and_do_not_saturate(tmp_p
     diff = np.abs(capped["got"].astype(np.float64) - exact["got"]) / step  # type: ignore[union-attr]
     assert diff.max() <= 1.0 + 1e-4 and np.mean(diff < 1e-4) >= 0.99, (diff.max(), np.mean(diff < 1e-4))
     # 4 steps on this block (weights rounded to 7 bits, then two layers): saturation was 23-41
+    assert float(capped["steps"]) <= 6.0, capped["steps"]  # type: ignore[arg-type]
+
+
+def test_full_range_matmul_weights_run_in_7_bits_without_vnni(tmp_path: Path) -> None:
+    """A MatMul (oneDNN's gemm:jit under the cap) with all-positive full-range weights over u8
+    values up to 255: the same check as the convolutions'."""
+    rng = np.random.default_rng(12)
+    shape = (16, 96)
+    w = np.abs(rng.standard_normal((96, 40))).astype(np.float32) * 0.2
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["y"])]
+    src = save_model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
+                     [helper.make_tensor_value_info("y", TensorProto.FLOAT, [16, 40])],
+                     [numpy_helper.from_array(w, "w")], tmp_path / "mm.onnx")
+    q = quantize(src, tmp_path / "mmq.onnx", shape, True, "u8")
+    x = np.abs(np.random.default_rng(13).standard_normal(shape)).astype(np.float32) * 3
+    capped = _run(q, x, tmp_path, "AVX2")
+    assert "QuantizedMatMul" in capped["ran"], capped["ran"]  # type: ignore[operator]
+    exact = _run(_seven_bit_copy(q, tmp_path / "mm7.onnx"), x, tmp_path, None)
+    assert "QuantizedMatMul" in exact["ran"], exact["ran"]  # type: ignore[operator]
+    step = output_scale(q)
+    diff = np.abs(capped["got"].astype(np.float64) - exact["got"]) / step  # type: ignore[union-attr]
+    assert diff.max() <= 1.0 + 1e-4 and np.mean(diff < 1e-4) >= 0.99, (diff.max(), np.mean(diff < 1e-4))
     assert float(capped["steps"]) <= 6.0, capped["steps"]  # type: ignore[arg-type]
 
 

@@ -3,13 +3,18 @@ thread count a step runs with never changes a result (1 vs 2 threads, vs the ref
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import threading
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import opforge
 import pytest
-from cpu_testing import check, const, param, rand
+from cpu_testing import check, const, make_plugins, param, rand
 from opforge.graph import Model
 
 CONV = {"strides": [1, 1], "pads_begin": [1, 1], "pads_end": [1, 1], "dilations": [1, 1]}
@@ -82,21 +87,46 @@ def test_two_streams_mix_serial_and_parallel_steps(core: Any) -> None:
     assert not errors, errors[0]
 
 
-def test_a_lone_small_step_between_parallel_ones_keeps_every_thread(core: Any) -> None:
-    """Pooling between two large convolutions: on one thread the worker would fall asleep after
-    the first and the second would pay its wake-up; the same pooling followed by small steps
-    (mixed_model) runs on one."""
+def lone_model() -> Model:
+    """A small MaxPool between two large convolutions."""
     x = param("x", [1, 32, 32, 32])
     a = opforge.op("Convolution", x, const(rand((64, 32, 3, 3), seed=1) * 0.1), name="conv_a", **CONV)
     pool = opforge.op("MaxPool", a, strides=[4, 4], pads_begin=[0, 0], pads_end=[0, 0], kernel=[4, 4],
                       dilations=[1, 1], name="pool")
     b = opforge.op("Convolution", pool.output(0), const(rand((64, 64, 3, 3), seed=2) * 0.1), name="conv_b", **CONV)
-    model = Model([b], [x], name="lone")
+    return Model([b], [x], name="lone")
+
+
+def test_a_lone_small_step_between_parallel_ones_keeps_every_thread(core: Any) -> None:
+    """Pooling between two large convolutions: on one thread the worker would fall asleep after
+    the first and the second would pay its wake-up; the same pooling followed by small steps
+    (mixed_model) runs on one."""
+    model = lone_model()
     at2 = step_threads(core, model, 2)
     assert at2["conv_a"] == 2 and at2["conv_b"] == 2 and at2["pool"] == 2, at2
     feeds = [rand((1, 32, 32, 32), seed=4)]
     outs = [check(core, model, feeds, rtol=1e-4, atol=1e-4, config={"INFERENCE_NUM_THREADS": n}) for n in (1, 2)]
     np.testing.assert_allclose(outs[0][0], outs[1][0], rtol=1e-5, atol=1e-6)
+
+
+def test_lone_step_switch_keeps_it_on_one_thread(tmp_path: Path) -> None:
+    """OPFORGE_CPU_LONE_STEP=0 (read once a process, so in a child): the lone pooling stays on
+    one thread, the convolutions keep both, and the output is the same bytes as here."""
+    model, feeds = lone_model(), [rand((1, 32, 32, 32), seed=4)]
+    core = opforge.Core(make_plugins())
+    compiled = core.compile_model(model, "CPU", {"INFERENCE_NUM_THREADS": 2})
+    want = np.asarray(compiled(feeds).to_tuple()[0])
+    code = ("import sys, json, numpy as np; sys.path.insert(0, sys.argv[1]); import opforge; "
+            "from cpu_testing import make_plugins, rand; from test_cpu_step_threads import lone_model, step_threads; "
+            "core = opforge.Core(make_plugins()); m = lone_model(); "
+            "y = core.compile_model(m, 'CPU', {'INFERENCE_NUM_THREADS': 2})([rand((1, 32, 32, 32), seed=4)]); "
+            "np.save(sys.argv[2], np.asarray(y.to_tuple()[0])); print(json.dumps(step_threads(core, m, 2)))")
+    env = dict(os.environ, OPFORGE_CPU_LONE_STEP="0")
+    res = subprocess.run([sys.executable, "-c", code, str(Path(__file__).parent), str(tmp_path / "y.npy")], env=env,
+                         capture_output=True, text=True, timeout=120, check=True)
+    threads = json.loads(res.stdout.strip().splitlines()[-1])
+    assert threads["pool"] == 1 and threads["conv_a"] == 2 and threads["conv_b"] == 2, threads
+    np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), want)
 
 
 def test_transposed_convolutions_keep_every_thread(tmp_path: Any) -> None:

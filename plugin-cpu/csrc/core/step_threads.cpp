@@ -32,6 +32,16 @@ double serial_threshold() {
 
 bool is(const std::string& t, const char* name) { return t == name; }
 
+// Whether a lone small step gets every thread back (plan_step_threads). OPFORGE_CPU_LONE_STEP=0
+// keeps it on one thread, for measuring the rule on a given host (read once).
+bool lone_step_parallel() {
+  static const bool on = [] {
+    const char* env = std::getenv("OPFORGE_CPU_LONE_STEP");
+    return env == nullptr || std::string(env) != "0";
+  }();
+  return on;
+}
+
 }  // namespace
 
 double step_work(const NodeDesc& d) {
@@ -88,7 +98,7 @@ std::vector<int> plan_step_threads(const std::vector<NodeDesc>& nodes, const std
     return t == "Reshape" || t == "Squeeze" || t == "Unsqueeze" || t == "Identity";
   };
   std::vector<int> lone;
-  for (int i = 0; i < n; ++i) {
+  for (int i = 0; i < n && lone_step_parallel(); ++i) {
     if (threads[i] != 1 || view(i)) continue;
     int prev = i - 1, next = i + 1;
     while (prev >= 0 && view(prev)) --prev;

@@ -25,6 +25,7 @@
 
 #include "core/bf16_bits.hpp"
 #include "core/chunk_pool.hpp"
+#include "core/host_isa.hpp"
 
 namespace opforge_cpu {
 
@@ -300,9 +301,7 @@ bool tile_fns(int64_t kw, int64_t sw, RowFns& f) {
 }  // namespace
 
 bool DwConvBf16::host_supported() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16");
+  return host_has_avx512_bf16();
 }
 
 bool DwConvBf16::shape_supported(int64_t kw, int64_t sw) {
@@ -385,22 +384,9 @@ void DwConvBf16::rows(const uint16_t* src, void* dst, int64_t n, int64_t oy0, in
   }
 }
 
-void DwConvBf16::run(const uint16_t* src, void* dst, int threads) const {
-  const int64_t total = g_.batch * g_.oh;  // output rows over the batch
-  if (threads <= 1 || total < 2) {
-    for (int64_t n = 0; n < g_.batch; ++n) rows(src, dst, n, 0, g_.oh);
-    return;
-  }
-  // chunks of whole output rows, 4 a thread (a thread that lost its vCPU for a while holds the
-  // step up by one small chunk only), each inside one image
-  const int64_t want = std::min<int64_t>(total, int64_t{threads} * 4);
-  const int64_t per_image = std::max<int64_t>(1, (want + g_.batch - 1) / g_.batch);
-  const int64_t chunks = g_.batch * std::min(per_image, g_.oh);
-  const int64_t split = chunks / g_.batch;
-  run_chunks(static_cast<int>(chunks), threads, [&](int c, int) {
-    const int64_t n = c / split, i = c % split;
-    rows(src, dst, n, g_.oh * i / split, g_.oh * (i + 1) / split);
-  });
+void DwConvBf16::run(const void* src, void* dst, int threads) const {
+  const auto* s = static_cast<const uint16_t*>(src);
+  run_dw_rows(g_, threads, [&](int64_t n, int64_t oy0, int64_t oy1) { rows(s, dst, n, oy0, oy1); });
 }
 
 }  // namespace opforge_cpu

@@ -6,19 +6,11 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/dw_conv_kernel.hpp"
+
 namespace opforge_cpu {
 
-// One fused activation after the bias, with oneDNN's eltwise parameters (alpha, beta).
-struct DwPostOp {
-  enum Kind { relu, clip, linear, swish, hardswish } kind;
-  float alpha, beta;
-};
-
-struct DwGeometry {
-  int64_t batch, channels, ih, iw, oh, ow, kh, kw, sh, sw, pad_top, pad_left;
-};
-
-class DwConvBf16 {
+class DwConvBf16 final : public DwConvKernel {
  public:
   // weights: [C, kh, kw] f32 (the ONNX [C, 1, kh, kw] bytes; rounded to bf16 here); bias: [C]
   // f32 or nullptr (kept in f32: oneDNN's brdgmm_dw took a bf16 destination only with a bf16 bias).
@@ -26,7 +18,8 @@ class DwConvBf16 {
   // src: [N, IH, IW, C] bf16 bits; dst: [N, OH, OW, C] bf16 bits or f32. Output rows are split
   // into chunks that up to `threads` threads claim (chunk_pool.hpp); every output is computed
   // the same way whichever thread computes it (1 vs 2 threads bit-exact).
-  void run(const uint16_t* src, void* dst, int threads) const;
+  void run(const void* src, void* dst, int threads) const override;
+  const char* exec_type() const override { return "dw:avx512_bf16"; }
   // The output rows [oy0, oy1) of image n, every channel (what one chunk computes).
   void rows(const uint16_t* src, void* dst, int64_t n, int64_t oy0, int64_t oy1) const;
   // Whether this build and host can run it (AVX-512 with AVX512_BF16).

@@ -1,9 +1,12 @@
-// The rule for our bf16 depthwise kernel (dw_conv_bf16.cpp): every bf16 depthwise 2D
+// The rules for our depthwise kernels. bf16 (dw_conv_bf16.cpp): every bf16 depthwise 2D
 // convolution that oneDNN would run channels-last, when the kernel has a tile for its width and
 // stride and runs its fused ops. Measured per shape against oneDNN 3.2's brdgmm_dw at one thread
-// (benchmarks/dw_conv_bench.cpp, docs/kernel-library.md "Our bf16 depthwise kernel").
+// (benchmarks/dw_conv_bench.cpp, docs/kernel-library.md "Our bf16 depthwise kernel"). f32
+// (dw_conv_f32.cpp): the same conditions, where it beat brdgmm_dw (benchmarks/dw_conv_f32_bench.cpp,
+// docs/kernel-library.md "Our f32 depthwise kernel").
 #include "core/dw_conv_plan.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -16,6 +19,15 @@ bool enabled() {
   // OPFORGE_CPU_DW_KERNEL=0: oneDNN's primitive instead, for same-build A/B measurements
   static const bool on = [] {
     const char* env = std::getenv("OPFORGE_CPU_DW_KERNEL");
+    return env == nullptr || std::string(env) != "0";
+  }();
+  return on;
+}
+
+bool f32_enabled() {
+  // OPFORGE_CPU_DW_F32=0: oneDNN's primitive for f32 ones, for same-build A/B measurements
+  static const bool on = [] {
+    const char* env = std::getenv("OPFORGE_CPU_DW_F32");
     return env == nullptr || std::string(env) != "0";
   }();
   return on;
@@ -47,38 +59,67 @@ bool dw_post_ops(const NodeDesc& n, std::vector<DwPostOp>& post) {
   return true;
 }
 
-}  // namespace
-
-std::unique_ptr<DwConvBf16> plan_dw_conv_bf16(const NodeDesc& n, const dnnl::convolution_forward::primitive_desc& pd) {
+// The geometry of a depthwise convolution our kernels can run over pd's source and destination
+// of type `t` (dense channels-last), with its fused ops, or false.
+bool dw_geometry(const NodeDesc& n, const dnnl::convolution_forward::primitive_desc& pd, dnnl::memory::data_type t,
+                 DwGeometry& g, std::vector<DwPostOp>& post) {
   using dt = dnnl::memory::data_type;
-  // AVX512_BF16 in the CPU and in oneDNN's effective ISA (ONEDNN_MAX_CPU_ISA=AVX2 emulates an
-  // AVX2 host, which keeps oneDNN)
-  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
-  const auto bf16_isa = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);
-  if (!enabled() || (isa & bf16_isa) != bf16_isa || !DwConvBf16::host_supported()) return nullptr;
   const Shape& ws = n.in(1).shape;
   const Shape& xs = n.in(0).shape;
   const Shape& ys = n.outputs[0].shape;
   // weights [C, 1, 1, kh, kw] of a 2D convolution over C channels, constant f32
-  if (ws.size() != 5 || xs.size() != 4 || ys.size() != 4 || ws[1] != 1 || ws[2] != 1) return nullptr;
-  if (ws[0] != xs[1] || ys[1] != xs[1] || !n.is_const(1) || n.in(1).dtype != DType::f32) return nullptr;
-  if (n.attrs.i("sum_input", -1) >= 0) return nullptr;
-  const bool has_bias = n.attrs.b("has_bias", false);
-  if (has_bias && (!n.is_const(2) || n.in(2).dtype != DType::f32)) return nullptr;
+  if (ws.size() != 5 || xs.size() != 4 || ys.size() != 4 || ws[1] != 1 || ws[2] != 1) return false;
+  if (ws[0] != xs[1] || ys[1] != xs[1] || !n.is_const(1) || n.in(1).dtype != DType::f32) return false;
+  if (n.attrs.i("sum_input", -1) >= 0) return false;
+  if (n.attrs.b("has_bias", false) && (!n.is_const(2) || n.in(2).dtype != DType::f32)) return false;
   const auto src = pd.src_desc(), dst = pd.dst_desc();
-  if (src.get_data_type() != dt::bf16 || (dst.get_data_type() != dt::bf16 && dst.get_data_type() != dt::f32)) return nullptr;
-  if (!dense_nhwc(src) || !dense_nhwc(dst)) return nullptr;
+  if (src.get_data_type() != t) return false;
+  if (dst.get_data_type() != t && !(t == dt::bf16 && dst.get_data_type() == dt::f32)) return false;
+  if (!dense_nhwc(src) || !dense_nhwc(dst)) return false;
   const auto strides = pd.get_strides(), dil = pd.get_dilations(), pl = pd.get_padding_l();
-  if (dil[0] != 0 || dil[1] != 0 || pl[0] < 0 || pl[1] < 0) return nullptr;
-  if (!DwConvBf16::shape_supported(ws[4], strides[1]) || strides[0] < 1 || ws[3] > 7) return nullptr;
+  if (dil[0] != 0 || dil[1] != 0 || pl[0] < 0 || pl[1] < 0) return false;
+  if (!DwConvBf16::shape_supported(ws[4], strides[1]) || strides[0] < 1 || ws[3] > 7) return false;
   for (int64_t d : xs)
-    if (d <= 0) return nullptr;
+    if (d <= 0) return false;
+  if (!dw_post_ops(n, post)) return false;
+  g = DwGeometry{xs[0], xs[1], xs[2], xs[3], ys[2], ys[3], ws[3], ws[4], strides[0], strides[1], pl[0], pl[1]};
+  return true;
+}
+
+}  // namespace
+
+std::unique_ptr<DwConvBf16> plan_dw_conv_bf16(const NodeDesc& n, const dnnl::convolution_forward::primitive_desc& pd) {
+  // AVX512_BF16 in the CPU and in oneDNN's effective ISA (host_isa.hpp: ONEDNN_MAX_CPU_ISA=AVX2
+  // emulates an AVX2 host, which keeps oneDNN)
+  if (!enabled() || !DwConvBf16::host_supported()) return nullptr;
+  DwGeometry g{};
   std::vector<DwPostOp> post;
-  if (!dw_post_ops(n, post)) return nullptr;
-  const DwGeometry g{xs[0], xs[1], xs[2], xs[3], ys[2], ys[3], ws[3], ws[4], strides[0], strides[1], pl[0], pl[1]};
+  if (!dw_geometry(n, pd, dnnl::memory::data_type::bf16, g, post)) return nullptr;
+  const bool has_bias = n.attrs.b("has_bias", false);
   return std::make_unique<DwConvBf16>(g, static_cast<const float*>(n.inputs[1].const_data),
                                       has_bias ? static_cast<const float*>(n.inputs[2].const_data) : nullptr,
-                                      std::move(post), dst.get_data_type() == dt::bf16);
+                                      std::move(post), pd.dst_desc().get_data_type() == dnnl::memory::data_type::bf16);
+}
+
+std::unique_ptr<DwConvF32> plan_dw_conv_f32(const NodeDesc& n, const dnnl::convolution_forward::primitive_desc& pd) {
+  if (!enabled() || !f32_enabled()) return nullptr;
+  // the widest build the CPU and oneDNN's effective ISA allow (host_isa.hpp)
+  DwConvF32::Isa isa;
+  if (DwConvF32::host_supported(DwConvF32::Isa::avx512)) isa = DwConvF32::Isa::avx512;
+  else if (DwConvF32::host_supported(DwConvF32::Isa::avx2)) isa = DwConvF32::Isa::avx2;
+  else return nullptr;
+  DwGeometry g{};
+  std::vector<DwPostOp> post;
+  if (!dw_geometry(n, pd, dnnl::memory::data_type::f32, g, post)) return nullptr;
+  // 3x3 with ReLU / Clip / nothing: brdgmm_dw was as fast (0.8-1.4 per shape at AVX-512, 1.1-2.2
+  // at AVX2); its Swish costs more than ours (3x3 with Swish 0.7-1.0 at AVX-512; at AVX2 0.84-1.02
+  // at stride 1, 1.02-1.38 at stride 2). 5x5 and 7x7: 0.7-1.0 (stride-2 5x5 level) at both.
+  const bool swish = std::any_of(post.begin(), post.end(), [](const DwPostOp& p) { return p.kind == DwPostOp::swish; });
+  if (g.kw < 5 && !(swish && (isa == DwConvF32::Isa::avx512 || g.sw == 1))) return nullptr;
+  const bool has_bias = n.attrs.b("has_bias", false);
+  return std::make_unique<DwConvF32>(g, static_cast<const float*>(n.inputs[1].const_data),
+                                     has_bias ? static_cast<const float*>(n.inputs[2].const_data) : nullptr,
+                                     std::move(post), isa);
 }
 
 }  // namespace opforge_cpu

@@ -1,10 +1,11 @@
-// Which bf16 depthwise convolutions run our own kernel (dw_conv_bf16.hpp) instead of oneDNN's
-// primitive (dw_conv_plan.cpp).
+// Which depthwise convolutions run our own kernels (dw_conv_bf16.hpp, dw_conv_f32.hpp) instead
+// of oneDNN's primitive (dw_conv_plan.cpp).
 #pragma once
 
 #include <memory>
 
 #include "core/dw_conv_bf16.hpp"
+#include "core/dw_conv_f32.hpp"
 #include "core/nn.hpp"
 
 namespace opforge_cpu {
@@ -15,5 +16,12 @@ namespace opforge_cpu {
 // without AVX512_BF16, a layout other than dense channels-last, dilation, a kernel width or stride
 // without a tile, run-time weights or bias, a residual sum or a fused op it does not run.
 std::unique_ptr<DwConvBf16> plan_dw_conv_bf16(const NodeDesc& n, const dnnl::convolution_forward::primitive_desc& pd);
+
+// The same for an f32 one (dense channels-last f32 source and destination, as brdgmm_dw): the
+// AVX-512 build where oneDNN's effective ISA reaches AVX512_CORE, the AVX2 one where it reaches
+// AVX2 (ONEDNN_MAX_CPU_ISA=AVX2 picks it), for a 5x5 or 7x7 kernel or a fused Swish (at AVX2 a
+// 3x3 one only at column stride 1), where it was faster than brdgmm_dw per shape (a 3x3 one with
+// ReLU/Clip was not); OPFORGE_CPU_DW_F32=0 (read once) keeps oneDNN's primitive for all.
+std::unique_ptr<DwConvF32> plan_dw_conv_f32(const NodeDesc& n, const dnnl::convolution_forward::primitive_desc& pd);
 
 }  // namespace opforge_cpu

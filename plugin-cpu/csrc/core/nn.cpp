@@ -154,10 +154,11 @@ class WindowKernel : public Kernel {
       return;
     }
     if (dw_) {
-      // our bf16 depthwise kernel (dw_conv_bf16.cpp) over the primitive's source and destination
+      // our depthwise kernel (dw_conv_bf16.cpp, dw_conv_f32.cpp) over the primitive's source and
+      // destination
       ctx.stream->wait();  // (the source's reorder is done)
-      dw_->run(static_cast<const uint16_t*>(b->args.at(DNNL_ARG_SRC).get_data_handle()),
-               b->args.at(DNNL_ARG_DST).get_data_handle(), ctx.num_threads);
+      dw_->run(b->args.at(DNNL_ARG_SRC).get_data_handle(), b->args.at(DNNL_ARG_DST).get_data_handle(),
+               ctx.num_threads);
       return;
     }
     if (rows_ && ctx.num_threads > 1) {
@@ -364,8 +365,8 @@ class WindowKernel : public Kernel {
   // A bf16 convolution (3x3, grouped) at 2+ threads as output-row chunks when OPFORGE_CPU_CONV_ROWS
   // asks for them (conv_row_split.cpp); its slots' scratchpads take the primitive's scratch region.
   std::optional<ChunkSplit> rows_;
-  // A bf16 depthwise convolution run by our own kernel (dw_conv_plan.cpp) instead of prim_.
-  std::unique_ptr<DwConvBf16> dw_;
+  // A bf16 or f32 depthwise convolution run by our own kernel (dw_conv_plan.cpp) instead of prim_.
+  std::unique_ptr<DwConvKernel> dw_;
   void use_rows(ChunkSplit split) {
     prim_scratch_ = std::max(prim_scratch_, static_cast<size_t>(split.threads) * split.slot_scratch);
     impl_ += "+rows" + std::to_string(split.chunks.size());
@@ -724,8 +725,10 @@ std::unique_ptr<Kernel> make_dnnl_conv(NodeDesc& n, bool grouped) {
   if (bf16 && grouped && !regrouped) {
     // a depthwise one: our own kernel where it qualifies (dw_conv_plan.cpp), same layouts
     k->dw_ = plan_dw_conv_bf16(n, pd);
-    if (k->dw_) k->impl_ = "dw:avx512_bf16";
+  } else if (!bf16 && grouped && !regrouped) {
+    k->dw_ = plan_dw_conv_f32(n, pd);
   }
+  if (k->dw_) k->impl_ = k->dw_->exec_type();
   if (bf16 && !k->split_ && !k->dw_) {
     // with OPFORGE_CPU_CONV_ROWS=1 (measured, not enabled: conv_row_split.cpp), any other (3x3,
     // grouped, strided) at 2+ threads (the step's count) as output-row chunks on one-thread

@@ -1,0 +1,186 @@
+// An f32 depthwise convolution of our own (dw_conv_f32.hpp), for the shapes of MobileNet,
+// MnasNet, EfficientNet (3x3, 5x5, strides 1 and 2) and ConvNeXt (7x7), on AVX-512 and AVX2.
+//
+// Why: oneDNN 3.2 runs an f32 depthwise convolution as brdgmm_dw (nhwc) on both ISAs; ONNX
+// Runtime's MLAS kernel was faster on the EfficientNet and MnasNet models (efficientnet_b0_like
+// f32 1.08/1.17 of ORT at 1/2 threads, stop 16). The tile is the bf16 kernel's (dw_conv_bf16.cpp)
+// with f32 loads, written once over the vector type (dw_conv_f32_tile.inc) for AVX-512 (16
+// channels a vector, 32 registers) and AVX2+FMA (8 channels, 16 registers), so an AVX2 host
+// (the Zen3) gets it too. Per output row every channel block is done before the next
+// row, so the kh source rows it reads stay in L2 across the blocks. Each output's sum is the
+// bias, then the taps' FMAs in kernel-row, kernel-column order, whichever path or thread runs it.
+#include "core/dw_conv_f32.hpp"
+
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "core/host_isa.hpp"
+
+namespace opforge_cpu {
+
+namespace {
+
+// What a tile needs of the convolution and of its output row.
+struct F32Row {
+  const float* src;  // image n
+  float* dst;        // output row's first pixel
+  const float* w;    // packed weights [block][kh][kw][L]
+  const float* b;    // bias [block][L]
+  int64_t c, iw, pad_left, taps;
+  int64_t iy0, ky0, ky1;  // the window's first source row (may be < 0), kernel rows inside the image
+  int64_t full_blocks;    // blocks of L channels without the partial one
+  const DwPostOp* post;
+  int npost;
+  int tail;  // channels in the partial last block (0: none)
+};
+
+using RowFn = void (*)(const F32Row&, int64_t, int64_t, int64_t);
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,fma")
+namespace avx512 {
+
+using V = __m512;
+using Mask = __mmask16;
+constexpr int L = 16;
+// 2 x 8 accumulators, 2 x kw weights and 2 source vectors of 32 registers: two channel blocks a
+// tile read 128 contiguous bytes a source pixel (one thread, 20 MobileNet/EfficientNet shapes:
+// 0.91 of oneDNN's brdgmm_dw summed, one block a tile 0.98; four blocks of 4 pixels 1.15)
+constexpr int kNB = 2, kR = 8;
+inline Mask tail_mask(int n) { return static_cast<Mask>((1u << n) - 1u); }
+inline V vzero() { return _mm512_setzero_ps(); }
+inline V vset1(float f) { return _mm512_set1_ps(f); }
+inline V vload(const float* p) { return _mm512_loadu_ps(p); }
+inline V vload_tail(const float* p, Mask m) { return _mm512_maskz_loadu_ps(m, p); }
+inline V vfma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+inline void vstore(float* p, V v) { _mm512_storeu_ps(p, v); }
+inline void vstore_tail(float* p, V v, Mask m) { _mm512_mask_storeu_ps(p, m, v); }
+inline V vmax(V a, V b) { return _mm512_max_ps(a, b); }  // b where either is NaN
+inline V vmin(V a, V b) { return _mm512_min_ps(a, b); }
+inline V vmul(V a, V b) { return _mm512_mul_ps(a, b); }
+inline V vdiv(V a, V b) { return _mm512_div_ps(a, b); }
+inline V vadd(V a, V b) { return _mm512_add_ps(a, b); }
+inline V vsub(V a, V b) { return _mm512_sub_ps(a, b); }
+inline V vpos_or(V x, V other, V zero) {  // x > 0 ? x : other (a NaN x: other)
+  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, zero, _CMP_GT_OQ), other, x);
+}
+// 2^n * p (overflow to inf, denormals below)
+inline V vscale2(V p, V fn) { return _mm512_scalef_ps(p, fn); }
+inline V vround(V x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+
+#include "core/dw_conv_f32_act.inc"
+#include "core/dw_conv_f32_tile.inc"
+
+}  // namespace avx512
+#pragma GCC pop_options
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+namespace avx2 {
+
+using V = __m256;
+using Mask = __m256i;
+constexpr int L = 8;
+// 8 accumulators, kw weights and a source vector of 16 registers (two blocks a tile spill: 1.01
+// of oneDNN's brdgmm_dw:avx2 summed against 0.99)
+constexpr int kNB = 1, kR = 8;
+inline Mask tail_mask(int n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+inline V vzero() { return _mm256_setzero_ps(); }
+inline V vset1(float f) { return _mm256_set1_ps(f); }
+inline V vload(const float* p) { return _mm256_loadu_ps(p); }
+inline V vload_tail(const float* p, Mask m) { return _mm256_maskload_ps(p, m); }
+inline V vfma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+inline void vstore(float* p, V v) { _mm256_storeu_ps(p, v); }
+inline void vstore_tail(float* p, V v, Mask m) { _mm256_maskstore_ps(p, m, v); }
+inline V vmax(V a, V b) { return _mm256_max_ps(a, b); }  // b where either is NaN
+inline V vmin(V a, V b) { return _mm256_min_ps(a, b); }
+inline V vmul(V a, V b) { return _mm256_mul_ps(a, b); }
+inline V vdiv(V a, V b) { return _mm256_div_ps(a, b); }
+inline V vadd(V a, V b) { return _mm256_add_ps(a, b); }
+inline V vsub(V a, V b) { return _mm256_sub_ps(a, b); }
+inline V vpos_or(V x, V other, V zero) {  // x > 0 ? x : other (a NaN x: other)
+  return _mm256_blendv_ps(other, x, _mm256_cmp_ps(x, zero, _CMP_GT_OQ));
+}
+// 2^n * p for an integral n in [-150, 129] (vexp's range) as p * 2^(n/2) * 2^(n - n/2), each
+// factor a normal number, so the product overflows to inf and underflows to denormals as scalef
+inline V vscale2(V p, V fn) {
+  const __m256i n = _mm256_cvtps_epi32(fn), n1 = _mm256_srai_epi32(n, 1), n2 = _mm256_sub_epi32(n, n1);
+  const __m256i bias = _mm256_set1_epi32(127);
+  const __m256i e1 = _mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23), e2 = _mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23);
+  return _mm256_mul_ps(_mm256_mul_ps(p, _mm256_castsi256_ps(e1)), _mm256_castsi256_ps(e2));
+}
+inline V vround(V x) { return _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+
+#include "core/dw_conv_f32_act.inc"
+#include "core/dw_conv_f32_tile.inc"
+
+}  // namespace avx2
+#pragma GCC pop_options
+
+RowFn tile_fn(DwConvF32::Isa isa, int64_t kw, int64_t sw) {
+  return isa == DwConvF32::Isa::avx512 ? avx512::tile_fn(kw, sw) : avx2::tile_fn(kw, sw);
+}
+
+}  // namespace
+
+bool DwConvF32::host_supported(Isa isa) {
+  return isa == Isa::avx512 ? host_has_avx512() : host_has_avx2_fma();
+}
+
+bool DwConvF32::shape_supported(int64_t kw, int64_t sw) {
+  return tile_fn(Isa::avx2, kw, sw) != nullptr;  // (both builds have the same tiles)
+}
+
+DwConvF32::DwConvF32(const DwGeometry& g, const float* weights, const float* bias, std::vector<DwPostOp> post, Isa isa)
+    : g_(g), isa_(isa), lanes_(isa == Isa::avx512 ? 16 : 8), post_(std::move(post)) {
+  blocks_ = (g.channels + lanes_ - 1) / lanes_;
+  const int64_t taps = g.kh * g.kw;
+  weights_.assign(static_cast<size_t>(blocks_ * taps * lanes_), 0.f);
+  bias_.assign(static_cast<size_t>(blocks_ * lanes_), 0.f);
+  for (int64_t ch = 0; ch < g.channels; ++ch) {
+    const int64_t blk = ch / lanes_, lane = ch % lanes_;
+    for (int64_t t = 0; t < taps; ++t)
+      weights_[static_cast<size_t>((blk * taps + t) * lanes_ + lane)] = weights[ch * taps + t];
+    if (bias) bias_[static_cast<size_t>(ch)] = bias[ch];
+  }
+}
+
+void DwConvF32::rows(const float* src, float* dst, int64_t n, int64_t oy0, int64_t oy1) const {
+  const RowFn fn = tile_fn(isa_, g_.kw, g_.sw);
+  const DwGeometry& g = g_;
+  // output columns whose windows lie inside the width: x0 = ox * sw - pad_left >= 0 and
+  // x0 + kw <= iw
+  const int64_t in_lo = std::min(g.ow, (g.pad_left + g.sw - 1) / g.sw);
+  const int64_t last = g.iw - g.kw + g.pad_left;  // the largest inside ox * sw
+  const int64_t in_hi = last < 0 ? in_lo : std::max(in_lo, std::min(g.ow, last / g.sw + 1));
+  F32Row a{};
+  a.src = src + n * g.ih * g.iw * g.channels;
+  a.w = weights_.data();
+  a.b = bias_.data();
+  a.c = g.channels;
+  a.iw = g.iw;
+  a.pad_left = g.pad_left;
+  a.taps = g.kh * g.kw;
+  a.full_blocks = g.channels / lanes_;
+  a.post = post_.data();
+  a.npost = static_cast<int>(post_.size());
+  a.tail = static_cast<int>(g.channels % lanes_);
+  for (int64_t oy = oy0; oy < oy1; ++oy) {
+    a.iy0 = oy * g.sh - g.pad_top;
+    a.ky0 = std::max<int64_t>(0, -a.iy0);
+    a.ky1 = std::min(g.kh, g.ih - a.iy0);
+    a.dst = dst + ((n * g.oh + oy) * g.ow) * g.channels;
+    fn(a, g.ow, in_lo, in_hi);
+  }
+}
+
+void DwConvF32::run(const void* src, void* dst, int threads) const {
+  const auto* s = static_cast<const float*>(src);
+  auto* d = static_cast<float*>(dst);
+  run_dw_rows(g_, threads, [&](int64_t n, int64_t oy0, int64_t oy1) { rows(s, d, n, oy0, oy1); });
+}
+
+}  // namespace opforge_cpu

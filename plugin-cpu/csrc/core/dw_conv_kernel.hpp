@@ -1,0 +1,52 @@
+// What our depthwise convolution kernels share (dw_conv_bf16.hpp, dw_conv_f32.hpp): the
+// geometry, the fused activations, and the interface nn.cpp runs them through in place of
+// oneDNN's primitive (same source and destination memory).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "core/chunk_pool.hpp"
+
+namespace opforge_cpu {
+
+// One fused activation after the bias, with oneDNN's eltwise parameters (alpha, beta).
+struct DwPostOp {
+  enum Kind { relu, clip, linear, swish, hardswish } kind;
+  float alpha, beta;
+};
+
+struct DwGeometry {
+  int64_t batch, channels, ih, iw, oh, ow, kh, kw, sh, sw, pad_top, pad_left;
+};
+
+class DwConvKernel {
+ public:
+  virtual ~DwConvKernel() = default;
+  // src: [N, IH, IW, C], dst: [N, OH, OW, C], dense channels-last, of the kernel's types; up to
+  // `threads` threads (every output computed the same way whichever thread computes it).
+  virtual void run(const void* src, void* dst, int threads) const = 0;
+  // The exec type profiling reports (dw:avx512_bf16, dw:avx512_f32, dw:avx2_f32).
+  virtual const char* exec_type() const = 0;
+};
+
+// Chunks of whole output rows for `threads` threads, 4 a thread (a thread that lost its vCPU
+// for a while holds the step up by one small chunk only), each inside one image; rows(n, oy0,
+// oy1) computes one chunk (chunk_pool.hpp's run_chunks).
+template <class Rows> void run_dw_rows(const DwGeometry& g, int threads, const Rows& rows) {
+  const int64_t total = g.batch * g.oh;  // output rows over the batch
+  if (threads <= 1 || total < 2) {
+    for (int64_t n = 0; n < g.batch; ++n) rows(n, int64_t{0}, g.oh);
+    return;
+  }
+  const int64_t want = std::min<int64_t>(total, int64_t{threads} * 4);
+  const int64_t per_image = std::max<int64_t>(1, (want + g.batch - 1) / g.batch);
+  const int64_t chunks = g.batch * std::min(per_image, g.oh);
+  const int64_t split = chunks / g.batch;
+  run_chunks(static_cast<int>(chunks), threads, [&](int c, int) {
+    const int64_t n = c / split, i = c % split;
+    rows(n, g.oh * i / split, g.oh * (i + 1) / split);
+  });
+}
+
+}  // namespace opforge_cpu

@@ -1,0 +1,197 @@
+"""Our f32 depthwise convolution kernel (core/dw_conv_f32.cpp, chosen by core/dw_conv_plan.cpp): an
+f32 depthwise 2D convolution that oneDNN would run as brdgmm_dw (channels-last) runs it instead
+when its kernel is 5x5 or 7x7 or it has a fused SiLU (a 3x3 one with ReLU/Clip keeps oneDNN:
+brdgmm_dw was as fast there), at stride 1 or 2, any padding, channel count and batch, with its
+bias and fused ReLU, ReLU6, SiLU, HardSwish. On an AVX-512 host (oneDNN's ISA not capped below
+AVX512_CORE) the 16-lane build runs (exec type ``dw:avx512_f32``); under ONEDNN_MAX_CPU_ISA=AVX2
+(an emulated AVX2 host, or a real one) the 8-lane AVX2+FMA build (``dw:avx2_f32``). Outputs are
+within f32 rounding of ONNX Runtime, the same bytes at 1 and 2 threads (chunks of whole output
+rows); NaN / inf flow as in ONNX Runtime. OPFORGE_CPU_DW_F32=0 or OPFORGE_CPU_DW_KERNEL=0 (read
+once a process, so a child process) gives oneDNN's primitive back."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+from cpu_testing import infer_twice  # noqa: E402
+from test_cpu_dw_kernel import Graph, ort_run  # noqa: E402
+
+
+def _flags() -> set[str]:
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return set()
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            return set(line.split(":", 1)[1].split())
+    return set()
+
+
+# which build this process runs: oneDNN's ISA cap (ONEDNN_MAX_CPU_ISA) and the CPU, the switches on
+_CAP = os.environ.get("ONEDNN_MAX_CPU_ISA", "ALL").upper()
+_FLAGS = _flags()
+_SWITCHED_OFF = "0" in (os.environ.get("OPFORGE_CPU_DW_KERNEL", "1"), os.environ.get("OPFORGE_CPU_DW_F32", "1"))
+if _SWITCHED_OFF:
+    DW: str | None = None
+elif "avx512f" in _FLAGS and (_CAP in {"ALL", "DEFAULT"} or _CAP.startswith("AVX512_CORE")):
+    DW = "dw:avx512_f32"
+elif {"avx2", "fma"} <= _FLAGS and _CAP not in {"SSE41", "AVX"}:
+    DW = "dw:avx2_f32"
+else:
+    DW = None
+HAS_AVX2 = {"avx2", "fma"} <= _FLAGS
+
+
+def run(path: Path, x: np.ndarray, threads: int) -> tuple[list[np.ndarray], dict[str, str]]:
+    got, rows = infer_twice(path, {"x": x}, threads, "f32")
+    return got, {r.node_name: r.exec_type for r in rows}
+
+
+def check(path: Path, x: np.ndarray) -> dict[str, str]:
+    """The same bytes at 1 and 2 threads, within f32 rounding of ONNX Runtime; the exec types."""
+    one, _ = run(path, x, 1)
+    two, types = run(path, x, 2)
+    for a, b, w in zip(one, two, ort_run(path, x), strict=True):
+        np.testing.assert_array_equal(b, a)
+        assert np.abs(a - w).max() / float(np.abs(w).max()) < 2e-5, np.abs(a - w).max() / float(np.abs(w).max())
+    return types
+
+
+def count(types: dict[str, str], name: str | None = None) -> int:
+    return sum(t == (name or DW) for t in types.values())
+
+
+def block(channels: int, hw: tuple[int, int], k: int | tuple[int, int], stride: int, act: str,
+          pads: list[int] | None, bias: bool, seed: int) -> Graph:
+    g = Graph(seed)
+    h = g.act(g.conv("x", 16, channels), "relu6")
+    h = g.act(g.conv(h, channels, channels, k, group=channels, stride=stride, pads=pads, bias=bias), act)
+    g.out = g.conv(h, channels, 24)  # type: ignore[attr-defined]
+    return g
+
+
+CASES = [
+    # channels, (h, w), kernel, stride, batch, activation, explicit pads [t, l, b, r], bias, ours
+    (40, (28, 28), 5, 1, 1, "silu", None, True, True),           # EfficientNet's 5x5: 2 blocks of 16 + 8
+    (72, (29, 31), 5, 2, 2, "relu", None, False, True),          # 5x5 stride 2, odd sizes, no bias, 2 images
+    (96, (28, 28), 7, 1, 1, "none", None, True, True),           # ConvNeXt's 7x7
+    (48, (20, 20), 7, 2, 1, "hardswish", None, True, True),      # 7x7 stride 2, MobileNetV3's HardSwish
+    (120, (14, 14), 5, 1, 3, "relu6", [1, 2, 3, 2], True, True),  # uneven pads, 3 images, 120 = 7x16 + 8
+    (32, (56, 56), 3, 1, 1, "silu", None, True, True),           # 3x3 with SiLU (EfficientNet)
+    (24, (30, 30), 3, 2, 2, "silu", [0, 0, 1, 1], True, True),   # TF "SAME" stride 2, 24 = 16 + 8
+    (20, (9, 12), 3, 1, 1, "silu", [1, 2, 1, 0], True, True),    # 20 channels: a tail of 4 (and of 4 at AVX2)
+    (5, (11, 11), 5, 1, 1, "relu6", None, True, True),           # 5 channels: only a masked block
+    (72, (2, 3), 5, 1, 1, "relu6", None, True, True),            # a map smaller than the kernel
+    (16, (1, 1), 7, 1, 3, "hardswish", None, True, True),        # a 1x1 map: only the centre tap
+    (40, (7, 7), 5, 1, 2, "silu", None, True, True),             # a 7x7 map (every pixel an edge tile)
+    (64, (28, 28), 3, 1, 1, "relu6", None, True, False),         # 3x3 ReLU6 (MobileNetV2): oneDNN
+    (64, (28, 28), 3, 2, 1, "relu", None, True, False),          # 3x3 ReLU stride 2 (MnasNet): oneDNN
+]
+
+
+@pytest.mark.parametrize(("channels", "hw", "k", "stride", "batch", "act", "pads", "bias", "ours"), CASES)
+def test_dw_f32_bit_exact_and_close_to_ort(tmp_path: Path, channels: int, hw: tuple[int, int], k: int, stride: int,
+                                           batch: int, act: str, pads: list[int] | None, bias: bool,
+                                           ours: bool) -> None:
+    # 1x1 -> depthwise (activation) -> 1x1, as in an inverted residual block
+    g = block(channels, hw, k, stride, act, pads, bias, channels + hw[0] + k)
+    path = g.save(tmp_path / "m.onnx", (batch, 16, *hw), [g.out])  # type: ignore[attr-defined]
+    x = g.rng.standard_normal((batch, 16, *hw)).astype(np.float32)
+    types = check(path, x)
+    assert count(types) == (1 if ours and DW else 0), types
+    assert count(types, "dw:avx512_bf16") == 0, types
+
+
+def test_dw_f32_outputs_and_non_square(tmp_path: Path) -> None:
+    # the depthwise outputs are model outputs too; a non-square 3x5 kernel with SiLU, a 5x3 with ReLU
+    g = Graph(21)
+    h = g.node("Relu", [g.conv("x", 16, 40)])
+    y = g.act(g.conv(h, 40, 40, (3, 5), group=40), "silu")
+    z = g.act(g.conv(h, 40, 40, (5, 3), group=40, stride=2), "relu")
+    path = g.save(tmp_path / "m.onnx", (2, 16, 24, 24), [g.conv(y, 40, 16), y, z])
+    x = g.rng.standard_normal((2, 16, 24, 24)).astype(np.float32)
+    types = check(path, x)
+    assert count(types) == (1 if DW else 0), types  # (the 5x3 has 3 columns and ReLU: oneDNN)
+
+
+def test_dw_f32_refuses_what_it_does_not_run(tmp_path: Path) -> None:
+    # dilation 2, a 9x9 kernel, stride 3, a residual summed into the depthwise output: oneDNN's
+    # primitive; still bit-exact at 1 vs 2 threads and close to ONNX Runtime
+    g = Graph(5)
+    h = g.node("Relu", [g.conv("x", 16, 48)])
+    a = g.conv(h, 48, 48, 5, group=48, dilation=2)
+    b = g.conv(h, 48, 48, 9, group=48)
+    c = g.conv(h, 48, 48, 5, group=48, stride=3)
+    d = g.node("Add", [g.conv(h, 48, 48, 5, group=48), h])
+    path = g.save(tmp_path / "m.onnx", (1, 16, 27, 27), [g.conv(a, 48, 8), g.conv(b, 48, 8), g.conv(c, 48, 8),
+                                                          g.conv(d, 48, 8)])
+    x = g.rng.standard_normal((1, 16, 27, 27)).astype(np.float32)
+    types = check(path, x)
+    assert count(types) == 0, types
+
+
+def test_dw_f32_nan_and_inf_like_ort(tmp_path: Path) -> None:
+    # NaN and +-inf in the source of 5x5 depthwise convolutions with ReLU / SiLU: NaN and inf
+    # exactly where ONNX Runtime has them
+    g = Graph(9)
+    y = g.act(g.conv("x", 32, 32, 5, group=32), "relu")
+    z = g.act(g.conv("x", 32, 32, 5, group=32, stride=2), "silu")
+    path = g.save(tmp_path / "m.onnx", (1, 32, 16, 16), [y, z])
+    x = g.rng.standard_normal((1, 32, 16, 16)).astype(np.float32)
+    x[0, 3, 5, 5] = np.nan
+    x[0, 17, 0, 0] = np.inf
+    x[0, 20, 15, 9] = -np.inf
+    x[0, 31, 8, 0] = np.nan
+    got, types = run(path, x, 2)
+    assert count(types) == (2 if DW else 0), types
+    for a, w in zip(got, ort_run(path, x), strict=True):
+        np.testing.assert_array_equal(np.isnan(a), np.isnan(w))
+        np.testing.assert_array_equal(np.isposinf(a), np.isposinf(w))
+        np.testing.assert_array_equal(np.isneginf(a), np.isneginf(w))
+        fin = np.isfinite(w)
+        assert np.abs(a[fin] - w[fin]).max() / np.abs(w[fin]).max() < 2e-5
+
+
+# a child process: the f32 outputs at 2 threads and the exec types of the model in argv[1]
+_CHILD = ("import sys, numpy as np; sys.path.insert(0, sys.argv[3]); from test_cpu_dw_f32 import run; "
+          "from pathlib import Path; g, t = run(Path(sys.argv[1]), np.load(sys.argv[2]), 2); "
+          "np.save(sys.argv[2] + '.out.npy', g[0]); print(repr(sorted(t.values())))")
+
+
+def _child(tmp_path: Path, env: dict[str, str]) -> tuple[np.ndarray, np.ndarray, str]:
+    # EfficientNet's 5x5 with SiLU, 40 channels (a tail at both lane counts)
+    g = block(40, (28, 28), 5, 1, "silu", None, True, 31)
+    path = g.save(tmp_path / "m.onnx", (2, 16, 28, 28), [g.out])  # type: ignore[attr-defined]
+    x = g.rng.standard_normal((2, 16, 28, 28)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    res = subprocess.run([sys.executable, "-c", _CHILD, str(path), str(tmp_path / "x.npy"),
+                          str(Path(__file__).parent)], env=dict(os.environ, **env), capture_output=True, text=True,
+                         timeout=120, check=True)
+    return np.load(str(tmp_path / "x.npy") + ".out.npy"), ort_run(path, x)[0], res.stdout
+
+
+@pytest.mark.skipif(not HAS_AVX2, reason="this host has no AVX2+FMA")
+def test_dw_f32_avx2_build(tmp_path: Path) -> None:
+    # ONEDNN_MAX_CPU_ISA=AVX2 in a child process (an emulated AVX2 host): the 8-lane build,
+    # within f32 rounding of ONNX Runtime
+    got, want, types = _child(tmp_path, {"ONEDNN_MAX_CPU_ISA": "AVX2"})
+    assert "dw:avx2_f32" in types and "avx512" not in types, types
+    assert np.abs(got - want).max() / np.abs(want).max() < 2e-5
+
+
+@pytest.mark.skipif(DW is None, reason="our f32 dw kernel does not run in this process")
+@pytest.mark.parametrize("switch", ["OPFORGE_CPU_DW_F32", "OPFORGE_CPU_DW_KERNEL"])
+def test_dw_f32_switch_off(tmp_path: Path, switch: str) -> None:
+    # the switch at 0 in a child process: oneDNN's brdgmm_dw, the same outputs within f32 rounding
+    got, want, types = _child(tmp_path, {switch: "0"})
+    assert "'dw:" not in types and "brdgmm_dw" in types, types
+    assert np.abs(got - want).max() / np.abs(want).max() < 2e-5

@@ -22,6 +22,19 @@ bool zp_fold_enabled() {
   return on;
 }
 
+// OPFORGE_CPU_INT8_ZP_FOLD_ANY=0: fold only where that gets brgconv (stop 15's rule, for A/B
+// runs). By default the zero points also fold where the kernel stays the same (an AVX2 host's
+// jit_uni_int8, a VNNI host's brgconv that took the zero points): oneDNN's source zero point
+// costs those kernels 1.01-1.09x on 1x1 and 1.25-1.9x on padded 3x3 convolutions (AVX2), 1.06-
+// 1.40x (AVX2 VNNI), 1.08-1.11x (AVX-512 VNNI); see kernel-library.md "int8 on AVX2 hosts".
+bool zp_fold_any() {
+  static const bool on = [] {
+    const char* env = std::getenv("OPFORGE_CPU_INT8_ZP_FOLD_ANY");
+    return env == nullptr || std::string(env) != "0";
+  }();
+  return on;
+}
+
 // oneDNN 3.2 offers its AMX brgconv kernels only without zero points (with them an AMX host gets
 // the older jit_1x1 / jit kernels: 1x1 MobileNet/ResNet shapes ran 0.4-0.8x the time folded,
 // 3x3 ones 0.4-0.9x over a source padded by the kernel; OpenVINO's own oneDNN fork runs brgconv
@@ -63,6 +76,15 @@ constexpr int64_t kMinPrepadChannels = 64;
 bool is_brgconv(const dnnl::convolution_forward::primitive_desc& p) {
   const char* impl = p.impl_info_str();
   return impl != nullptr && std::string(impl).rfind("brg", 0) == 0;
+}
+
+// the folded primitive is worth taking: oneDNN's brgconv, or (zp_fold_any) the kernel the zero
+// points had, now without them
+bool fold_pays(const dnnl::convolution_forward::primitive_desc& alt, const dnnl::convolution_forward::primitive_desc& had) {
+  if (is_brgconv(alt)) return true;
+  const char* a = alt.impl_info_str();
+  const char* h = had.impl_info_str();
+  return zp_fold_any() && a != nullptr && h != nullptr && std::string(a) == h && std::string(a).rfind("ref", 0) != 0;
 }
 
 }  // namespace
@@ -150,7 +172,8 @@ std::unique_ptr<Kernel> make_quantized_convolution(NodeDesc& n) {
   const auto& pe = geo.pads_end;
   const bool unpadded = std::all_of(pb.begin(), pb.end(), [](auto p) { return p == 0; }) &&
                         std::all_of(pe.begin(), pe.end(), [](auto p) { return p == 0; });
-  if (zp_fold_enabled() && (q.src_zero_point != 0 || (q.out != DType::f32 && q.dst_zero_point != 0)) && !is_brgconv(pd)) {
+  if (zp_fold_enabled() && (q.src_zero_point != 0 || (q.out != DType::f32 && q.dst_zero_point != 0)) &&
+      (!is_brgconv(pd) || zp_fold_any())) {
     if (unpadded || q.src_zero_point == 0) {
       const QuantParams keep_q = q;
       const dnnl::primitive_attr keep_attr = attr;
@@ -162,7 +185,7 @@ std::unique_ptr<Kernel> make_quantized_convolution(NodeDesc& n) {
         alt = select();
       } catch (const dnnl::error&) {
       }
-      if (alt && is_brgconv(alt)) {
+      if (alt && fold_pays(alt, pd)) {
         pd = alt;
         folded = true;
       } else {
@@ -185,7 +208,7 @@ std::unique_ptr<Kernel> make_quantized_convolution(NodeDesc& n) {
         alt = conv_primitive(unpadded_geo, padded, w_any, f.has_bias ? bias_md : dnnl::memory::desc(), any_md(f.out, ys), fattr);
       } catch (const dnnl::error&) {
       }
-      if (alt && is_brgconv(alt) && alt.src_desc() == padded) {
+      if (alt && fold_pays(alt, pd) && alt.src_desc() == padded) {
         pd = alt;
         q = f;
         attr = fattr;

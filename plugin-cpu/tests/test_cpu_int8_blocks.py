@@ -333,8 +333,9 @@ def test_quantized_conv_transpose_reference_scales_the_output_channels() -> None
 _RUN_SAVED = """
 import sys, numpy as np, opforge
 core = opforge.Core()
-req = core.compile_model(core.read_model(sys.argv[1]), "CPU", {}).create_infer_request()
+req = core.compile_model(core.read_model(sys.argv[1]), "CPU", {"ENABLE_PROFILING": True}).create_infer_request()
 np.save(sys.argv[3], np.asarray(req.infer({0: np.load(sys.argv[2])})[0]))
+print(sorted({r.exec_type for r in req.get_profiling_info() if r.node_type == "QuantizedInterpolate"}))
 """
 
 
@@ -342,24 +343,27 @@ def test_wide_and_baseline_builds_give_the_same_bytes(tmp_path: Path) -> None:
     """The AVX-512 builds of QuantizedInterpolate and QuantizedAvgPool divide by a product and an
     FMA correction step (the correctly rounded quotient) and keep their sums uncontracted: their
     bytes are the baseline builds' (plain divisions) exactly, ties included (bilinear 2x
-    upsampling puts many values on .5 ties), run here and under ONEDNN_MAX_CPU_ISA=AVX2_VNNI."""
+    upsampling puts many values on .5 ties), run here, under ONEDNN_MAX_CPU_ISA=AVX2 (the
+    AVX2 build of QuantizedInterpolate, ``resample:avx2``) and under SSE41 (the baseline)."""
     rng = np.random.default_rng(33)
     shape = (1, 16, 12, 12)
+    # a depthwise convolution: one without VNNI keeps its full-range weights (a dense one would
+    # be rounded to 7 bits there, test_cpu_int8_no_vnni.py)
     nodes = [
-        helper.make_node("Conv", ["x", "w0"], ["c0"]),
+        helper.make_node("Conv", ["x", "w0"], ["c0"], group=16, pads=[1, 1, 1, 1]),
         helper.make_node("Relu", ["c0"], ["a"]),
         helper.make_node("Resize", ["a", "", "scales"], ["r"], mode="linear", coordinate_transformation_mode="half_pixel"),
         helper.make_node("AveragePool", ["r"], ["p"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=0),
         helper.make_node("Concat", ["p", "r"], ["y"], axis=1),
     ]
-    inits = [*_inits(rng, w0=(16, 16, 1, 1)), numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")]
+    inits = [*_inits(rng, w0=(16, 1, 3, 3)), numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")]
     src = save_model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 32, 24, 24])], inits, tmp_path / "f32.onnx")
     q = quantize(src, tmp_path / "q.onnx", shape, True, "u8")
     x = (np.random.default_rng(34).standard_normal(shape) * 2).astype(np.float32)
     np.save(tmp_path / "x.npy", x)
     got = {}
-    for name, isa in (("wide", None), ("baseline", "AVX2_VNNI")):
+    for name, isa in (("wide", None), ("avx2", "AVX2"), ("baseline", "SSE41")):
         env = dict(os.environ)
         env.pop("ONEDNN_MAX_CPU_ISA", None)
         if isa:
@@ -368,7 +372,10 @@ def test_wide_and_baseline_builds_give_the_same_bytes(tmp_path: Path) -> None:
                               env=env, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr[-2000:]
         got[name] = np.load(tmp_path / f"{name}.npy")
+        build = {"wide": ":avx512", "avx2": ":avx2", "baseline": ""}[name]
+        assert done.stdout.strip().splitlines()[-1] == repr([f"resample{build}"]), (name, done.stdout[-500:])
     np.testing.assert_array_equal(got["wide"], got["baseline"])
+    np.testing.assert_array_equal(got["avx2"], got["baseline"])
     _, _, rows = run_both(q, x)
     ran = [r.node_type for r in rows if r.status != "OPTIMIZED_OUT"]
     assert {"QuantizedInterpolate", "QuantizedAvgPool"} <= set(ran), ran

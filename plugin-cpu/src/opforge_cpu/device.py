@@ -34,6 +34,7 @@ from opforge_cpu.data_dependent import DataDependentProgram
 from opforge_cpu.emit import Emitter, contiguous
 from opforge_cpu.passes.head_slice import SliceBeforeTranspose
 from opforge_cpu.passes.int8 import Int8Fusion
+from opforge_cpu.passes.parallel_residual import ParallelResidual
 from opforge_cpu.passes.permute_chain import PermuteChainFusion
 from opforge_cpu.passes.qkv_split import QkvSplitBeforeTranspose
 from opforge_cpu.passes.rope import RoPEFusion
@@ -236,11 +237,12 @@ class CpuExecutable(PlannedExecutable[CpuPlan]):
         a decoder's rotary embedding as one node (passes/rope.py) and the column slices of a
         head split taken before it (passes/head_slice.py), a Reshape/Transpose chain as one
         Transpose (passes/permute_chain.py), timm's fused QKV split taken before its head
-        Transpose (passes/qkv_split.py), then f32 compute for f16/bf16/f64 nodes without a
+        Transpose (passes/qkv_split.py), a parallel block's (m + a) + x residual as two MatMul
+        sums (passes/parallel_residual.py), then f32 compute for f16/bf16/f64 nodes without a
         kernel of their type."""
         return [FoldBatchNormIntoConvolution(), FuseGeluErf(), FuseGeluTanh(), MergeTransposes(), FuseLayerNormToMVN(),
                 FuseRMSNormalization(), FuseSwish(), Int8Fusion(), ShuffleChannelsFusion(),
-                RoPEFusion(), SliceBeforeTranspose(), PermuteChainFusion(), QkvSplitBeforeTranspose(),
+                RoPEFusion(), SliceBeforeTranspose(), PermuteChainFusion(), QkvSplitBeforeTranspose(), ParallelResidual(),
                 LowerPrecision(self._core, self._kernels)]
 
     def build_plan(self, model: Model) -> CpuPlan:

@@ -1,7 +1,7 @@
 """Our f32 depthwise convolution kernel (core/dw_conv_f32.cpp, chosen by core/dw_conv_plan.cpp): an
 f32 depthwise 2D convolution that oneDNN would run as brdgmm_dw (channels-last) runs it instead
 when its kernel is 5x5 or 7x7 or it has a fused SiLU (a 3x3 one with ReLU/Clip keeps oneDNN:
-brdgmm_dw was as fast there), at stride 1 or 2, any padding, channel count and batch, with its
+brdgmm_dw was as fast there; at AVX2 a 3x3 one only at column stride 1), at stride 1 or 2, any padding, channel count and batch, with its
 bias and fused ReLU, ReLU6, SiLU, HardSwish. On an AVX-512 host (oneDNN's ISA not capped below
 AVX512_CORE) the 16-lane build runs (exec type ``dw:avx512_f32``); under ONEDNN_MAX_CPU_ISA=AVX2
 (an emulated AVX2 host, or a real one) the 8-lane AVX2+FMA build (``dw:avx2_f32``). Outputs are
@@ -107,6 +107,8 @@ def test_dw_f32_bit_exact_and_close_to_ort(tmp_path: Path, channels: int, hw: tu
     path = g.save(tmp_path / "m.onnx", (batch, 16, *hw), [g.out])  # type: ignore[attr-defined]
     x = g.rng.standard_normal((batch, 16, *hw)).astype(np.float32)
     types = check(path, x)
+    # (the AVX2 build runs a 3x3 one at column stride 1 only: slower than brdgmm_dw:avx2 at 2)
+    ours = ours and not (DW == "dw:avx2_f32" and k == 3 and stride != 1)
     assert count(types) == (1 if ours and DW else 0), types
     assert count(types, "dw:avx512_bf16") == 0, types
 
@@ -139,6 +141,8 @@ def test_dw_f32_refuses_what_it_does_not_run(tmp_path: Path) -> None:
     assert count(types) == 0, types
 
 
+@pytest.mark.xfail(DW is None, reason="oneDNN's brdgmm_dw with fused post-ops does not give NaN where ONNX Runtime "
+                   "does (the known gap); our kernel does")
 def test_dw_f32_nan_and_inf_like_ort(tmp_path: Path) -> None:
     # NaN and +-inf in the source of 5x5 depthwise convolutions with ReLU / SiLU: NaN and inf
     # exactly where ONNX Runtime has them
@@ -183,7 +187,8 @@ def _child(tmp_path: Path, env: dict[str, str]) -> tuple[np.ndarray, np.ndarray,
 def test_dw_f32_avx2_build(tmp_path: Path) -> None:
     # ONEDNN_MAX_CPU_ISA=AVX2 in a child process (an emulated AVX2 host): the 8-lane build,
     # within f32 rounding of ONNX Runtime
-    got, want, types = _child(tmp_path, {"ONEDNN_MAX_CPU_ISA": "AVX2"})
+    got, want, types = _child(tmp_path, {"ONEDNN_MAX_CPU_ISA": "AVX2", "OPFORGE_CPU_DW_F32": "1",
+                                         "OPFORGE_CPU_DW_KERNEL": "1"})
     assert "dw:avx2_f32" in types and "avx512" not in types, types
     assert np.abs(got - want).max() / np.abs(want).max() < 2e-5
 

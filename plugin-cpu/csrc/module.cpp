@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "core/executor.hpp"
+#include "core/host_isa.hpp"
+#include "core/isa_clones.hpp"
 #include "opforge_cpu/kernel_abi.h"
 
 namespace py = pybind11;
@@ -663,6 +665,12 @@ PYBIND11_MODULE(_core, m) {
     const auto ne = static_cast<unsigned>(dnnl::cpu_isa::avx2_vnni_2);
     return (isa & bf16) == bf16 || (isa & ne) == ne;
   });
+  // The widest ISA our hand-written kernels dispatch to (cpuid AND oneDNN's effective ISA,
+  // core/host_isa.hpp): "avx2" under ONEDNN_MAX_CPU_ISA=AVX2 on an AVX-512 host.
+  m.def("host_isa", []() { return std::string(host_isa_name()); });
+  // Which build of the compiler-vectorised loops runs (core/isa_clones.hpp): "avx512",
+  // "avx2_fma", "avx2" (OPFORGE_CPU_AVX2_FMA=0) or "baseline".
+  m.def("vector_loops_isa", []() { return std::string(isa_clones_build()); });
   m.def("is_reference_impl", [](const std::string& impl) { return is_reference_impl_name(impl); });
   m.def("onednn_version", []() {
     const dnnl_version_t* v = dnnl_version();

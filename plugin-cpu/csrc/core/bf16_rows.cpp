@@ -7,21 +7,25 @@
 
 #include "core/bf16_bits.hpp"
 #include "core/host_isa.hpp"
+#include "core/isa_clones.hpp"
 
 namespace opforge_cpu {
 
 // bf16 bits <-> f32 rows (declared in bf16_bits.hpp): widening is exact; narrowing rounds to nearest even and keeps a
 // NaN a (quiet) NaN, as oneDNN's f32 -> bf16 reorder does. Plain loops GCC vectorises.
-__attribute__((target_clones("avx512f", "avx2", "default")))
-void bf16_row_to_f32(const uint16_t* __restrict x, float* __restrict y, int64_t n) {
+// (built per ISA, picked at run time: core/isa_clones.hpp)
+static inline __attribute__((always_inline)) void bf16_row_to_f32_loop(const uint16_t* __restrict x,
+                                                                       float* __restrict y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     const uint32_t u = static_cast<uint32_t>(x[i]) << 16;
     std::memcpy(y + i, &u, sizeof(float));
   }
 }
+OPFORGE_ISA_CLONES(, "avx512f", bf16_row_to_f32, bf16_row_to_f32_loop,
+                   (const uint16_t* __restrict x, float* __restrict y, int64_t n), (x, y, n))
 
-__attribute__((target_clones("avx512f", "avx2", "default")))
-void f32_row_to_bf16_scalar(const float* __restrict x, uint16_t* __restrict y, int64_t n) {
+static inline __attribute__((always_inline)) void f32_row_to_bf16_loop(const float* __restrict x,
+                                                                       uint16_t* __restrict y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     uint32_t u;
     std::memcpy(&u, x + i, sizeof(float));
@@ -30,6 +34,8 @@ void f32_row_to_bf16_scalar(const float* __restrict x, uint16_t* __restrict y, i
     y[i] = static_cast<uint16_t>(nan ? ((u >> 16) | 0x40u) : rounded);
   }
 }
+OPFORGE_ISA_CLONES(static, "avx512f", f32_row_to_bf16_scalar, f32_row_to_bf16_loop,
+                   (const float* __restrict x, uint16_t* __restrict y, int64_t n), (x, y, n))
 
 // AVX512_BF16's conversion (what oneDNN's reorder uses on such hosts; f32 denormals become zero):
 // the loop above narrows

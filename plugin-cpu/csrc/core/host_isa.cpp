@@ -2,6 +2,11 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <cstdlib>
+#include <string>
+
+#include "core/isa_clones.hpp"
+
 namespace opforge_cpu {
 namespace {
 
@@ -63,6 +68,20 @@ bool host_has_avx2_fma() {
 #else
   return false;
 #endif
+}
+
+bool isa_clones_avx2_fma() {
+  static const bool on = [] {
+    const char* env = std::getenv("OPFORGE_CPU_AVX2_FMA");
+    return env == nullptr || std::string(env) != "0";
+  }();
+  return on;
+}
+
+const char* isa_clones_build() {
+  if (host_has_avx512()) return "avx512";
+  if (host_has_avx2_fma()) return isa_clones_avx2_fma() ? "avx2_fma" : "avx2";
+  return "baseline";
 }
 
 const char* host_isa_name() {

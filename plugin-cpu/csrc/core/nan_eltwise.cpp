@@ -14,6 +14,7 @@
 
 #include "core/elementwise.hpp"
 #include "core/fast_exp.hpp"
+#include "core/isa_clones.hpp"
 
 namespace opforge_cpu {
 
@@ -25,8 +26,8 @@ bool eltwise_loses_nan(dnnl::algorithm alg) {
 namespace {
 enum class Kind { relu0, leaky, clip, hardsigmoid, exp };
 
-__attribute__((target_clones("avx512f", "avx2", "default")))
-void nan_safe_loop(Kind k, float alpha, float beta, const float* x, float* y, int64_t n) {
+inline __attribute__((always_inline)) void nan_safe_loops(Kind k, float alpha, float beta, const float* x, float* y,
+                                                         int64_t n) {
   switch (k) {
     case Kind::relu0:
       for (int64_t i = 0; i < n; ++i) y[i] = x[i] < 0.f ? 0.f : x[i];
@@ -53,6 +54,9 @@ void nan_safe_loop(Kind k, float alpha, float beta, const float* x, float* y, in
       break;
   }
 }
+
+OPFORGE_ISA_CLONES(, "avx512f", nan_safe_loop, nan_safe_loops,
+                   (Kind k, float alpha, float beta, const float* x, float* y, int64_t n), (k, alpha, beta, x, y, n))
 
 class NanSafeEltwise : public Kernel {
  public:

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/elementwise.hpp"
+#include "core/isa_clones.hpp"
 
 namespace opforge_cpu {
 
@@ -17,9 +18,8 @@ PowerForm power_form(double e) {
 }
 
 // Each loop is one form so the compiler vectorises it; the clones pick the host's widest ISA at
-// load time (the module is built for baseline x86-64).
-__attribute__((target_clones("avx512f", "avx2", "default")))
-void power_scalar(PowerForm form, const float* x, float* y, int64_t n) {
+// run time (the module is built for baseline x86-64; core/isa_clones.hpp).
+static inline __attribute__((always_inline)) void power_loops(PowerForm form, const float* x, float* y, int64_t n) {
   switch (form) {
     case PowerForm::square: for (int64_t i = 0; i < n; ++i) y[i] = x[i] * x[i]; break;
     // In double: x*x is exact there, so the result is rounded (almost always) once, as powf's is.
@@ -36,8 +36,7 @@ void power_scalar(PowerForm form, const float* x, float* y, int64_t n) {
   }
 }
 
-__attribute__((target_clones("avx512f", "avx2", "default")))
-void power_scalar(PowerForm form, const double* x, double* y, int64_t n) {
+static inline __attribute__((always_inline)) void power_loops(PowerForm form, const double* x, double* y, int64_t n) {
   switch (form) {
     case PowerForm::square: for (int64_t i = 0; i < n; ++i) y[i] = x[i] * x[i]; break;
     case PowerForm::cube: for (int64_t i = 0; i < n; ++i) y[i] = x[i] * x[i] * x[i]; break;
@@ -47,6 +46,11 @@ void power_scalar(PowerForm form, const double* x, double* y, int64_t n) {
     case PowerForm::none: break;
   }
 }
+
+OPFORGE_ISA_CLONES(, "avx512f", power_scalar, power_loops, (PowerForm form, const float* x, float* y, int64_t n),
+                   (form, x, y, n))
+OPFORGE_ISA_CLONES(, "avx512f", power_scalar, power_loops, (PowerForm form, const double* x, double* y, int64_t n),
+                   (form, x, y, n))
 
 namespace {
 template <class T> class PowerScalarKernel : public ElementwiseKernel {

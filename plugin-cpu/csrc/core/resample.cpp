@@ -1,6 +1,7 @@
 #include "core/resample.hpp"
 
 #include "core/bf16_bits.hpp"
+#include "core/isa_clones.hpp"
 
 #include <immintrin.h>
 #include <omp.h>
@@ -91,31 +92,28 @@ static inline void pairs_impl(const T* __restrict src, const int32_t* __restrict
   }
 }
 
-// The clones pick the host's widest ISA at load time (the module builds for baseline x86-64).
-__attribute__((target_clones("avx512f", "avx2", "default")))
-void resample_rows(const float* const* src, const float* w, int64_t k, float* dst, int64_t n) { rows_impl(src, w, k, dst, n); }
-__attribute__((target_clones("avx512f", "avx2", "default")))
-void resample_rows(const double* const* src, const double* w, int64_t k, double* dst, int64_t n) { rows_impl(src, w, k, dst, n); }
-__attribute__((target_clones("avx512f", "avx2", "default")))
-void resample_cols(const float* src, const int64_t* start, const int64_t* idx, const float* w, float* dst, int64_t n_out) {
-  cols_impl(src, start, idx, w, dst, n_out);
-}
-__attribute__((target_clones("avx512f", "avx2", "default")))
-void resample_cols(const double* src, const int64_t* start, const int64_t* idx, const double* w, double* dst,
-                   int64_t n_out) {
-  cols_impl(src, start, idx, w, dst, n_out);
-}
-
-__attribute__((target_clones("avx512f", "avx2", "default")))
-void resample_pairs(const float* src, const int32_t* i0, const int32_t* i1, const float* w0, const float* w1, float* dst,
-                    int64_t n_out) {
-  pairs_impl(src, i0, i1, w0, w1, dst, n_out);
-}
-__attribute__((target_clones("avx512f", "avx2", "default")))
-void resample_pairs(const double* src, const int32_t* i0, const int32_t* i1, const double* w0, const double* w1,
-                    double* dst, int64_t n_out) {
-  pairs_impl(src, i0, i1, w0, w1, dst, n_out);
-}
+// The clones pick the host's widest ISA at run time (the module builds for baseline x86-64;
+// core/isa_clones.hpp).
+OPFORGE_ISA_CLONES(, "avx512f", resample_rows, rows_impl,
+                   (const float* const* src, const float* w, int64_t k, float* dst, int64_t n), (src, w, k, dst, n))
+OPFORGE_ISA_CLONES(, "avx512f", resample_rows, rows_impl,
+                   (const double* const* src, const double* w, int64_t k, double* dst, int64_t n), (src, w, k, dst, n))
+OPFORGE_ISA_CLONES(, "avx512f", resample_cols, cols_impl,
+                   (const float* src, const int64_t* start, const int64_t* idx, const float* w, float* dst,
+                    int64_t n_out),
+                   (src, start, idx, w, dst, n_out))
+OPFORGE_ISA_CLONES(, "avx512f", resample_cols, cols_impl,
+                   (const double* src, const int64_t* start, const int64_t* idx, const double* w, double* dst,
+                    int64_t n_out),
+                   (src, start, idx, w, dst, n_out))
+OPFORGE_ISA_CLONES(, "avx512f", resample_pairs, pairs_impl,
+                   (const float* src, const int32_t* i0, const int32_t* i1, const float* w0, const float* w1,
+                    float* dst, int64_t n_out),
+                   (src, i0, i1, w0, w1, dst, n_out))
+OPFORGE_ISA_CLONES(, "avx512f", resample_pairs, pairs_impl,
+                   (const double* src, const int32_t* i0, const int32_t* i1, const double* w0, const double* w1,
+                    double* dst, int64_t n_out),
+                   (src, i0, i1, w0, w1, dst, n_out))
 
 template <class T> void PlaneResampler<T>::cols(const T* src, T* dst) const {
   if (cols_.pairs)
@@ -194,9 +192,9 @@ template <class T> void PlaneResampler<T>::run(const T* x, T* y, int threads, vo
 
 // One row of a channels-last tensor resampled along W: dst[o, :] = sum_k w[k] * src[idx[k], :]
 // for o's taps (channels contiguous, so the inner loop is a vector FMA over C).
-__attribute__((target_clones("avx512f", "avx2", "default")))
-static void cl_cols(const float* __restrict src, const int64_t* start, const int64_t* idx, const float* w,
-                    float* __restrict dst, int64_t n_out, int64_t c) {
+static inline __attribute__((always_inline)) void cl_cols_loop(const float* __restrict src, const int64_t* start,
+                                                              const int64_t* idx, const float* w,
+                                                              float* __restrict dst, int64_t n_out, int64_t c) {
   for (int64_t o = 0; o < n_out; ++o) {
     float* d = dst + o * c;
     const int64_t b = start[o], e = start[o + 1];
@@ -223,6 +221,10 @@ static void cl_cols(const float* __restrict src, const int64_t* start, const int
     }
   }
 }
+OPFORGE_ISA_CLONES(static, "avx512f", cl_cols, cl_cols_loop,
+                   (const float* __restrict src, const int64_t* start, const int64_t* idx, const float* w,
+                    float* __restrict dst, int64_t n_out, int64_t c),
+                   (src, start, idx, w, dst, n_out, c))
 
 ChannelsLastResampler::ChannelsLastResampler(int64_t batch, int64_t channels, ResampleTaps<float> rows,
                                              ResampleTaps<float> cols, int max_threads)

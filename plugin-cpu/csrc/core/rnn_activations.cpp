@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "core/fast_exp.hpp"
+#include "core/isa_clones.hpp"
 
 namespace opforge_cpu {
 
@@ -32,14 +33,14 @@ inline float tanh_approx(float x) {
 }
 }  // namespace
 
-__attribute__((target_clones("avx512f", "avx2", "default")))
-void activate(Act a, float* v, int64_t n) {
+static inline __attribute__((always_inline)) void activate_loops(Act a, float* v, int64_t n) {
   switch (a) {
     case Act::sigmoid: for (int64_t i = 0; i < n; ++i) v[i] = sigmoid_approx(v[i]); break;
     case Act::tanh: for (int64_t i = 0; i < n; ++i) v[i] = tanh_approx(v[i]); break;
     case Act::relu: for (int64_t i = 0; i < n; ++i) v[i] = v[i] < 0 ? 0.f : v[i]; break;
   }
 }
+OPFORGE_ISA_CLONES(, "avx512f", activate, activate_loops, (Act a, float* v, int64_t n), (a, v, n))
 
 void activate(Act a, double* v, int64_t n) {
   switch (a) {

@@ -20,6 +20,7 @@
 #include "core/bf16_bits.hpp"
 #include "core/fast_exp.hpp"
 #include "core/host_isa.hpp"
+#include "core/isa_clones.hpp"
 
 namespace opforge_cpu {
 
@@ -211,9 +212,9 @@ void softmax_rows_bf16_avx512(const float* x, const float* add, int64_t add_rows
 }
 
 // Elsewhere (a host without AVX512_BF16 never runs a bf16 program; ONEDNN_MAX_CPU_ISA below it)
-__attribute__((target_clones("avx512f", "avx2", "default")))
-void softmax_rows_bf16_generic(const float* x, const float* add, int64_t add_rows, uint16_t* y, int64_t r0,
-                               int64_t r1, int64_t len, float* e) {
+inline __attribute__((always_inline)) void softmax_rows_bf16_loops(const float* x, const float* add,
+                                                                   int64_t add_rows, uint16_t* y, int64_t r0,
+                                                                   int64_t r1, int64_t len, float* e) {
   for (int64_t r = r0; r < r1; ++r) {
     const float* xr = x + r * len;
     if (add) {
@@ -226,11 +227,18 @@ void softmax_rows_bf16_generic(const float* x, const float* add, int64_t add_row
     for (int64_t k = 0; k < len; ++k) yr[k] = f32_to_bf16_bits(e[k] * inv);
   }
 }
+// (built per ISA, picked at run time: core/isa_clones.hpp)
+OPFORGE_ISA_CLONES(, "avx512f", softmax_rows_bf16_generic, softmax_rows_bf16_loops,
+                   (const float* x, const float* add, int64_t add_rows, uint16_t* y, int64_t r0, int64_t r1,
+                    int64_t len, float* e),
+                   (x, add, add_rows, y, r0, r1, len, e))
 
-__attribute__((target_clones("avx512f", "avx2", "default")))
-void softmax_rows_f32_generic(const float* x, float* y, int64_t r0, int64_t r1, int64_t len) {
+inline __attribute__((always_inline)) void softmax_rows_f32_loops(const float* x, float* y, int64_t r0, int64_t r1,
+                                                                  int64_t len) {
   for (int64_t r = r0; r < r1; ++r) softmax_row(x + r * len, y + r * len, len);
 }
+OPFORGE_ISA_CLONES(, "avx512f", softmax_rows_f32_generic, softmax_rows_f32_loops,
+                   (const float* x, float* y, int64_t r0, int64_t r1, int64_t len), (x, y, r0, r1, len))
 }  // namespace
 
 void softmax_rows_f32(const float* x, float* y, int64_t r0, int64_t r1, int64_t len) {

@@ -4,6 +4,7 @@
 #include "core/binary_blocked.hpp"
 #include "core/dnnl_util.hpp"
 #include "core/host_isa.hpp"
+#include "core/isa_clones.hpp"
 #include "kernels/common.hpp"
 
 #include <immintrin.h>
@@ -54,9 +55,9 @@ template <class T> class BatchNormKernel : public ElementwiseKernel {
 };
 
 // y = x * s[c] + t[c] (then max with 0, NaN kept) over rows of c channels.
-__attribute__((target_clones("avx512f", "avx2", "default")))
-void scale_shift_rows(const float* __restrict x, float* __restrict y, const float* __restrict s,
-                      const float* __restrict t, int64_t rows, int64_t c, bool relu) {
+inline __attribute__((always_inline)) void scale_shift_loops(const float* __restrict x, float* __restrict y,
+                                                            const float* __restrict s, const float* __restrict t,
+                                                            int64_t rows, int64_t c, bool relu) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* xp = x + r * c;
     float* yp = y + r * c;
@@ -70,6 +71,11 @@ void scale_shift_rows(const float* __restrict x, float* __restrict y, const floa
     }
   }
 }
+// (built per ISA, picked at run time: core/isa_clones.hpp)
+OPFORGE_ISA_CLONES(, "avx512f", scale_shift_rows, scale_shift_loops,
+                   (const float* __restrict x, float* __restrict y, const float* __restrict s,
+                    const float* __restrict t, int64_t rows, int64_t c, bool relu),
+                   (x, y, s, t, rows, c, relu))
 
 // The same on bf16 rows (a bf16 program's DenseNet concatenation, see emit.py _bf16_storable):
 // f32 arithmetic on the exact f32 value of each element, the result rounded to nearest even

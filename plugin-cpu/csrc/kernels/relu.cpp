@@ -4,22 +4,26 @@
 #include "core/bf16_bits.hpp"
 #include "core/binary_blocked.hpp"
 #include "core/dnnl_util.hpp"
+#include "core/isa_clones.hpp"
 #include "kernels/common.hpp"
 
 namespace opforge_cpu {
 
 namespace {
-__attribute__((target_clones("arch=skylake-avx512", "avx2", "default")))
-void relu_bf16_bits(const uint16_t* x, uint16_t* y, int64_t n) {
+// (built per ISA, picked at run time: core/isa_clones.hpp)
+inline __attribute__((always_inline)) void relu_bf16_bits_loop(const uint16_t* x, uint16_t* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = bf16_bits_negative(x[i]) ? uint16_t{0} : x[i];  // NaN stays NaN
 }
+OPFORGE_ISA_CLONES(, "avx512f,avx512bw,avx512vl,avx512dq", relu_bf16_bits, relu_bf16_bits_loop,
+                   (const uint16_t* x, uint16_t* y, int64_t n), (x, y, n))
 
 // The f32 result of a bf16 input (exact), where it leaves the bf16 part of the program
 // (GoogLeNet's last module before the global pooling).
-__attribute__((target_clones("arch=skylake-avx512", "avx2", "default")))
-void relu_bf16_to_f32(const uint16_t* x, float* y, int64_t n) {
+inline __attribute__((always_inline)) void relu_bf16_to_f32_loop(const uint16_t* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = bf16_bits_to_f32(bf16_bits_negative(x[i]) ? uint16_t{0} : x[i]);
 }
+OPFORGE_ISA_CLONES(, "avx512f,avx512bw,avx512vl,avx512dq", relu_bf16_to_f32, relu_bf16_to_f32_loop,
+                   (const uint16_t* x, float* y, int64_t n), (x, y, n))
 
 // Over the whole buffer (a channel-padded layout's zero padding stays zero), bf16 -> bf16 in
 // place, or bf16 -> f32 in the same dense layout.

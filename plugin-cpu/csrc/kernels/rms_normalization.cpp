@@ -7,6 +7,7 @@
 #include "kernels/common.hpp"
 #include "core/bf16_bits.hpp"
 #include "core/dnnl_util.hpp"
+#include "core/isa_clones.hpp"
 
 namespace opforge_cpu {
 
@@ -38,18 +39,15 @@ static inline __attribute__((always_inline)) void rms_rows(const T* x, const T* 
   }
 }
 
-// Vectorised for the host's ISA at load time (the module builds for baseline x86-64).
-__attribute__((target_clones("avx512f", "avx2", "default")))
-void rms_rows_f32(const float* x, const float* g, float* y, int64_t r0, int64_t r1, int64_t cols, float eps,
-                  bool one) {
-  rms_rows(x, g, y, r0, r1, cols, eps, one);
-}
-
-__attribute__((target_clones("avx512f", "avx2", "default")))
-void rms_rows_f64(const double* x, const double* g, double* y, int64_t r0, int64_t r1, int64_t cols, double eps,
-                  bool one) {
-  rms_rows(x, g, y, r0, r1, cols, eps, one);
-}
+// Vectorised for the host's ISA (the module builds for baseline x86-64; core/isa_clones.hpp).
+OPFORGE_ISA_CLONES(, "avx512f", rms_rows_f32, rms_rows,
+                   (const float* x, const float* g, float* y, int64_t r0, int64_t r1, int64_t cols, float eps,
+                    bool one),
+                   (x, g, y, r0, r1, cols, eps, one))
+OPFORGE_ISA_CLONES(, "avx512f", rms_rows_f64, rms_rows,
+                   (const double* x, const double* g, double* y, int64_t r0, int64_t r1, int64_t cols, double eps,
+                    bool one),
+                   (x, g, y, r0, r1, cols, eps, one))
 
 // The same rows written in bf16 (under the bf16 hint, where every reader is a bf16 MatMul that
 // takes it as it is: emit.py _bf16_norm_output): each row computed in f32 exactly as above, then

@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "kernels/common.hpp"
+#include "core/isa_clones.hpp"
 
 namespace opforge_cpu {
 
@@ -50,13 +51,15 @@ static inline __attribute__((always_inline)) void rope_rows(const RopeGeom& g, c
   }
 }
 
-// Vectorised for the host's ISA at load time (the module builds for baseline x86-64);
+// Vectorised for the host's ISA (the module builds for baseline x86-64; core/isa_clones.hpp);
 // fp-contract off: the rounding of the separate Multiply and Add steps it replaces.
-__attribute__((target_clones("avx512f", "avx2", "default"), optimize("fp-contract=off")))
-void rope_rows_f32(const RopeGeom& g, const float* x, const float* cosv, const float* sinv, float* y, int64_t r0,
-                   int64_t r1) {
-  rope_rows(g, x, cosv, sinv, y, r0, r1);
-}
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=off")
+OPFORGE_ISA_CLONES(, "avx512f", rope_rows_f32, rope_rows,
+                   (const RopeGeom& g, const float* x, const float* cosv, const float* sinv, float* y, int64_t r0,
+                    int64_t r1),
+                   (g, x, cosv, sinv, y, r0, r1))
+#pragma GCC pop_options
 
 class RopeKernel : public Kernel {
  public:

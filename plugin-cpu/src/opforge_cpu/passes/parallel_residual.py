@@ -59,6 +59,12 @@ def _projection(out: Output, uses: dict[Output, list[tuple[Node, int]]]) -> bool
             and node.inputs[1].node.constant_value() is not None and node.inputs[0].node.constant_value() is None)
 
 
+def _matmul_like(out: Output) -> bool:
+    """A MatMul's result or an Add of one (a cheap screen before ``_projection``)."""
+    node = out.node
+    return node.type_name == "MatMul" or (node.type_name == "Add" and any(i.node.type_name == "MatMul" for i in node.inputs))
+
+
 class ParallelResidual(p.MatcherPass):
     """Add(Add(P, Q), X) -> Add(Add(P, X), Q) for projections P and Q and a run-time X."""
 
@@ -73,6 +79,10 @@ class ParallelResidual(p.MatcherPass):
             return False
         outer = match.root.node
         if not _plain_add(outer) or outer.inputs[0] == outer.inputs[1]:
+            return False
+        # (the graph walk for the readers only where an Add of two MatMul results is an operand:
+        # every Add of a model is a match)
+        if not any(_plain_add(i.node) and all(_matmul_like(j) for j in i.node.inputs) for i in outer.inputs):
             return False
         uses = model.consumers()
         for k in (0, 1):

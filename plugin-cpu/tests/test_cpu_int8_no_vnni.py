@@ -137,9 +137,11 @@ def test_full_range_weights_stay_f32_with_the_7_bit_switch_off(tmp_path: Path) -
     assert float(res["steps"]) <= 1.0 + 1e-4, res  # type: ignore[arg-type]
 
 
-def test_depthwise_keeps_full_range_weights_without_vnni(tmp_path: Path) -> None:
-    """oneDNN's int8 depthwise kernels multiply in int32: all-positive full-range taps on u8
-    values up to 255 give the native (VNNI) bytes under the cap, one step from ONNX Runtime."""
+@pytest.mark.parametrize("isa", ["AVX2", "AVX512_CORE"])
+def test_depthwise_keeps_full_range_weights_without_vnni(tmp_path: Path, isa: str) -> None:
+    """oneDNN's int8 depthwise kernels do not saturate without VNNI (the AVX2 one multiplies in
+    int32): all-positive full-range taps on u8 values up to 255 give the native (VNNI) bytes
+    under the cap, one step from ONNX Runtime."""
     rng = np.random.default_rng(8)
     shape = (1, 48, 10, 10)
     w = np.abs(rng.standard_normal((48, 1, 3, 3))).astype(np.float32) * 0.5
@@ -149,12 +151,12 @@ def test_depthwise_keeps_full_range_weights_without_vnni(tmp_path: Path) -> None
                      [numpy_helper.from_array(w, "w")], tmp_path / "dw.onnx")
     q = quantize(src, tmp_path / "dwq.onnx", shape, True, "u8")
     x = np.abs(np.random.default_rng(9).standard_normal(shape)).astype(np.float32) * 3
-    capped, native = _run(q, x, tmp_path, "AVX2"), _run(q, x, tmp_path, None)
+    capped, native = _run(q, x, tmp_path, isa), _run(q, x, tmp_path, None)
     assert "QuantizedConvolution" in capped["ran"], capped["ran"]  # type: ignore[operator]
     np.testing.assert_array_equal(capped["got"], native["got"])  # type: ignore[arg-type]
     assert float(capped["steps"]) <= 1.0 + 1e-4, capped  # type: ignore[arg-type]
     # the same layer with the depthwise exemption off is rounded to 7 bits like the others
-    off = _run(q, x, tmp_path, "AVX2", OPFORGE_CPU_INT8_DW_FULL="0")
+    off = _run(q, x, tmp_path, isa, OPFORGE_CPU_INT8_DW_FULL="0")
     assert "QuantizedConvolution" in off["ran"] and not np.array_equal(off["got"], native["got"])  # type: ignore[operator, arg-type]
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from opforge_cpu._loader import load_core
 
 onnx = pytest.importorskip("onnx")
 from onnx_graph import OnnxGraph  # noqa: E402  (after onnx is known to be there)
@@ -75,6 +76,8 @@ def child(path: Path, x: np.ndarray, prec: str, env: dict[str, str]) -> tuple[np
 @linux_thp
 @pytest.mark.parametrize("prec", ["f32", "bf16"])
 def test_matmul_weights_in_huge_pages_same_bytes(tmp_path: Path, prec: str) -> None:
+    if prec == "bf16" and not bool(load_core().native_bf16()):
+        pytest.skip("this host has no bf16 arithmetic (AVX512_BF16/AMX)")
     path, w, w2 = matmul_model(tmp_path / "mm.onnx")
     x = np.random.default_rng(1).standard_normal((1, 1024)).astype(np.float32)
     on, hg_on = child(path, x, prec, {})

@@ -2,8 +2,10 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <new>
 #include <string>
 #include <typeinfo>
 
@@ -135,10 +137,23 @@ bool huge_pages_enabled() {
   return enabled;
 }
 
+// OPFORGE_CPU_HUGE_ARENA=0: run-time buffers (arena, scratchpad, large outputs) stay in 4 KB
+// pages while packed constants keep theirs, so the two can be A/B'd apart (read once a process).
+bool huge_arena_enabled() {
+  static const bool enabled = [] {
+    const char* env = std::getenv("OPFORGE_CPU_HUGE_ARENA");
+    return huge_pages_enabled() && (env == nullptr || std::string(env) != "0");
+  }();
+  return enabled;
+}
+
+}  // namespace
+
 // Packed weights are streamed once an inference from memory (vgg11's 196 MB bf16 classifier, a
 // transformer's projections): in 4 KB pages every 4 KB is a TLB miss and a page walk. Linux gives
 // transparent 2 MB pages only to memory advised MADV_HUGEPAGE (THP "madvise", this host and most
-// distributions' default), and OpenVINO's weights get them. So the 2 MB-aligned interior of a
+// distributions' default; OpenVINO and ONNX Runtime advise nothing: no MADV_HUGEPAGE under
+// strace, no AnonHugePages, stop 17). So the 2 MB-aligned interior of a
 // fresh packed buffer is advised before the reorder first touches it. oneDNN 3.2 matmul, vgg11's
 // FC1 (M=1, K=25088, N=4096, bf16, AMX), C++ micro-benchmark alternating, huge / 4 KB pages:
 // 0.70 at 1 thread, 0.73 at 2; 4096x4096 (32 MB) 0.59, 4096x1000 (8 MB) 0.61. Advice only: where
@@ -156,7 +171,48 @@ void advise_huge_pages(void* p, size_t bytes) {
 #endif
 }
 
+namespace {
+// What sits in the 64 bytes before a run buffer: the mapping to unmap, or (null base) the
+// malloc block to free.
+struct RunBufferHeader {
+  void* base;
+  size_t length;
+};
+constexpr size_t kRunHeader = 64;
 }  // namespace
+
+void* alloc_run_buffer(size_t bytes) {
+  constexpr size_t kHuge = size_t{2} << 20;
+  bytes = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
+  if (bytes >= kHugeRunBufferFloor && huge_arena_enabled()) {
+    // Its own mapping (not malloc's: glibc's dynamic mmap threshold can hand a large block out
+    // of an already-touched heap, and the advice would stay on heap memory after free), 2 MB
+    // aligned so every whole 2 MB of it can be one page, advised before anything (a kernel's
+    // bind zero-padding a blocked buffer) touches it. Only whole pages are advised
+    // (advise_huge_pages rounds the end down): the partial tail never grows to 2 MB of RSS; the
+    // up to 2 MB in front (the header's 4 KB page aside) is never touched.
+    const size_t length = bytes + kHuge;
+    void* base = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (base == MAP_FAILED) throw std::bad_alloc();
+    const uintptr_t b = reinterpret_cast<uintptr_t>(base);
+    char* p = reinterpret_cast<char*>((b + kRunHeader + kHuge - 1) / kHuge * kHuge);
+    advise_huge_pages(p, bytes);
+    *reinterpret_cast<RunBufferHeader*>(p - kRunHeader) = {base, length};
+    return p;
+  }
+  char* block = static_cast<char*>(std::aligned_alloc(64, bytes + kRunHeader));
+  if (!block) throw std::bad_alloc();
+  *reinterpret_cast<RunBufferHeader*>(block) = {nullptr, 0};
+  return block + kRunHeader;
+}
+
+void free_run_buffer(void* p) {
+  if (!p) return;
+  char* data = static_cast<char*>(p);
+  const RunBufferHeader h = *reinterpret_cast<const RunBufferHeader*>(data - kRunHeader);
+  if (h.base) munmap(h.base, h.length);
+  else std::free(data - kRunHeader);
+}
 
 dnnl::memory pack_constant(const void* data, const dnnl::memory::desc& plain, const dnnl::memory::desc& want) {
   auto& eng = cpu_engine();

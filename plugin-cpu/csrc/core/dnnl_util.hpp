@@ -60,6 +60,19 @@ class DnnlKernel : public Kernel {
 // Copies a constant (plain layout) into a new memory of the layout a primitive chose.
 dnnl::memory pack_constant(const void* data, const dnnl::memory::desc& plain, const dnnl::memory::desc& want);
 
+// Advises the whole 2 MB pages inside [p, p + bytes) MADV_HUGEPAGE (transparent huge pages), for
+// a fresh buffer nothing has touched yet; buffers under 2 MB and OPFORGE_CPU_HUGE_PAGES=0: no-op.
+void advise_huge_pages(void* p, size_t bytes);
+
+// Run-time buffers (a request's arena and scratchpad, large output blocks) from this size up are
+// 2 MB aligned and advised into 2 MB pages; below it a 2 MB page would be mostly padding.
+constexpr size_t kHugeRunBufferFloor = size_t{4} << 20;
+// A 64-byte aligned buffer of `bytes` (at least 1), given back with free_run_buffer; from
+// kHugeRunBufferFloor up its own 2 MB-aligned mapping, advised (not with
+// OPFORGE_CPU_HUGE_ARENA=0 or OPFORGE_CPU_HUGE_PAGES=0). Throws std::bad_alloc.
+void* alloc_run_buffer(size_t bytes);
+void free_run_buffer(void* p);  // (null: nothing)
+
 // Primitive attributes every kernel uses: user scratchpad (so requests own their scratch memory).
 dnnl::primitive_attr default_attr();
 

@@ -382,9 +382,14 @@ void Program::plan_memory() {
 }
 
 State::State(const Program& p) : stream(cpu_engine()) {
-  arena = std::aligned_alloc(kAlign, align_up(std::max<size_t>(p.arena_bytes(), 1)));
-  scratch = std::aligned_alloc(kAlign, align_up(std::max<size_t>(p.scratch_bytes(), 1)));
-  if (!arena || !scratch) throw std::bad_alloc();
+  // large ones in advised 2 MB pages (dnnl_util.hpp alloc_run_buffer, OPFORGE_CPU_HUGE_ARENA=0)
+  arena = alloc_run_buffer(p.arena_bytes());
+  try {
+    scratch = alloc_run_buffer(p.scratch_bytes());
+  } catch (...) {
+    free_run_buffer(arena);
+    throw;
+  }
   const auto& ts = p.tensors();
   views.resize(ts.size());
   for (size_t i = 0; i < ts.size(); ++i) {
@@ -408,8 +413,8 @@ State::State(const Program& p) : stream(cpu_engine()) {
 
 State::~State() {
   bound.clear();
-  std::free(arena);
-  std::free(scratch);
+  free_run_buffer(arena);
+  free_run_buffer(scratch);
 }
 
 std::unique_ptr<State> Program::create_state() const { return std::make_unique<State>(*this); }

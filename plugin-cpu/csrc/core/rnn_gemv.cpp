@@ -6,6 +6,7 @@
 // the one oneDNN dispatches to, so that ONEDNN_MAX_CPU_ISA=AVX2 (how an AVX2 host is emulated
 // here) runs the AVX2 kernel too.
 #include "core/rnn_gemv.hpp"
+#include "core/dnnl_util.hpp"  // advise_huge_pages
 #include "core/host_isa.hpp"
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -195,6 +196,7 @@ PanelGemv::PanelGemv(const float* b, int64_t K, int64_t N, int64_t ks, int64_t n
   float* mem = static_cast<float*>(std::aligned_alloc(64, bytes));
   if (!mem) throw std::bad_alloc();
   packed_ = std::unique_ptr<float[], void (*)(void*)>(mem, std::free);
+  advise_huge_pages(mem, bytes);  // streamed every step as pack_constant's weights are
   std::fill(mem, mem + count, 0.f);
   if (isa_ == Isa::avx512_bf16) {
     uint32_t* pairs = reinterpret_cast<uint32_t*>(mem);  // 0.f is all-zero bits: the padding

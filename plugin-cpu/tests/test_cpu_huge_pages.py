@@ -150,8 +150,8 @@ def test_large_activations_in_huge_pages_same_bytes(tmp_path: Path, pooled: bool
 
 @linux_thp
 def test_small_arena_stays_in_small_pages(tmp_path: Path) -> None:
-    """Under the 4 MB floor a 2 MB page would be mostly padding: a 1 MB activation model's arena
-    is not advised (no bloat for small models)."""
+    """Under the 4 MB floor a 2 MB page would be mostly padding: the 0.5 MB arena of a model of
+    256 kB activations is not advised (no bloat for small models)."""
     path = activations_model(tmp_path / "small.onnx", 64, True)  # 256 kB a 16-channel activation
     x = np.random.default_rng(7).standard_normal((1, 16, 64, 64)).astype(np.float32)
     _, info = child_info(path, x, "f32", {})

@@ -197,3 +197,42 @@ def test_dw_kernel_switch_off(tmp_path: Path) -> None:
     assert DW not in res.stdout and "brdgmm_dw" in res.stdout, res.stdout
     off = np.load(str(tmp_path / "x.npy") + ".out.npy")
     assert np.abs(off - got[0]).max() / np.abs(off).max() < 2e-2
+
+
+@needs_bf16
+@pytest.mark.skipif(not OURS, reason="our dw kernel does not run in this process")
+def test_dw_kernel_chunks_per_thread(tmp_path: Path) -> None:
+    # OPFORGE_CPU_DW_CHUNKS (chunks of output rows a thread, read once: a child process) moves only
+    # where the rows are cut: 1, 2 and 3 chunks a thread give the bytes of the default at 2 threads
+    # and of 1 thread, on a 7-row map (fewer rows than chunks) and on 2 images of 30 rows
+    g = Graph(17)
+    h = g.act(g.conv("x", 16, 64), "relu6")
+    a = g.conv(g.act(g.conv(h, 64, 64, 3, group=64), "relu6"), 64, 24)
+    b = g.conv(g.act(g.conv(h, 64, 64, 5, group=64, stride=2), "silu"), 64, 24)
+    path = g.save(tmp_path / "m.onnx", (2, 16, 30, 30), [a, b])
+    x = g.rng.standard_normal((2, 16, 30, 30)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    g7 = Graph(18)
+    h7 = g7.act(g7.conv("x", 16, 96), "relu6")
+    c = g7.conv(g7.act(g7.conv(h7, 96, 96, 3, group=96), "relu6"), 96, 24)
+    path7 = g7.save(tmp_path / "m7.onnx", (1, 16, 7, 7), [c])
+    x7 = g7.rng.standard_normal((1, 16, 7, 7)).astype(np.float32)
+    np.save(tmp_path / "x7.npy", x7)
+    code = ("import sys, numpy as np; sys.path.insert(0, sys.argv[3]); from cpu_testing import bf16_run; "
+            "from pathlib import Path; g, t = bf16_run(Path(sys.argv[1]), np.load(sys.argv[2]), 2); "
+            "np.savez(sys.argv[4], *g); print(sum(v == 'dw:avx512_bf16' for v in t.values()))")
+    for m, inp, n_dw in ((path, x, 2), (path7, x7, 1)):
+        one, _ = run(m, inp, 1)
+        want, types = check(m, inp)
+        assert dw_count(types) == n_dw, types
+        for chunks in ("1", "2", "3"):
+            out = tmp_path / f"{m.stem}_{chunks}.npz"
+            env = dict(os.environ, OPFORGE_CPU_DW_CHUNKS=chunks)
+            res = subprocess.run([sys.executable, "-c", code, str(m), str(tmp_path / f"{'x' if m == path else 'x7'}.npy"),
+                                  str(Path(__file__).parent), str(out)],
+                                 env=env, capture_output=True, text=True, timeout=120, check=True)
+            assert res.stdout.split()[-1] == str(n_dw), res.stdout
+            got = np.load(out)
+            for i, (w, o) in enumerate(zip(want, one, strict=True)):
+                np.testing.assert_array_equal(got[f"arr_{i}"], w)
+                np.testing.assert_array_equal(got[f"arr_{i}"], o)

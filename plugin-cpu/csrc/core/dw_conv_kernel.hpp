@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 
 #include "core/chunk_pool.hpp"
 
@@ -30,16 +31,27 @@ class DwConvKernel {
   virtual const char* exec_type() const = 0;
 };
 
-// Chunks of whole output rows for `threads` threads, 4 a thread (a thread that lost its vCPU
-// for a while holds the step up by one small chunk only), each inside one image; rows(n, oy0,
-// oy1) computes one chunk (chunk_pool.hpp's run_chunks).
+// The row chunks a thread: 4. OPFORGE_CPU_DW_CHUNKS overrides it (read once), for measuring
+// (mobilenet_v2 bf16 at 2 threads, stop 17: 1, 2 and 4 a thread gave the same depthwise sums
+// within the host's noise at load 6).
+inline int64_t dw_chunks_per_thread() {
+  static const int64_t value = [] {
+    const char* env = std::getenv("OPFORGE_CPU_DW_CHUNKS");
+    return env ? std::max(1, std::atoi(env)) : 4;
+  }();
+  return value;
+}
+
+// Chunks of whole output rows for `threads` threads, dw_chunks_per_thread() a thread (a thread
+// that lost its vCPU for a while holds the step up by one small chunk only), each inside one
+// image; rows(n, oy0, oy1) computes one chunk (chunk_pool.hpp's run_chunks).
 template <class Rows> void run_dw_rows(const DwGeometry& g, int threads, const Rows& rows) {
   const int64_t total = g.batch * g.oh;  // output rows over the batch
   if (threads <= 1 || total < 2) {
     for (int64_t n = 0; n < g.batch; ++n) rows(n, int64_t{0}, g.oh);
     return;
   }
-  const int64_t want = std::min<int64_t>(total, int64_t{threads} * 4);
+  const int64_t want = std::min<int64_t>(total, int64_t{threads} * dw_chunks_per_thread());
   const int64_t per_image = std::max<int64_t>(1, (want + g.batch - 1) / g.batch);
   const int64_t chunks = g.batch * std::min(per_image, g.oh);
   const int64_t split = chunks / g.batch;

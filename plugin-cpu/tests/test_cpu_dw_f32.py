@@ -22,7 +22,7 @@ import pytest
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 from cpu_testing import infer_twice  # noqa: E402
-from test_cpu_dw_kernel import Graph, ort_run  # noqa: E402
+from test_cpu_dw_kernel import Graph, assert_non_finite_like_ort, non_finite_case, ort_run  # noqa: E402
 
 
 def _flags() -> set[str]:
@@ -146,23 +146,10 @@ def test_dw_f32_refuses_what_it_does_not_run(tmp_path: Path) -> None:
 def test_dw_f32_nan_and_inf_like_ort(tmp_path: Path) -> None:
     # NaN and +-inf in the source of 5x5 depthwise convolutions with ReLU / SiLU: NaN and inf
     # exactly where ONNX Runtime has them
-    g = Graph(9)
-    y = g.act(g.conv("x", 32, 32, 5, group=32), "relu")
-    z = g.act(g.conv("x", 32, 32, 5, group=32, stride=2), "silu")
-    path = g.save(tmp_path / "m.onnx", (1, 32, 16, 16), [y, z])
-    x = g.rng.standard_normal((1, 32, 16, 16)).astype(np.float32)
-    x[0, 3, 5, 5] = np.nan
-    x[0, 17, 0, 0] = np.inf
-    x[0, 20, 15, 9] = -np.inf
-    x[0, 31, 8, 0] = np.nan
+    path, x = non_finite_case(tmp_path, 5, "relu")
     got, types = run(path, x, 2)
     assert count(types) == (2 if DW else 0), types
-    for a, w in zip(got, ort_run(path, x), strict=True):
-        np.testing.assert_array_equal(np.isnan(a), np.isnan(w))
-        np.testing.assert_array_equal(np.isposinf(a), np.isposinf(w))
-        np.testing.assert_array_equal(np.isneginf(a), np.isneginf(w))
-        fin = np.isfinite(w)
-        assert np.abs(a[fin] - w[fin]).max() / np.abs(w[fin]).max() < 2e-5
+    assert_non_finite_like_ort(got, path, x, 2e-5)
 
 
 # a child process: the f32 outputs at 2 threads and the exec types of the model in argv[1]

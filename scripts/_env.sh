@@ -52,6 +52,27 @@ if [ "$(cat "$VENV/.opforge-stamp" 2>/dev/null || true)" != "$want" ]; then
   fi
   echo "$want" > "$VENV/.opforge-stamp"
 fi
+# An OpenCL device for the GPU, VPU and HETERO tests and the demo. pyopencl's wheel brings PoCL
+# 3.0 (LLVM 14), whose compiler refuses every kernel on CPUs newer than its LLVM (AMD Zen 5:
+# "unknown target CPU 'generic'"). Checked once per CPU model; where no device can build a
+# kernel and this is a Debian/Ubuntu machine we may administer (CI runs as root), install
+# Debian's PoCL, which picks its code target from the CPU's features.
+opencl_mark="$VENV/.opforge-opencl-$({ grep -E '^(cpu family|model|model name|flags)\s' /proc/cpuinfo 2>/dev/null || true; } | head -4 | sha256sum | cut -c1-12)"
+if [ ! -f "$opencl_mark" ]; then
+  if ! "$VENV/bin/python" -m opforge_gpu.compiler_probe; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+      echo "[setup] installing Debian's PoCL (pocl-opencl-icd) for a working OpenCL CPU device" >&2
+      { DEBIAN_FRONTEND=noninteractive apt-get install -y -q pocl-opencl-icd \
+        || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q pocl-opencl-icd; }; } >&2 \
+        || echo "[setup] apt-get could not install pocl-opencl-icd: GPU/VPU tests will skip" >&2
+      "$VENV/bin/python" -m opforge_gpu.compiler_probe || true
+    else
+      echo "[setup] no OpenCL device can build kernels here and this shell cannot install one" \
+           "(needs root and apt-get): GPU/VPU tests will skip; see the lines above" >&2
+    fi
+  fi
+  touch "$opencl_mark"
+fi
 flock -u 9
 exec 9>&-
 export PATH="$VENV/bin:$PATH"

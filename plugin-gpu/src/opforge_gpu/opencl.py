@@ -22,6 +22,8 @@ from typing import Any
 
 from opforge.errors import DeviceUnavailableError, KernelError
 
+from opforge_gpu.compiler_probe import compiler_problem
+
 #: order of OpenCL device types when enumerating: real GPUs first, CPUs (PoCL) last
 _TYPE_RANK = {"GPU": 0, "ACCELERATOR": 1, "CUSTOM": 2, "CPU": 3}
 
@@ -124,11 +126,19 @@ def enumerate_devices() -> list[DeviceInfo]:
             problems.append(f"platform '{plat.name}': {err}")
             continue
         for di, dev in enumerate(devices):
+            # A device whose compiler fails on a one-line kernel is left out, not numbered: every
+            # model would fail at its first kernel (compiler_probe.py says when this happens).
+            problem = compiler_problem(cl, dev)
+            if problem is not None:
+                problems.append(f"device '{dev.name.strip()}' of platform '{plat.name.strip()}' "
+                                f"({plat.version.strip()}) left out: {problem}")
+                continue
             rank = _TYPE_RANK.get(_type_name(cl, dev), 2)
             found.append(((rank, pi, di), plat, dev, pi, di))
+    _skipped[:] = problems
     if not found:
         detail = f" ({'; '.join(problems)})" if problems else ""
-        raise OpenCLUnavailable(f"OpenCL platforms found but no device{detail}")
+        raise OpenCLUnavailable(f"OpenCL platforms found but no usable device{detail}")
     found.sort(key=lambda f: f[0])
     out = []
     for i, (_, plat, dev, pi, di) in enumerate(found):
@@ -312,6 +322,10 @@ _devices: list[DeviceInfo] | None = None
 _contexts: dict[tuple[int, int], DeviceContext] = {}
 
 
+#: why devices the drivers list were left out by the last enumeration (compiler_probe.py)
+_skipped: list[str] = []
+
+
 def devices() -> list[DeviceInfo]:
     """The enumerated devices (cached for the process: drivers do not appear at run time)."""
     global _devices
@@ -319,6 +333,14 @@ def devices() -> list[DeviceInfo]:
         if _devices is None:
             _devices = enumerate_devices()
         return _devices
+
+
+def skipped_devices() -> list[str]:
+    """Why the devices the OpenCL drivers list but opforge does not number were left out."""
+    with contextlib.suppress(OpenCLUnavailable):
+        devices()
+    with _devices_lock:
+        return list(_skipped)
 
 
 def context_for(info: DeviceInfo) -> DeviceContext:

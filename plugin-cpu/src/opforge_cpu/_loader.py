@@ -31,6 +31,36 @@ def _preload_onednn() -> None:
             return
 
 
+#: GOMP_SPINCOUNT by CPU vendor (``vendor_id`` of /proc/cpuinfo), each measured on that vendor's
+#: 2-vCPU VMs; any other vendor gets Intel's
+SPIN_COUNT_BY_VENDOR = {"GenuineIntel": 300, "AuthenticAMD": 10000}
+
+
+def default_spin_count(cpuinfo: str | None = None) -> int:
+    """The ``GOMP_SPINCOUNT`` used when the user set no OpenMP wait policy.
+
+    300 spins was tuned on Intel Xeons (see :func:`load_core`). On the AMD EPYC (Zen 5) VM of
+    stop 18 (a ``pause`` is ~23 ns) short spins lose the second thread altogether: a worker that
+    fell asleep between two ops is slow to run again there (a futex wake-up takes 15-35 us and a
+    vCPU that went idle comes back slower still), and at 2 threads every benchmark model ran at
+    its 1-thread speed or worse: opforge / OpenVINO f32 resnet18 1.80, mobilenet_v2 2.45,
+    bert_small 1.70, mlp 1.70 with 300 spins. Side by side with OpenVINO and ONNX Runtime
+    (``bench_cpu.py --threads 2``), 300 to 2000 spins stayed 1.2-5x behind on most rows; from
+    3000 (~70 us) they were level; 10000 (~0.23 ms) put 9 of 10 rows at 0.90-1.03.
+    """
+    text = cpuinfo
+    if text is None:
+        try:
+            text = Path("/proc/cpuinfo").read_text(encoding="ascii", errors="replace")
+        except OSError:
+            text = ""
+    for line in text.splitlines():
+        if line.startswith("vendor_id"):
+            vendor = line.partition(":")[2].strip()
+            return SPIN_COUNT_BY_VENDOR.get(vendor, SPIN_COUNT_BY_VENDOR["GenuineIntel"])
+    return SPIN_COUNT_BY_VENDOR["GenuineIntel"]
+
+
 def load_core() -> ModuleType:
     """The ``opforge_cpu._core`` extension module.
 
@@ -49,9 +79,11 @@ def load_core() -> ModuleType:
     3.82 / 2.11, 300 1.66 / 3.80 / 2.36, passive 1.65 / 4.30 / 3.77; with a busy loop on one of
     the two cores 5.72 / 30.8 / 81.9, 2.79 / 6.81 / 6.73, 3.51 / 6.01 / 4.37, 3.83 / 5.81 / 3.41
     (1 thread 3.33 / 6.80 / 2.97). Takes effect only if libgomp is not loaded yet.
+
+    AMD hosts spin longer (:func:`default_spin_count`).
     """
     if "OMP_WAIT_POLICY" not in os.environ:
-        os.environ.setdefault("GOMP_SPINCOUNT", "300")
+        os.environ.setdefault("GOMP_SPINCOUNT", str(default_spin_count()))
     try:
         from opforge_cpu import _core  # type: ignore[attr-defined]  # compiled at install
     except ImportError:

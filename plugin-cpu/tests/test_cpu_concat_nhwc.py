@@ -97,7 +97,29 @@ def test_nhwc_concat_matches_onnxruntime(tmp_path: Path, precision: str,
     path = concat_model(tmp_path / "m.onnx", cin, parts, size, seed=len(parts) + cin)
     x = np.random.default_rng(cin).standard_normal((2, cin, *size)).astype(np.float32)
     kinds = check(path, x, precision)
-    assert kinds == [NHWC], kinds
+    producers = conv_kinds(path, x, precision)[:-1]  # the last convolution reads the Concat
+    if all(k.startswith(CHANNELS_LAST_CONVS) for k in producers):
+        assert kinds == [NHWC], (kinds, producers)
+    else:
+        # Without AMX (the AMD Zen 5 host of stop 18) oneDNN runs bf16 convolutions with 3-4
+        # input channels as jit_bf16 in its blocked layout: the Concat's inputs are not
+        # channels-last, so our kernel must refuse and oneDNN's concatenation runs.
+        assert NHWC not in kinds, (kinds, producers)
+
+
+#: convolution exec types that write the channels-last layout the NHWC concat reads
+CHANNELS_LAST_CONVS = ("brgconv:", "stem:", "dw:")
+
+
+def conv_kinds(path: Path, x: np.ndarray, precision: str) -> list[str]:
+    """The exec types of the model's convolutions at 2 threads, in execution order."""
+    core = opforge.Core()
+    cm = core.compile_model(core.read_model(str(path)), "CPU", {
+        "INFERENCE_NUM_THREADS": 2, "ENABLE_PROFILING": True, "INFERENCE_PRECISION_HINT": precision})
+    req = cm.create_infer_request()
+    req.infer({"x": x})
+    return [p.exec_type for p in req.get_profiling_info()
+            if p.node_type == "Convolution" and p.status == "EXECUTED"]
 
 
 @avx512

@@ -25,6 +25,7 @@
 #include "core/chunk_pool.hpp"
 #include "core/chunk_split.hpp"  // OneThread
 #include "core/dnnl_util.hpp"
+#include "core/env_switch.hpp"
 #include "core/primitive_log.hpp"
 #include "core/softmax_rows.hpp"
 
@@ -36,20 +37,14 @@ using dt = dnnl::memory::data_type;
 using dims = dnnl::memory::dims;
 
 bool split_enabled() {
-  static const bool on = [] {
-    const char* env = std::getenv("OPFORGE_CPU_ATTN_SPLIT");
-    return env == nullptr || std::string(env) != "0";
-  }();
+  static const bool on = env_switch_on("OPFORGE_CPU_ATTN_SPLIT");
   return on;
 }
 
 // Chunks a thread: 2 by default (a thread that lost its vCPU for a while holds the step up by
 // one small chunk only). OPFORGE_CPU_ATTN_SPLIT_CHUNKS overrides it, for measuring.
 int64_t chunks_per_thread() {
-  static const int64_t value = [] {
-    const char* env = std::getenv("OPFORGE_CPU_ATTN_SPLIT_CHUNKS");
-    return env ? std::max(1, std::atoi(env)) : 2;
-  }();
+  static const int64_t value = std::max<int64_t>(1, env_int("OPFORGE_CPU_ATTN_SPLIT_CHUNKS", 2));
   return value;
 }
 
@@ -59,10 +54,7 @@ int64_t chunks_per_thread() {
 // (each chunk converts the batch's V into its thread's buffer, and short row blocks of every head
 // keep AMX tiles partly empty). OPFORGE_CPU_ATTN_SPLIT_HEAD_CHUNKS overrides it, for measuring.
 int64_t head_chunks_per_thread() {
-  static const int64_t value = [] {
-    const char* env = std::getenv("OPFORGE_CPU_ATTN_SPLIT_HEAD_CHUNKS");
-    return env ? std::max(1, std::atoi(env)) : 1;
-  }();
+  static const int64_t value = std::max<int64_t>(1, env_int("OPFORGE_CPU_ATTN_SPLIT_HEAD_CHUNKS", 1));
   return value;
 }
 
@@ -507,10 +499,7 @@ void run_attn_split(const AttnSplit& split, AttnSplitArgs& args, const AttnSoftm
 }
 
 bool fused_attn_enabled() {
-  static const bool on = [] {
-    const char* env = std::getenv("OPFORGE_CPU_FUSED_ATTN");
-    return env == nullptr || std::string(env) != "0";
-  }();
+  static const bool on = env_switch_on("OPFORGE_CPU_FUSED_ATTN");
   return on;
 }
 

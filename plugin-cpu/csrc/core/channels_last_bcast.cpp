@@ -16,6 +16,7 @@
 
 #include "core/dnnl_util.hpp"
 #include "core/elementwise.hpp"
+#include "core/env_switch.hpp"
 #include "core/host_isa.hpp"
 
 namespace opforge_cpu {
@@ -114,10 +115,7 @@ std::unique_ptr<Kernel> make_channels_last_bcast(dnnl::algorithm alg, int full, 
                                                  const dnnl::memory::desc& dst_md) {
   using dt = dnnl::memory::data_type;
   // OPFORGE_CPU_CL_BCAST=0: oneDNN's binary instead, for same-build A/B measurements
-  static const bool enabled = [] {
-    const char* env = std::getenv("OPFORGE_CPU_CL_BCAST");
-    return env == nullptr || std::string(env) != "0";
-  }();
+  static const bool enabled = env_switch_on("OPFORGE_CPU_CL_BCAST");
   if (!enabled) return nullptr;
   if (alg != dnnl::algorithm::binary_mul && alg != dnnl::algorithm::binary_add) return nullptr;
   if (out.size() < 3 || out.size() > 5 || !avx512_host()) return nullptr;

@@ -15,6 +15,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "core/env_switch.hpp"
+
 namespace opforge_cpu {
 
 namespace {
@@ -27,18 +29,13 @@ constexpr int64_t kMinPixels = 64;
 // 2-vCPU run: 1 and 2 a thread within a few % of each other, 4 slower on 7x7-14x14 maps).
 // OPFORGE_CPU_CONV_SPLIT_CHUNKS overrides it, for measuring.
 int64_t chunks_per_thread() {
-  static const int64_t value = [] {
-    const char* env = std::getenv("OPFORGE_CPU_CONV_SPLIT_CHUNKS");
-    return env ? std::max(1, std::atoi(env)) : 2;
-  }();
+  static const int64_t value = std::max<int64_t>(1, env_int("OPFORGE_CPU_CONV_SPLIT_CHUNKS", 2));
   return value;
 }
 
+// OPFORGE_CPU_CONV_SPLIT=0: oneDNN's own split, for same-build A/B measurements.
 bool split_enabled() {
-  static const bool on = [] {
-    const char* env = std::getenv("OPFORGE_CPU_CONV_SPLIT");
-    return env == nullptr || std::string(env) != "0";
-  }();
+  static const bool on = env_switch_on("OPFORGE_CPU_CONV_SPLIT");
   return on;
 }
 

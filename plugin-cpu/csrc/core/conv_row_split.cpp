@@ -25,6 +25,8 @@
 #include <string>
 #include <tuple>
 
+#include "core/env_switch.hpp"
+
 namespace opforge_cpu {
 
 namespace {
@@ -37,19 +39,16 @@ constexpr int64_t kMinElements = 8192;
 // chunk only; single convolutions, 4 chunks for 2 threads). OPFORGE_CPU_CONV_ROWS_CHUNKS
 // overrides it, for measuring.
 int64_t chunks_per_thread() {
-  static const int64_t value = [] {
-    const char* env = std::getenv("OPFORGE_CPU_CONV_ROWS_CHUNKS");
-    return env ? std::max(1, std::atoi(env)) : 2;
-  }();
+  static const int64_t value = std::max<int64_t>(1, env_int("OPFORGE_CPU_CONV_ROWS_CHUNKS", 2));
   return value;
 }
 
 // OPFORGE_CPU_CONV_ROWS (read once): unset or 0 off, 1 on for all but depthwise convolutions, dw
 // on for depthwise ones too.
 std::string rows_mode() {
+  // (default off, unlike the other switches: any other value, unset included, is "0")
   static const std::string mode = [] {
-    const char* env = std::getenv("OPFORGE_CPU_CONV_ROWS");
-    const std::string m = env ? env : "0";
+    const std::string m = env_string("OPFORGE_CPU_CONV_ROWS", "0");
     return m == "1" || m == "dw" ? m : std::string("0");
   }();
   return mode;

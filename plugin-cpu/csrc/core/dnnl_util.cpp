@@ -9,6 +9,7 @@
 #include <string>
 #include <typeinfo>
 
+#include "core/env_switch.hpp"
 #include "core/primitive_log.hpp"
 
 namespace opforge_cpu {
@@ -130,20 +131,14 @@ namespace {
 // OPFORGE_CPU_HUGE_PAGES=0: packed constants stay in ordinary 4 KB pages, for same-build A/B
 // measurements (read once a process).
 bool huge_pages_enabled() {
-  static const bool enabled = [] {
-    const char* env = std::getenv("OPFORGE_CPU_HUGE_PAGES");
-    return env == nullptr || std::string(env) != "0";
-  }();
+  static const bool enabled = env_switch_on("OPFORGE_CPU_HUGE_PAGES");
   return enabled;
 }
 
 // OPFORGE_CPU_HUGE_ARENA=0: run-time buffers (arena, scratchpad, large outputs) stay in 4 KB
 // pages while packed constants keep theirs, so the two can be A/B'd apart (read once a process).
 bool huge_arena_enabled() {
-  static const bool enabled = [] {
-    const char* env = std::getenv("OPFORGE_CPU_HUGE_ARENA");
-    return huge_pages_enabled() && (env == nullptr || std::string(env) != "0");
-  }();
+  static const bool enabled = huge_pages_enabled() && env_switch_on("OPFORGE_CPU_HUGE_ARENA");
   return enabled;
 }
 

@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "core/chunk_pool.hpp"
+#include "core/env_switch.hpp"
 
 namespace opforge_cpu {
 
@@ -35,10 +36,7 @@ class DwConvKernel {
 // (mobilenet_v2 bf16 at 2 threads, stop 17: 1, 2 and 4 a thread gave the same depthwise sums
 // within the host's noise at load 6).
 inline int64_t dw_chunks_per_thread() {
-  static const int64_t value = [] {
-    const char* env = std::getenv("OPFORGE_CPU_DW_CHUNKS");
-    return env ? std::max(1, std::atoi(env)) : 4;
-  }();
+  static const int64_t value = std::max<int64_t>(1, env_int("OPFORGE_CPU_DW_CHUNKS", 4));
   return value;
 }
 

@@ -11,25 +11,21 @@
 #include <string>
 #include <vector>
 
+#include "core/env_switch.hpp"
+
 namespace opforge_cpu {
 
 namespace {
 
 bool enabled() {
   // OPFORGE_CPU_DW_KERNEL=0: oneDNN's primitive instead, for same-build A/B measurements
-  static const bool on = [] {
-    const char* env = std::getenv("OPFORGE_CPU_DW_KERNEL");
-    return env == nullptr || std::string(env) != "0";
-  }();
+  static const bool on = env_switch_on("OPFORGE_CPU_DW_KERNEL");
   return on;
 }
 
 bool f32_enabled() {
   // OPFORGE_CPU_DW_F32=0: oneDNN's primitive for f32 ones, for same-build A/B measurements
-  static const bool on = [] {
-    const char* env = std::getenv("OPFORGE_CPU_DW_F32");
-    return env == nullptr || std::string(env) != "0";
-  }();
+  static const bool on = env_switch_on("OPFORGE_CPU_DW_F32");
   return on;
 }
 

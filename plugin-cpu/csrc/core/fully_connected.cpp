@@ -3,15 +3,19 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/env_switch.hpp"
+
 namespace opforge_cpu {
 
 MatMulPrimitive matmul_primitive_choice() {
-  // read once: a process measures one setting at a time
+  // read once: a process measures one setting at a time (unset or empty: matmul; an unknown
+  // word fails the compile, which names it; the throw leaves the static unset, so the next
+  // compile reads the variable again and fails the same way)
   static const MatMulPrimitive choice = [] {
-    const char* v = std::getenv("OPFORGE_CPU_MATMUL");
-    if (!v || !*v || std::strcmp(v, "matmul") == 0) return MatMulPrimitive::matmul;
-    if (std::strcmp(v, "inner_product") == 0) return MatMulPrimitive::inner_product;
-    throw CompileFailure(std::string("OPFORGE_CPU_MATMUL='") + v + "': expected matmul or inner_product");
+    const std::string v = env_string("OPFORGE_CPU_MATMUL", "");
+    if (v.empty() || v == "matmul") return MatMulPrimitive::matmul;
+    if (v == "inner_product") return MatMulPrimitive::inner_product;
+    throw CompileFailure("OPFORGE_CPU_MATMUL='" + v + "': expected matmul or inner_product");
   }();
   return choice;
 }

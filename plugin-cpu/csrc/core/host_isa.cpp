@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "core/env_switch.hpp"
 #include "core/isa_clones.hpp"
 
 namespace opforge_cpu {
@@ -71,10 +72,7 @@ bool host_has_avx2_fma() {
 }
 
 bool isa_clones_avx2_fma() {
-  static const bool on = [] {
-    const char* env = std::getenv("OPFORGE_CPU_AVX2_FMA");
-    return env == nullptr || std::string(env) != "0";
-  }();
+  static const bool on = env_switch_on("OPFORGE_CPU_AVX2_FMA");
   return on;
 }
 

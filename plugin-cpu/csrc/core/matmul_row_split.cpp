@@ -17,6 +17,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "core/env_switch.hpp"
+
 namespace opforge_cpu {
 
 namespace {
@@ -25,16 +27,9 @@ namespace {
 // weight matrix for a few rows).
 constexpr int64_t kMinRows = 32;
 
-int64_t env_int(const char* name, int64_t fallback) {
-  const char* env = std::getenv(name);
-  return env ? std::atoll(env) : fallback;
-}
-
+// OPFORGE_CPU_MATMUL_SPLIT=0: oneDNN's own split, for same-build A/B measurements.
 bool split_enabled() {
-  static const bool on = [] {
-    const char* env = std::getenv("OPFORGE_CPU_MATMUL_SPLIT");
-    return env == nullptr || std::string(env) != "0";
-  }();
+  static const bool on = env_switch_on("OPFORGE_CPU_MATMUL_SPLIT");
   return on;
 }
 

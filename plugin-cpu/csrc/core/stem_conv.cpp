@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/stem_conv_compute.hpp"
+#include "core/env_switch.hpp"
 #include "core/host_isa.hpp"
 
 namespace opforge_cpu {
@@ -62,10 +63,7 @@ bool stem_post_ops(const NodeDesc& n, std::vector<StemPostOp>& post) {
 
 std::unique_ptr<Kernel> make_stem_conv(const NodeDesc& n, const ConvGeometry& geo, const dnnl::memory::desc& dst_md) {
   // OPFORGE_CPU_STEM_CONV=0: oneDNN's primitive instead, for same-build A/B measurements
-  static const bool enabled = [] {
-    const char* env = std::getenv("OPFORGE_CPU_STEM_CONV");
-    return env == nullptr || std::string(env) != "0";
-  }();
+  static const bool enabled = env_switch_on("OPFORGE_CPU_STEM_CONV");
   if (!enabled || n.inputs.size() < 2 || !avx512_host()) return nullptr;
   const TensorInfo& x = n.in(0);
   const Shape& ws = n.in(1).shape;

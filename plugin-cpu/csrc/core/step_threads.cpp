@@ -9,6 +9,8 @@
 
 #include <cstdlib>
 
+#include "core/env_switch.hpp"
+
 namespace opforge_cpu {
 
 namespace {
@@ -23,10 +25,7 @@ constexpr double kElementCost = 8.0;
 // Below this much work (~20 us at 1 thread) a step runs on one thread.
 // OPFORGE_CPU_SERIAL_WORK overrides it (0: every step on all threads), for measuring.
 double serial_threshold() {
-  static const double value = [] {
-    const char* env = std::getenv("OPFORGE_CPU_SERIAL_WORK");
-    return env ? std::atof(env) : 600000.0;
-  }();
+  static const double value = env_double("OPFORGE_CPU_SERIAL_WORK", 600000.0);
   return value;
 }
 
@@ -35,10 +34,7 @@ bool is(const std::string& t, const char* name) { return t == name; }
 // Whether a lone small step gets every thread back (plan_step_threads). OPFORGE_CPU_LONE_STEP=0
 // keeps it on one thread, for measuring the rule on a given host (read once).
 bool lone_step_parallel() {
-  static const bool on = [] {
-    const char* env = std::getenv("OPFORGE_CPU_LONE_STEP");
-    return env == nullptr || std::string(env) != "0";
-  }();
+  static const bool on = env_switch_on("OPFORGE_CPU_LONE_STEP");
   return on;
 }
 

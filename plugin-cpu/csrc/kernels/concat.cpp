@@ -19,6 +19,7 @@
 #include "core/binary_blocked.hpp"
 #include "core/chunk_pool.hpp"
 #include "core/dnnl_util.hpp"
+#include "core/env_switch.hpp"
 #include "core/host_isa.hpp"
 #include "kernels/common.hpp"
 
@@ -215,10 +216,7 @@ bool avx512_host() { return host_has_avx512(); }
 // channels-last of one type and the output may stay in that layout (`blocked_out`); the
 // output's descriptor is set. nullptr otherwise.
 std::unique_ptr<Kernel> make_channels_last_concat(NodeDesc& n, int64_t axis, bool blocked_out) {
-  static const bool enabled = [] {
-    const char* env = std::getenv("OPFORGE_CPU_NHWC_CONCAT");
-    return env == nullptr || std::string(env) != "0";
-  }();
+  static const bool enabled = env_switch_on("OPFORGE_CPU_NHWC_CONCAT");  // =0: off, for A/B runs
   const TensorInfo& y = n.outputs[0];
   if (!enabled || axis != 1 || !blocked_out || numel(y.shape) == 0 || !avx512_host()) return nullptr;
   std::optional<dnnl::memory::data_type> dt;

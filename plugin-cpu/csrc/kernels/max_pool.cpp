@@ -3,6 +3,7 @@
 // tensors (u8, i8, i32...) take the direct loop too: exact, with or without indices. An f32 nhwc
 // input (values only) on an AVX-512 host takes a channels-last loop that propagates NaN as it pools.
 #include "core/dnnl_util.hpp"
+#include "core/env_switch.hpp"
 #include "core/host_isa.hpp"
 #include "core/nn.hpp"
 #include "kernels/nhwc_windows.hpp"
@@ -246,20 +247,14 @@ void row_max3_s1_nhwc_avx512(const float* const* rows, int64_t nr, int64_t W, in
 // OPFORGE_CPU_POOL_COLS=0: the f32 3-wide stride-1 windows take the row walk above again, for
 // same-build A/B measurements (read once a process).
 bool pool_cols_enabled() {
-  static const bool enabled = [] {
-    const char* env = std::getenv("OPFORGE_CPU_POOL_COLS");
-    return env == nullptr || std::string(env) != "0";
-  }();
+  static const bool enabled = env_switch_on("OPFORGE_CPU_POOL_COLS");
   return enabled;
 }
 
 // OPFORGE_CPU_POOL_ROWS=0: the bf16 and f32 pooling walk pixels (for_each_nhwc_window) as
 // before, for same-build A/B measurements.
 bool pool_rows_enabled() {
-  static const bool enabled = [] {
-    const char* env = std::getenv("OPFORGE_CPU_POOL_ROWS");
-    return env == nullptr || std::string(env) != "0";
-  }();
+  static const bool enabled = env_switch_on("OPFORGE_CPU_POOL_ROWS");
   return enabled;
 }
 

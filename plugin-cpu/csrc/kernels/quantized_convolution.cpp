@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "core/env_switch.hpp"
 #include "core/nn.hpp"
 #include "kernels/quantized_common.hpp"
 
@@ -15,10 +16,7 @@ namespace {
 
 // OPFORGE_CPU_INT8_ZP_FOLD=0 keeps the zero points as oneDNN attributes (for A/B runs).
 bool zp_fold_enabled() {
-  static const bool on = [] {
-    const char* env = std::getenv("OPFORGE_CPU_INT8_ZP_FOLD");
-    return env == nullptr || std::string(env) != "0";
-  }();
+  static const bool on = env_switch_on("OPFORGE_CPU_INT8_ZP_FOLD");
   return on;
 }
 
@@ -28,10 +26,7 @@ bool zp_fold_enabled() {
 // costs those kernels 1.01-1.09x on 1x1 and 1.25-1.9x on padded 3x3 convolutions (AVX2), 1.06-
 // 1.40x (AVX2 VNNI), 1.08-1.11x (AVX-512 VNNI); see kernel-library.md "int8 on AVX2 hosts".
 bool zp_fold_any() {
-  static const bool on = [] {
-    const char* env = std::getenv("OPFORGE_CPU_INT8_ZP_FOLD_ANY");
-    return env == nullptr || std::string(env) != "0";
-  }();
+  static const bool on = env_switch_on("OPFORGE_CPU_INT8_ZP_FOLD_ANY");
   return on;
 }
 

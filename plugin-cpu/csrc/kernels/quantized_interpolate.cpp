@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/elementwise.hpp"
+#include "core/env_switch.hpp"
 #include "core/host_isa.hpp"
 #include "kernels/int8_layout.hpp"
 #include "kernels/interpolate_taps.hpp"
@@ -87,10 +88,7 @@ class QuantizedInterpolateKernel : public StagedKernel {
   // with the FMA quotient, the same bytes as the division (stop 17: unet_small's upsampling ran
   // the SSE2 baseline at 11.5 ms against OpenVINO's 4.3). OPFORGE_CPU_INT8_AVX2=0: the baseline.
   static bool avx2() {
-    static const bool on = [] {
-      const char* env = std::getenv("OPFORGE_CPU_INT8_AVX2");
-      return host_has_avx2_fma() && (env == nullptr || std::string(env) != "0");
-    }();
+    static const bool on = host_has_avx2_fma() && env_switch_on("OPFORGE_CPU_INT8_AVX2");
     return on;
   }
   template <class I, class O>

@@ -73,6 +73,15 @@ constexpr size_t kHugeRunBufferFloor = size_t{4} << 20;
 void* alloc_run_buffer(size_t bytes);
 void free_run_buffer(void* p);  // (null: nothing)
 
+// An owning handle of one run buffer: free_run_buffer when the handle goes. A State holds its
+// arena and scratchpad this way so that they are given back however the State goes, including
+// when its constructor throws half-way (a kernel's bind), where no destructor body runs.
+struct RunBufferFree {
+  void operator()(void* p) const noexcept { free_run_buffer(p); }
+};
+using RunBuffer = std::unique_ptr<void, RunBufferFree>;
+inline RunBuffer make_run_buffer(size_t bytes) { return RunBuffer(alloc_run_buffer(bytes)); }
+
 // Primitive attributes every kernel uses: user scratchpad (so requests own their scratch memory).
 dnnl::primitive_attr default_attr();
 

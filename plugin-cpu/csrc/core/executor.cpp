@@ -381,22 +381,18 @@ void Program::plan_memory() {
   for (auto& st : steps_) scratch_bytes_ = std::max(scratch_bytes_, st.kernel->scratch_bytes());
 }
 
-State::State(const Program& p) : stream(cpu_engine()) {
-  // large ones in advised 2 MB pages (dnnl_util.hpp alloc_run_buffer, OPFORGE_CPU_HUGE_ARENA=0)
-  arena = alloc_run_buffer(p.arena_bytes());
-  try {
-    scratch = alloc_run_buffer(p.scratch_bytes());
-  } catch (...) {
-    free_run_buffer(arena);
-    throw;
-  }
+// The buffers are owning handles (RunBuffer): if anything below throws (a kernel's bind, an
+// allocation), the members built so far are destroyed and give both buffers back.
+State::State(const Program& p)
+    // large ones in advised 2 MB pages (dnnl_util.hpp alloc_run_buffer, OPFORGE_CPU_HUGE_ARENA=0)
+    : arena(make_run_buffer(p.arena_bytes())), scratch(make_run_buffer(p.scratch_bytes())), stream(cpu_engine()) {
   const auto& ts = p.tensors();
   views.resize(ts.size());
   for (size_t i = 0; i < ts.size(); ++i) {
     views[i].dtype = ts[i].info.dtype;
     views[i].shape = ts[i].info.shape;
     if (ts[i].const_data) views[i].data = const_cast<void*>(ts[i].const_data);
-    else if (ts[i].buffer >= 0) views[i].data = static_cast<char*>(arena) + p.offsets()[ts[i].buffer];
+    else if (ts[i].buffer >= 0) views[i].data = static_cast<char*>(arena.get()) + p.offsets()[ts[i].buffer];
   }
   const auto& steps = p.steps();
   step_in.resize(steps.size());
@@ -407,15 +403,12 @@ State::State(const Program& p) : stream(cpu_engine()) {
     for (int t : steps[s].ins) step_in[s].push_back(t >= 0 ? views[t] : TensorView{});
     for (int t : steps[s].outs) step_out[s].push_back(views[t]);
     bound[s] = steps[s].kernel->bind(step_in[s].data(), step_in[s].size(), step_out[s].data(),
-                                     step_out[s].size(), scratch);
+                                     step_out[s].size(), scratch.get());
   }
 }
 
-State::~State() {
-  bound.clear();
-  free_run_buffer(arena);
-  free_run_buffer(scratch);
-}
+// The members go in reverse order: the Bounds first, the arena and scratchpad last.
+State::~State() = default;
 
 std::unique_ptr<State> Program::create_state() const { return std::make_unique<State>(*this); }
 
@@ -449,7 +442,7 @@ void Program::run(State& st, const std::vector<const void*>& inputs, const std::
       auto& out = st.step_out[s];
       try {
         if (!step.kernel->rebind(st.bound[s].get(), in.data(), in.size(), out.data(), out.size()))
-          st.bound[s] = step.kernel->bind(in.data(), in.size(), out.data(), out.size(), st.scratch);
+          st.bound[s] = step.kernel->bind(in.data(), in.size(), out.data(), out.size(), st.scratch.get());
       } catch (const dnnl::error& err) {
         throw NodeFailure(step.name, step.type, std::string("oneDNN: ") + err.what());
       } catch (const std::exception& err) {
@@ -459,7 +452,7 @@ void Program::run(State& st, const std::vector<const void*>& inputs, const std::
   }
   RunContext ctx;
   ctx.stream = &st.stream;
-  ctx.scratch = st.scratch;
+  ctx.scratch = st.scratch.get();
   ctx.python_calls = &python_calls_;
   // Each step runs with the thread count its primitives were created for: a primitive split for
   // one thread that asks OpenMP for the current count must not get two (its scratchpad and

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/dnnl_util.hpp"  // RunBuffer
 #include "core/kernel.hpp"
 #include "core/primitive_log.hpp"
 
@@ -80,6 +81,10 @@ class State {
   State(const State&) = delete;
   State& operator=(const State&) = delete;
 
+  // The request's arena (every non-constant tensor) and the steps' shared scratchpad. Declared
+  // first so that they are constructed first and freed last, after every view and Bound below
+  // that points into them, also when the constructor throws after allocating them.
+  RunBuffer arena, scratch;
   std::vector<TensorView> views;                  // by tensor
   std::vector<std::vector<TensorView>> step_in;   // by step
   std::vector<std::vector<TensorView>> step_out;
@@ -87,8 +92,6 @@ class State {
   std::vector<double> times_ms;                   // last inference, by step (profiling)
   dnnl::stream stream;
   std::vector<int> rebind;                        // steps whose views changed (Program::run)
-  void* arena = nullptr;
-  void* scratch = nullptr;
 };
 
 class Program {

@@ -19,7 +19,17 @@ template <class F> double med(F f, int reps) {
 }
 int main(int argc, char** argv) {
   stream s(eng);
-  int shapes[][3] = {{128,256,256},{128,256,1024},{128,1024,256},{64,1024,1024},{1,1024,1024},{384,768,768}};
+  std::vector<std::vector<int>> shapes = {{128,256,256},{128,256,1024},{128,1024,256},{64,1024,1024},{1,1024,1024},{384,768,768}};
+  // optional arguments MxKxN (e.g. 128x768x3072) replace the default shapes
+  if (argc > 1) shapes.clear();
+  for (int i = 1; i < argc; ++i) {
+    int m = 0, k = 0, n = 0;
+    if (sscanf(argv[i], "%dx%dx%d", &m, &k, &n) != 3 || m <= 0 || k <= 0 || n <= 0) {
+      fprintf(stderr, "bad shape '%s': expected MxKxN\n", argv[i]);
+      return 2;
+    }
+    shapes.push_back({m, k, n});
+  }
   int reps = getenv("REPS") ? atoi(getenv("REPS")) : 200;
   for (auto& sh : shapes) {
     int M = sh[0], K = sh[1], N = sh[2];

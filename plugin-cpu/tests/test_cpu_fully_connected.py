@@ -2,7 +2,9 @@
 OPFORGE_CPU_MATMUL=inner_product: every form it takes (batch dimensions flattened into M,
 transposed weights, leading 1s, N = 1, fused bias/ReLU/residual sum) agrees with NumPy, natively
 and with oneDNN limited to AVX2; the forms it does not take stay on matmul; a bad value is a clear
-error. The variable is read once per process, so each case runs in a fresh interpreter."""
+error. Unset, the measured rule picks: inner_product on an AMD CPU at AVX2 (no AVX-512, or
+ONEDNN_MAX_CPU_ISA=AVX2) for two rows or more, matmul otherwise; OPFORGE_CPU_FC_AMD_AVX2=0 turns
+the rule off. The variables are read once per process, so each case runs in a fresh interpreter."""
 
 from __future__ import annotations
 
@@ -103,8 +105,53 @@ def test_inner_product_forms_match_numpy(isa: str) -> None:
     assert not any(is_inner_product(i) for i in res["batched_weights"]["impls"])  # type: ignore[union-attr]
 
 
-def test_default_is_matmul() -> None:
-    res = run_cases({"OPFORGE_CPU_MATMUL": ""})
+#: the cases of SCRIPT with two rows or more that inner_product takes; "vector_input" has one row
+MULTI_ROW = ["batch_dims_bias_relu", "transposed", "leading_ones", "one_column", "residual_sum"]
+
+
+def host_is_amd() -> bool:
+    with open("/proc/cpuinfo", encoding="utf-8") as f:
+        return any(line.startswith("vendor_id") and "AuthenticAMD" in line for line in f)
+
+
+def plugin_host_isa(env: dict[str, str]) -> str:
+    """What the plugin's kernels dispatch to under `env` (cpuid AND oneDNN's effective ISA)."""
+    code = "from opforge_cpu._loader import load_core; print(load_core().host_isa())"
+    proc = subprocess.run([sys.executable, "-c", code], env={**os.environ, **env}, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("isa", ["native", "AVX2"])
+def test_default_follows_the_measured_rule(isa: str) -> None:
+    # empty: the rule on, whatever the caller's environment set
+    env = {"OPFORGE_CPU_MATMUL": "", "OPFORGE_CPU_FC_AMD_AVX2": ""}
+    if isa != "native":
+        env["ONEDNN_MAX_CPU_ISA"] = isa
+    # the rule: an AMD CPU whose plugin runs at AVX2 (no AVX-512 as oneDNN sees it)
+    expect_ip = host_is_amd() and plugin_host_isa(env) == "avx2"
+    res = run_cases(env)
+    for name, r in res.items():
+        assert r["shape_ok"], name
+        assert float(r["err"]) < 1e-5, (name, r)  # type: ignore[arg-type]
+    for name in MULTI_ROW:
+        impls = res[name]["impls"]
+        assert impls and all(is_inner_product(i) == expect_ip for i in impls), (name, expect_ip, impls)  # type: ignore[union-attr]
+    # one row (a GEMV: gemm:jit's is as fast) and batched weights stay on matmul
+    for name in ("vector_input", "batched_weights"):
+        assert not any(is_inner_product(i) for i in res[name]["impls"]), (name, res[name])  # type: ignore[union-attr]
+
+
+def test_rule_off_switch_keeps_matmul_at_avx2() -> None:
+    res = run_cases({"OPFORGE_CPU_MATMUL": "", "ONEDNN_MAX_CPU_ISA": "AVX2", "OPFORGE_CPU_FC_AMD_AVX2": "0"})
+    for name, r in res.items():
+        assert float(r["err"]) < 1e-5, (name, r)  # type: ignore[arg-type]
+        assert not any(is_inner_product(i) for i in r["impls"]), (name, r)  # type: ignore[union-attr]
+
+
+def test_forced_matmul_keeps_matmul_at_avx2() -> None:
+    res = run_cases({"OPFORGE_CPU_MATMUL": "matmul", "ONEDNN_MAX_CPU_ISA": "AVX2"})
     for name, r in res.items():
         assert float(r["err"]) < 1e-5, (name, r)  # type: ignore[arg-type]
         assert not any(is_inner_product(i) for i in r["impls"]), (name, r)  # type: ignore[union-attr]

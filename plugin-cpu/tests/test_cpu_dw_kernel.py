@@ -5,7 +5,9 @@ channels-last bf16 source and destination (bf16 or f32), with its bias and fused
 SiLU, HardSwish; exec type ``dw:avx512_bf16``. Dilation, a residual sum and other fused ops keep
 oneDNN. Its outputs are within bf16 rounding of ONNX Runtime f32, the same bytes at 1 and 2
 threads (chunks of whole output rows), and NaN / inf flow as in ONNX Runtime.
-OPFORGE_CPU_DW_KERNEL=0 (read once a process, so a child process) gives oneDNN's primitive back."""
+OPFORGE_CPU_DW_KERNEL=0 (read once a process, so a child process) gives oneDNN's primitive back.
+Where oneDNN's ISA has no AMX, 3x3 ones without a fused SiLU keep oneDNN's (the host rule, stop 18;
+OPFORGE_CPU_DW_BF16_HOST_RULE=0 turns it off)."""
 
 from __future__ import annotations
 
@@ -41,6 +43,16 @@ _CAP = os.environ.get("ONEDNN_MAX_CPU_ISA", "ALL").upper()
 _BF16_CAPS = {"ALL", "DEFAULT", "AVX512_CORE_BF16", "AVX512_CORE_FP16", "AVX512_CORE_AMX", "AVX512_CORE_AMX_FP16"}
 OURS = _host_avx512_bf16() and _CAP in _BF16_CAPS and os.environ.get("OPFORGE_CPU_DW_KERNEL", "1") != "0"
 DW = "dw:avx512_bf16"
+# the host rule (dw_conv_plan.cpp, stop 18): where oneDNN's ISA has no AMX, a 3x3 (or narrower)
+# kernel without a fused SiLU runs oneDNN's brdgmm_dw; OPFORGE_CPU_DW_BF16_HOST_RULE=0 turns it off
+_AMX = " amx_tile" in (Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else "") and \
+    _CAP in {"ALL", "DEFAULT", "AVX512_CORE_AMX", "AVX512_CORE_AMX_FP16"}
+HOST_RULE = os.environ.get("OPFORGE_CPU_DW_BF16_HOST_RULE", "1") != "0"
+
+
+def ours_for(k: int, act: str) -> bool:
+    """Whether our kernel runs a bf16 depthwise convolution of kernel width ``k`` with ``act`` here."""
+    return OURS and (not HOST_RULE or _AMX or k >= 5 or act == "silu")
 
 
 class Graph(OnnxGraph):
@@ -117,7 +129,7 @@ def test_dw_kernel_bit_exact_and_close_to_ort(tmp_path: Path, channels: int, hw:
     path = g.save(tmp_path / "m.onnx", (batch, 16, *hw), [out])
     x = g.rng.standard_normal((batch, 16, *hw)).astype(np.float32)
     _, types = check(path, x)
-    assert dw_count(types) == (1 if OURS else 0), types
+    assert dw_count(types) == (1 if ours_for(k, act) else 0), types
 
 
 @needs_bf16
@@ -152,13 +164,14 @@ def test_dw_kernel_refuses_what_it_does_not_run(tmp_path: Path) -> None:
 
 
 @needs_bf16
-@pytest.mark.xfail(not OURS, reason="oneDNN's fused Clip post-op drops NaN (the known gap); our kernel keeps it")
+@pytest.mark.xfail(not ours_for(3, "relu6"),
+                   reason="oneDNN's fused Clip post-op drops NaN (the known gap); our kernel keeps it")
 def test_dw_kernel_nan_and_inf_like_ort(tmp_path: Path) -> None:
     # NaN and +-inf in the source of a depthwise convolution with ReLU6 / SiLU: the outputs whose
     # windows hold them are NaN or inf exactly where ONNX Runtime's are (no fused op swallows NaN)
     path, x = non_finite_case(tmp_path, 3, "relu6")
     got, types = run(path, x, 2)
-    assert dw_count(types) == (2 if OURS else 0), types
+    assert dw_count(types) == ours_for(3, "relu6") + ours_for(5, "silu"), types
     assert_non_finite_like_ort(got, path, x, 3e-2)
 
 
@@ -193,9 +206,10 @@ def assert_non_finite_like_ort(got: list[np.ndarray], path: Path, x: np.ndarray,
 def test_dw_kernel_switch_off(tmp_path: Path) -> None:
     # OPFORGE_CPU_DW_KERNEL=0 in a child process: oneDNN's brdgmm_dw, the same outputs within
     # bf16 rounding (its bias is rounded to bf16, ours is not; the sums' order differs)
+    # (5x5: our kernel on every host, the host rule aside)
     g = Graph(13)
     h = g.act(g.conv("x", 16, 64), "relu6")
-    out = g.conv(g.act(g.conv(h, 64, 64, 3, group=64), "relu6"), 64, 24)
+    out = g.conv(g.act(g.conv(h, 64, 64, 5, group=64), "relu6"), 64, 24)
     path = g.save(tmp_path / "m.onnx", (1, 16, 28, 28), [out])
     x = g.rng.standard_normal((1, 16, 28, 28)).astype(np.float32)
     np.save(tmp_path / "x.npy", x)
@@ -214,20 +228,52 @@ def test_dw_kernel_switch_off(tmp_path: Path) -> None:
 
 @needs_bf16
 @pytest.mark.skipif(not OURS, reason="our dw kernel does not run in this process")
+def test_dw_kernel_host_rule_and_its_switch(tmp_path: Path) -> None:
+    # 3x3 with ReLU6, 3x3 with SiLU, 5x5 with ReLU6 from one source: where oneDNN's ISA has no AMX
+    # the first runs brdgmm_dw, the others ours (on an AMX host all three ours);
+    # OPFORGE_CPU_DW_BF16_HOST_RULE=0 in a child process: all three ours, the outputs within bf16
+    # rounding of the rule's (brdgmm_dw rounds its bias to bf16, ours does not)
+    g = Graph(23)
+    h = g.act(g.conv("x", 16, 48), "relu6")
+    outs = [g.conv(g.act(g.conv(h, 48, 48, k, group=48), act), 48, 8) for k, act in ((3, "relu6"), (3, "silu"),
+                                                                                     (5, "relu6"))]
+    path = g.save(tmp_path / "m.onnx", (1, 16, 28, 28), outs)
+    x = g.rng.standard_normal((1, 16, 28, 28)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    got, types = check(path, x)
+    assert dw_count(types) == ours_for(3, "relu6") + 2, types
+    if not ours_for(3, "relu6"):
+        assert any(t.startswith("brdgmm_dw") for t in types.values()), types
+    code = ("import sys, numpy as np; sys.path.insert(0, sys.argv[3]); from cpu_testing import bf16_run; "
+            "from pathlib import Path; g, t = bf16_run(Path(sys.argv[1]), np.load(sys.argv[2]), 2); "
+            "np.savez(sys.argv[2] + '.out.npz', *g); print(sum(v == 'dw:avx512_bf16' for v in t.values()))")
+    env = dict(os.environ, OPFORGE_CPU_DW_BF16_HOST_RULE="0")
+    res = subprocess.run([sys.executable, "-c", code, str(path), str(tmp_path / "x.npy"), str(Path(__file__).parent)],
+                         env=env, capture_output=True, text=True, timeout=120, check=True)
+    assert res.stdout.split()[-1] == "3", res.stdout
+    off = np.load(str(tmp_path / "x.npy") + ".out.npz")
+    for i, a in enumerate(got):
+        b = off[f"arr_{i}"]
+        assert np.abs(a - b).max() / np.abs(b).max() < 2e-2
+
+
+@needs_bf16
+@pytest.mark.skipif(not OURS, reason="our dw kernel does not run in this process")
 def test_dw_kernel_chunks_per_thread(tmp_path: Path) -> None:
     # OPFORGE_CPU_DW_CHUNKS (chunks of output rows a thread, read once: a child process) moves only
     # where the rows are cut: 1, 2 and 3 chunks a thread give the bytes of the default at 2 threads
     # and of 1 thread, on a 7-row map (fewer rows than chunks) and on 2 images of 30 rows
+    # (3x3 with SiLU and 5x5: our kernel on every host, the host rule aside)
     g = Graph(17)
     h = g.act(g.conv("x", 16, 64), "relu6")
-    a = g.conv(g.act(g.conv(h, 64, 64, 3, group=64), "relu6"), 64, 24)
+    a = g.conv(g.act(g.conv(h, 64, 64, 3, group=64), "silu"), 64, 24)
     b = g.conv(g.act(g.conv(h, 64, 64, 5, group=64, stride=2), "silu"), 64, 24)
     path = g.save(tmp_path / "m.onnx", (2, 16, 30, 30), [a, b])
     x = g.rng.standard_normal((2, 16, 30, 30)).astype(np.float32)
     np.save(tmp_path / "x.npy", x)
     g7 = Graph(18)
     h7 = g7.act(g7.conv("x", 16, 96), "relu6")
-    c = g7.conv(g7.act(g7.conv(h7, 96, 96, 3, group=96), "relu6"), 96, 24)
+    c = g7.conv(g7.act(g7.conv(h7, 96, 96, 3, group=96), "silu"), 96, 24)
     path7 = g7.save(tmp_path / "m7.onnx", (1, 16, 7, 7), [c])
     x7 = g7.rng.standard_normal((1, 16, 7, 7)).astype(np.float32)
     np.save(tmp_path / "x7.npy", x7)

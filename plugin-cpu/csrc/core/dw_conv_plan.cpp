@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/env_switch.hpp"
+#include "core/host_isa.hpp"
 
 namespace opforge_cpu {
 
@@ -20,6 +21,14 @@ namespace {
 bool enabled() {
   // OPFORGE_CPU_DW_KERNEL=0: oneDNN's primitive instead, for same-build A/B measurements
   static const bool on = env_switch_on("OPFORGE_CPU_DW_KERNEL");
+  return on;
+}
+
+// Whether the bf16 kernel's host rule applies (plan_dw_conv_bf16). OPFORGE_CPU_DW_BF16_HOST_RULE=0:
+// our kernel for every shape it runs on every AVX512_BF16 host, as before stop 18, for
+// same-build A/B measurements.
+bool bf16_host_rule() {
+  static const bool on = env_switch_on("OPFORGE_CPU_DW_BF16_HOST_RULE");
   return on;
 }
 
@@ -91,6 +100,15 @@ std::unique_ptr<DwConvBf16> plan_dw_conv_bf16(const NodeDesc& n, const dnnl::con
   DwGeometry g{};
   std::vector<DwPostOp> post;
   if (!dw_geometry(n, pd, dnnl::memory::data_type::bf16, g, post)) return nullptr;
+  // Without AMX (an AMD EPYC Zen 5 VM, stop 18) oneDNN's brdgmm_dw beat ours at one thread on
+  // 3x3 kernels without a Swish: 0.64-1.02 of our time per step on mobilenet_v2's 17 (ReLU6),
+  // 0.70-0.94 on mobilenet_v3_large's 3x3 ones (ReLU, HardSwish), while ours stayed ahead with a
+  // Swish (tv_efficientnet_b0: ours 0.63-0.95 of brdgmm_dw's time on all 16 steps) and level on
+  // 5x5 (docs/kernel-library.md "Our bf16 depthwise kernel on a host without AMX"). The rule is
+  // the f32 kernel's at AVX-512 (plan_dw_conv_f32). It is keyed on AMX because the AMX hosts of
+  // stops 16-17 are where ours was measured faster: they keep every shape on ours, unchanged.
+  const bool swish = std::any_of(post.begin(), post.end(), [](const DwPostOp& p) { return p.kind == DwPostOp::swish; });
+  if (bf16_host_rule() && !host_has_amx() && g.kw < 5 && !swish) return nullptr;
   const bool has_bias = n.attrs.b("has_bias", false);
   return std::make_unique<DwConvBf16>(g, static_cast<const float*>(n.inputs[1].const_data),
                                       has_bias ? static_cast<const float*>(n.inputs[2].const_data) : nullptr,

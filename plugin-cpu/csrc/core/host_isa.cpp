@@ -53,6 +53,13 @@ bool host_has_avx512_bf16() {
 #endif
 }
 
+bool host_has_amx() {
+  // oneDNN's effective ISA already requires the CPU's AMX bits and the kernel's permission
+  // (arch_prctl XCOMP_PERM), and follows ONEDNN_MAX_CPU_ISA
+  static const bool has = host_has_avx512_bf16() && onednn_allows(dnnl::cpu_isa::avx512_core_amx);
+  return has;
+}
+
 bool host_has_avx512_vbmi() {
 #if defined(__x86_64__) && defined(__GNUC__)
   static const bool has = host_has_avx512() && __builtin_cpu_supports("avx512vbmi");

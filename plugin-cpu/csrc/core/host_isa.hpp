@@ -11,6 +11,10 @@ namespace opforge_cpu {
 bool host_has_avx512();
 // host_has_avx512() plus AVX512_BF16 (vcvtneps2bf16, vdpbf16ps), oneDNN at avx512_core_bf16 or above.
 bool host_has_avx512_bf16();
+// oneDNN's effective ISA includes AMX (avx512_core_amx: AMX-TILE/AMX-BF16/AMX-INT8 in the CPU, the
+// OS's permission, no ONEDNN_MAX_CPU_ISA cap below it). Not used to run AMX code of our own: a
+// rule tuned on the AMX hosts of stops 11-17 asks it to keep their behaviour where it holds.
+bool host_has_amx();
 // host_has_avx512() plus AVX512_VBMI (vpermi2b byte lookups).
 bool host_has_avx512_vbmi();
 // AVX2 with FMA (8-lane float FMA), oneDNN at avx2 or above.

@@ -3,12 +3,21 @@ test module (pytest runs with --import-mode=importlib, so this folder is put on 
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+# The bf16 pixel and MatMul row splits run by default only where oneDNN's ISA has AMX
+# (chunk_split.cpp's host rule, stop 18). The suite takes them on every host, so that their tests
+# (test_cpu_bf16_pixel_split.py, test_cpu_bf16_row_split.py and the blocks that contain them)
+# exercise them on AVX512_BF16 hosts without AMX too; test_cpu_split_host_rule.py checks the
+# default in a child process without this variable. Set before any program is compiled (the
+# plugin reads it once a process); child processes of the tests inherit it.
+os.environ.setdefault("OPFORGE_CPU_SPLIT_HOST_RULE", "0")
 
 import opforge
 from cpu_testing import make_plugins

@@ -6,9 +6,20 @@
 
 #include "core/chunk_pool.hpp"
 #include "core/dnnl_util.hpp"
+#include "core/env_switch.hpp"
+#include "core/host_isa.hpp"
 #include "core/primitive_log.hpp"
 
 namespace opforge_cpu {
+
+bool chunk_splits_on_this_host() {
+  // The splits were adopted on AMX hosts, where oneDNN's 2-thread brgconv_1x1 / brgemm ran slower
+  // than one thread (two AMX units at once, a worker asleep at 300 spins). Without AMX the
+  // avx512_core_bf16 kernels split well by themselves: asking oneDNN's ISA keeps the Sapphire
+  // Rapids behaviour as it was.
+  static const bool on = !env_switch_on("OPFORGE_CPU_SPLIT_HOST_RULE") || host_has_amx();
+  return on;
+}
 
 int add_chunk_primitive(ChunkSplit& split, const dnnl::primitive_desc& sub, const ChunkDescs& descs,
                         const dnnl::memory::desc& wei, const std::function<bool(const std::string& impl)>& impl_ok) {

@@ -58,6 +58,13 @@ int add_chunk_primitive(ChunkSplit& split, const dnnl::primitive_desc& sub, cons
 using UnitChunkDescs = std::function<ChunkDescs(int64_t units)>;
 using UnitChunkMaker = std::function<dnnl::primitive_desc(const ChunkDescs&)>;
 
+// Whether this host takes the bf16 pixel and MatMul row splits (conv_pixel_split.cpp,
+// matmul_row_split.cpp): where oneDNN's effective ISA has AMX, the hosts they were measured and
+// adopted on. On the AMD EPYC Zen 5 VM of stop 18 (AVX512_BF16, no AMX, GOMP_SPINCOUNT 10000)
+// oneDNN's own 2-thread primitives were faster (docs/kernel-library.md "The bf16 splits on a host
+// without AMX"). OPFORGE_CPU_SPLIT_HOST_RULE=0 (read once) takes them on every host, as before.
+bool chunk_splits_on_this_host();
+
 // The split of `units` leading units into `most` chunks rounded up to whole 16-unit AMX tiles (the
 // last one shorter), with a brg* sub-primitive (brgconv, brgemm) for each distinct chunk size that
 // takes the whole primitive's packed weights `wei`; when brg* wants another weights layout for

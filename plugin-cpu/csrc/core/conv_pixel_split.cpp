@@ -54,7 +54,7 @@ dnnl::memory::desc pixels_md(const dnnl::memory::desc& whole, int64_t pixels) {
 std::optional<ChunkSplit> plan_pixel_split(const dnnl::convolution_forward::primitive_desc& pd,
                                            const dnnl::memory::desc& residual, int threads,
                                            const PixelConvMaker& make) {
-  if (threads <= 1 || !split_enabled()) return std::nullopt;
+  if (threads <= 1 || !split_enabled() || !chunk_splits_on_this_host()) return std::nullopt;
   const auto src = pd.src_desc(), dst = pd.dst_desc(), wei = pd.weights_desc();
   if (src.get_data_type() != dnnl::memory::data_type::bf16 || wei.get_ndims() != 4) return std::nullopt;
   const auto wd = wei.get_dims();

@@ -68,7 +68,7 @@ size_t row_bytes(const dnnl::memory::desc& md) {
 
 std::optional<ChunkSplit> plan_row_split(const dnnl::matmul::primitive_desc& pd, const dnnl::memory::desc& gate,
                                          int threads, const RowMatMulMaker& make) {
-  if (threads <= 1 || !split_enabled()) return std::nullopt;
+  if (threads <= 1 || !split_enabled() || !chunk_splits_on_this_host()) return std::nullopt;
   const auto src = pd.src_desc(), dst = pd.dst_desc(), wei = pd.weights_desc();
   if (src.get_data_type() != dnnl::memory::data_type::bf16 || !dense_rows(src) || !dense_rows(dst)) return std::nullopt;
   if (wei.get_ndims() != 2) return std::nullopt;

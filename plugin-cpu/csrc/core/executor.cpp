@@ -10,6 +10,7 @@
 #include <map>
 
 #include "core/dnnl_util.hpp"
+#include "core/keep_warm.hpp"
 #include "core/nn.hpp"  // fuse_attention
 #include "core/primitive_log.hpp"
 #include "core/step_threads.hpp"
@@ -458,6 +459,9 @@ void Program::run(State& st, const std::vector<const void*>& inputs, const std::
   // one thread that asks OpenMP for the current count must not get two (its scratchpad and
   // partition are sized for one).
   OmpThreads restore(num_threads_, num_threads_);
+  // The other vCPUs stay busy (SCHED_IDLE) while the steps run, so waking OpenMP's worker for
+  // the next parallel step does not pay a halted vCPU's wake-up (keep_warm.hpp).
+  KeepWarmScope warm(num_threads_);
   int current = num_threads_;
   for (size_t s = 0; s < steps_.size(); ++s) {
     const Step& step = steps_[s];

@@ -33,20 +33,23 @@ def _preload_onednn() -> None:
 
 #: GOMP_SPINCOUNT by CPU vendor (``vendor_id`` of /proc/cpuinfo), each measured on that vendor's
 #: 2-vCPU VMs; any other vendor gets Intel's
-SPIN_COUNT_BY_VENDOR = {"GenuineIntel": 300, "AuthenticAMD": 10000}
+SPIN_COUNT_BY_VENDOR = {"GenuineIntel": 300, "AuthenticAMD": 3000}
 
 
 def default_spin_count(cpuinfo: str | None = None) -> int:
     """The ``GOMP_SPINCOUNT`` used when the user set no OpenMP wait policy.
 
     300 spins was tuned on Intel Xeons (see :func:`load_core`). On the AMD EPYC (Zen 5) VM of
-    stop 18 (a ``pause`` is ~23 ns) short spins lose the second thread altogether: a worker that
-    fell asleep between two ops is slow to run again there (a futex wake-up takes 15-35 us and a
-    vCPU that went idle comes back slower still), and at 2 threads every benchmark model ran at
-    its 1-thread speed or worse: opforge / OpenVINO f32 resnet18 1.80, mobilenet_v2 2.45,
-    bert_small 1.70, mlp 1.70 with 300 spins. Side by side with OpenVINO and ONNX Runtime
-    (``bench_cpu.py --threads 2``), 300 to 2000 spins stayed 1.2-5x behind on most rows; from
-    3000 (~70 us) they were level; 10000 (~0.23 ms) put 9 of 10 rows at 0.90-1.03.
+    stop 18 (a ``pause`` is ~23 ns) 300 spins lost the second thread altogether: at 2 threads
+    every benchmark model ran at its 1-thread speed or worse (opforge / OpenVINO f32 resnet18
+    1.80, mobilenet_v2 2.45, bert_small 1.70, mlp 1.70). Most of that was the wake-up of a
+    worker on a halted vCPU, which the SCHED_IDLE spinners of ``csrc/core/keep_warm.hpp`` now
+    remove on every host (mobilenet_v2 f32 300 spins: 2.2x OpenVINO without them, 0.90-1.12x
+    with). Models of many small steps (bert_small bf16, mlp) still lose the worker between
+    steps at 300 spins there (1.5-2.0x on a quiet host), and 3000 (~70 us) brings them level
+    (0.84-1.10x). Longer spins are not used: libgomp never yields while it spins, so on a loaded
+    host 10000 spins ran 2.6-13x slower than OpenVINO; with the spinners, 3000 and 300 read
+    alike with two busy loops on the 2 vCPUs (3000 / 300: 1.23, 0.49, 0.75, 1.99).
     """
     text = cpuinfo
     if text is None:

@@ -26,7 +26,8 @@ fi
 want="$(stamp)"
 # Several shells (parallel test workers, developers' terminals) may source this at once: one
 # installs, the others wait and then find the stamp current. The same lock serialises manual
-# rebuilds of the C++ plugins: `flock /tmp/opforge-cpu-build.lock pip install --no-build-isolation -e plugin-cpu`.
+# rebuilds of the C++ plugins: `flock /tmp/opforge-cpu-build.lock pip install --no-deps -e plugin-cpu`
+# (with build isolation: the venv does not hold plugin-cpu's build requirements).
 exec 9>"${TMPDIR:-/tmp}/opforge-cpu-build.lock"
 flock 9
 if [ "$(cat "$VENV/.opforge-stamp" 2>/dev/null || true)" != "$want" ]; then

@@ -34,17 +34,13 @@ def compiler_problem(cl: Any, device: Any) -> str | None:
     try:
         program.build(devices=[device])
     except Exception as err:  # noqa: BLE001 - pyopencl raises RuntimeError or cl.Error subclasses
-        log = _build_log(cl, program, device) or str(err)
+        # opencl.py's reader of a failed build's log (imported here: opencl.py imports this module)
+        from opforge_gpu.opencl import _build_log
+
+        log = _build_log(cl, err, device, program)
         first = next((ln.strip() for ln in log.splitlines() if "error" in ln.lower()), log.strip()[:200])
         return f"its OpenCL compiler fails on a one-line kernel: {first}{_remedy(log)}"
     return None
-
-
-def _build_log(cl: Any, program: Any, device: Any) -> str:
-    try:
-        return str(program.get_build_info(device, cl.program_build_info.LOG) or "")
-    except Exception:  # noqa: BLE001 - the exception text is used instead
-        return ""
 
 
 def _remedy(log: str) -> str:

@@ -4,6 +4,8 @@ claim (``query_model`` leaves them to another device)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import opforge
 import pytest
@@ -32,3 +34,51 @@ def test_deformable_convolution_f64_not_supported(core: opforge.Core) -> None:
                    pads_begin=[0, 0], pads_end=[0, 0], dilations=[1, 1])
     m = Model([y], [x, off])
     assert y.name not in core.query_model(m, "GPU")
+
+
+def _gpu_info(core: opforge.Core) -> Any:
+    from opforge_gpu.opencl import enumerate_devices
+
+    return enumerate_devices()[0]
+
+
+def test_builtin_kernels_ask_for_correctly_rounded_division(core: opforge.Core, monkeypatch: pytest.MonkeyPatch) -> None:
+    from opforge_gpu.opencl import DeviceContext
+
+    seen: list[str] = []
+    original = DeviceContext.program
+
+    def recording(self: DeviceContext, source: str, options: str, *args: Any, **kw: Any) -> Any:
+        seen.append(options)
+        return original(self, source, options, *args, **kw)
+
+    monkeypatch.setattr(DeviceContext, "program", recording)
+    a, b = param([64], name="a"), param([64], name="b")
+    core.compile_model(Model([opforge.op("Divide", a, b)], [a, b]), "GPU")
+    assert seen, "compiling a Divide built no program"
+    flag = "-cl-fp32-correctly-rounded-divide-sqrt"
+    if _gpu_info(core).correctly_rounded_divide:
+        assert all(flag in o for o in seen), seen
+    else:
+        assert not any(flag in o for o in seen), seen
+
+
+@pytest.mark.parametrize("op", ["Divide", "Sqrt"])
+def test_division_and_sqrt_match_numpy_bit_for_bit(core: opforge.Core, op: str) -> None:
+    # round(x / scale) in QuantizeLinear flips at ties when `/` is a few ulp off (an H100's OpenCL
+    # did, before the build asked for IEEE division), so the quotient itself must be exact
+    if not _gpu_info(core).correctly_rounded_divide:
+        pytest.skip("this OpenCL device cannot divide correctly rounded")
+    rng = np.random.default_rng(3)
+    n = 1 << 16
+    a = (rng.standard_normal(n) * np.exp2(rng.integers(-20, 20, n))).astype(np.float32)
+    b = (rng.standard_normal(n) * np.exp2(rng.integers(-20, 20, n))).astype(np.float32)
+    if op == "Divide":
+        x, y = param([n], name="a"), param([n], name="b")
+        m, feeds, want = Model([opforge.op("Divide", x, y)], [x, y]), [a, b], a / b
+    else:
+        x = param([n], name="a")
+        m, feeds, want = Model([opforge.op("Sqrt", x)], [x]), [np.abs(a)], np.sqrt(np.abs(a))
+    got = core.compile_model(m, "GPU")(feeds)[0]
+    differ = np.flatnonzero(got.view(np.uint32) != want.view(np.uint32))
+    assert differ.size == 0, f"{differ.size} of {n} results differ from NumPy, first at {differ[:5]}"

@@ -218,6 +218,11 @@ class Lowering:
             head += '#line 1 "index_error.cl"\n' + kernel_source("index_error.cl")
             files["index_error.cl"] = kernel_path("index_error.cl")
         source = head + f'#line 1 "{filename}"\n' + kernel_source(filename)
+        if self.dev.info.correctly_rounded_divide:
+            # OpenCL lets float `/` and sqrt be 2.5-3 ulp off unless asked; NVIDIA's driver is, and
+            # QuantizeLinear's round(x / scale) then lands on the other integer at ties that NumPy
+            # and ONNX Runtime resolve exactly (DynamicQuantizeLinear's backend test did, on an H100)
+            options = f"{options} -cl-fp32-correctly-rounded-divide-sqrt".strip()
         return self.dev.program(source, options, self.cache_dir, what=f"built-in kernel file {filename}",
                                 files=files)
 

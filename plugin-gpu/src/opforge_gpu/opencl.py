@@ -49,6 +49,9 @@ class DeviceInfo:
     mem_base_addr_align: int
     #: CL_DEVICE_MAX_MEM_ALLOC_SIZE: the largest single buffer (0: unknown, use global_mem_size)
     max_mem_alloc_size: int = 0
+    #: CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT in CL_DEVICE_SINGLE_FP_CONFIG: the device can divide
+    #: (and take square roots) in float exactly as IEEE 754 and NumPy do, if the program asks
+    correctly_rounded_divide: bool = False
 
     @property
     def max_buffer_bytes(self) -> int:
@@ -151,8 +154,17 @@ def enumerate_devices() -> list[DeviceInfo]:
             local_mem_size=int(dev.local_mem_size), global_mem_size=int(dev.global_mem_size),
             mem_base_addr_align=max(8, int(dev.mem_base_addr_align) // 8),
             max_mem_alloc_size=int(dev.max_mem_alloc_size),
+            correctly_rounded_divide=_has_correctly_rounded_divide(cl, dev),
         ))
     return out
+
+
+def _has_correctly_rounded_divide(cl: Any, dev: Any) -> bool:
+    try:
+        flag = int(cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT)
+        return bool(int(dev.single_fp_config) & flag)
+    except Exception:  # noqa: BLE001 - an old driver without the query: divide as it always did
+        return False
 
 
 def _no_platform_reason(err: BaseException) -> str:

@@ -135,14 +135,15 @@ def test_devices_runs(plugin_env: pytest.MonkeyPatch, capsys: pytest.CaptureFixt
     out = run(capsys, "devices")
     assert out.strip()
     data = run_json(capsys, "devices")
-    assert set(data) == {"available", "unavailable"}
+    assert set(data) == {"available", "unavailable", "left_out"}
     assert isinstance(data["available"], list) and isinstance(data["unavailable"], dict)
+    assert isinstance(data["left_out"], dict)
 
 
 def test_devices_with_none_installed(plugin_env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     plugin_env.setenv("OPFORGE_DISABLE_PLUGIN_AUTOLOAD", "1")
     assert run(capsys, "devices") == "no device plugins installed (pip install opforge-cpu)\n"
-    assert run_json(capsys, "devices") == {"available": [], "unavailable": {}}
+    assert run_json(capsys, "devices") == {"available": [], "unavailable": {}, "left_out": {}}
 
 
 def test_devices_lists_available_and_unavailable_ones(fake_dists: FakeDists,
@@ -159,6 +160,45 @@ def opforge_register_devices(register):
     data = run_json(capsys, "devices")
     assert "MINI" in data["available"] and "ABSENT" not in data["available"]
     assert data["unavailable"]["ABSENT"] == "no absent hardware here (test device)"
+
+
+def test_devices_say_which_hardware_they_left_out_and_why(fake_dists: FakeDists,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    fake_dists.plugin("fake-partial", MINI_DEVICE_SOURCE + '''
+class PartialDevice(MiniDevice):
+    def availability(self):
+        return Availability(True, left_out=("card 'B' left out: its compiler fails (test device)",))
+
+
+class TwinDevice(PartialDevice):
+    pass
+
+
+class TwinAlias(PartialDevice):
+    alias_of = "TWIN"
+
+
+class OddDevice(MiniDevice):
+    def availability(self):
+        return ("yes", "a tuple, not an Availability")
+
+
+@hookimpl
+def opforge_register_devices(register):
+    register("partial", lambda: PartialDevice("PARTIAL"))
+    register("twin", lambda: TwinDevice("TWIN"))
+    register("twinalias", lambda: TwinAlias("TWINALIAS"))
+    register("odd", lambda: OddDevice("ODD"))
+''')
+    lines = run(capsys, "devices").splitlines()
+    # one line per reason, naming each device it hits; an alias repeats nothing
+    assert "PARTIAL, TWIN: card 'B' left out: its compiler fails (test device)" in lines
+    assert "PARTIAL: mini test device PARTIAL" in lines
+    assert "ODD: unavailable (availability() returned tuple, expected Availability)" in lines
+    data = run_json(capsys, "devices")
+    ours = {k: v for k, v in data["left_out"].items() if k in ("PARTIAL", "TWIN", "TWINALIAS", "ODD")}
+    assert ours == {"PARTIAL": ["card 'B' left out: its compiler fails (test device)"],
+                    "TWIN": ["card 'B' left out: its compiler fails (test device)"]}
 
 
 def test_an_unknown_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:

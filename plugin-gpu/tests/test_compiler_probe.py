@@ -92,3 +92,14 @@ def test_enumeration_numbers_only_devices_that_build(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(opencl, "compiler_problem", lambda cl, dev: "its OpenCL compiler fails")
     with pytest.raises(OpenCLUnavailable, match=r"no usable device.*'broken'.*'fine'"):
         opencl.enumerate_devices()
+
+
+def test_the_gpu_device_reports_what_it_left_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    # `opforge devices` prints Availability.left_out: the devices the probe refused, with why
+    from opforge_gpu import device as gpu_device
+
+    reason = "device 'broken' of platform 'Fake OpenCL' (OpenCL 3.0 fake) left out: its OpenCL compiler fails"
+    monkeypatch.setattr(gpu_device, "devices", lambda: [])
+    monkeypatch.setattr(gpu_device, "skipped_devices", lambda: [reason])
+    av = gpu_device.GpuDevice("GPU").availability()
+    assert av.ok and av.left_out == (reason,)

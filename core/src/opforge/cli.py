@@ -73,11 +73,19 @@ def _devices(args: argparse.Namespace) -> int:
     core = Core()
     available = core.available_devices
     unavailable = core.unavailable_devices()
+    left_out = core.left_out_hardware()
     if args.json:
-        print(json.dumps({"available": available, "unavailable": unavailable}, indent=2))
+        print(json.dumps({"available": available, "unavailable": unavailable, "left_out": left_out}, indent=2))
         return 0
     for d in available:
         print(f"{d}: {core.get_property(d, 'FULL_DEVICE_NAME')}")
+    # GPU and VPU number the same OpenCL devices: one line per reason, naming every device it hits
+    said: dict[str, list[str]] = {}
+    for d, lines in left_out.items():
+        for line in lines:
+            said.setdefault(line, []).append(d)
+    for line, devs in said.items():
+        print(f"{', '.join(devs)}: {line}")
     for d, why in unavailable.items():
         print(f"{d}: unavailable ({why})")
     if not available and not unavailable:

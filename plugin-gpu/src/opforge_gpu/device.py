@@ -24,7 +24,14 @@ from opforge_gpu.custom.config import CustomLayerSpec, load_config
 from opforge_gpu.custom.kernel import CustomKernel
 from opforge_gpu.library import BuiltinKernels
 from opforge_gpu.lowering import KernelImpl
-from opforge_gpu.opencl import DeviceInfo, OpenCLUnavailable, context_for, default_cache_dir, devices
+from opforge_gpu.opencl import (
+    DeviceInfo,
+    OpenCLUnavailable,
+    context_for,
+    default_cache_dir,
+    devices,
+    skipped_devices,
+)
 
 GPU_PROPERTIES: tuple[PropertySpec, ...] = (
     *COMMON_PROPERTIES,
@@ -70,7 +77,8 @@ class GpuDevice(Device):
             return Availability(False, str(err))
         except Exception as err:  # noqa: BLE001 - availability must answer, never raise
             return Availability(False, f"OpenCL enumeration failed: {type(err).__name__}: {err}")
-        return Availability(True)
+        # devices whose compiler failed the probe (compiler_probe.py) are not numbered; say why
+        return Availability(True, left_out=tuple(skipped_devices()))
 
     def opencl_devices(self) -> list[DeviceInfo]:
         """The OpenCL devices this device numbers ``NAME.0``, ``NAME.1``... (real GPUs first; the

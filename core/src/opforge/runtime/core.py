@@ -35,7 +35,7 @@ from opforge.plugins.registry import USER, PluginInfo
 from opforge.runtime.blob import Blob, check_versions, read_source
 from opforge.runtime.cache import CacheStats, CacheWarning, CompileCache, cache_key, file_identity, file_stamp
 from opforge.runtime.compiled_model import CompiledModel
-from opforge.runtime.device import CompileContext, Device
+from opforge.runtime.device import Availability, CompileContext, Device
 from opforge.runtime.device_name import DeviceName, parse_device_name
 from opforge.runtime.fingerprint import model_hash, relevant_versions
 from opforge.runtime.properties import CORE_PROPERTIES, PropertyTable
@@ -94,13 +94,19 @@ class Core:
         return [str(k) for k in self.plugins.devices.keys()]  # noqa: SIM118 - sorted keys, not a dict
 
     def _availability(self, base: str) -> tuple[bool, str]:
+        av = self._availability_of(base)
+        return av.ok, av.reason
+
+    def _availability_of(self, base: str) -> Availability:
         try:
             av = self._device(base).availability()
         except BaseException as err:  # a broken plugin (even one calling sys.exit) must not break listing
             if is_user_interrupt(err):
                 raise
-            return False, f"{type(err).__name__}: {err}"
-        return av.ok, av.reason
+            return Availability(False, f"{type(err).__name__}: {err}")
+        if not isinstance(av, Availability):
+            return Availability(False, f"availability() returned {type(av).__name__}, expected Availability")
+        return av
 
     def _not_found_message(self, name: str) -> str:
         installed = self._device_names()
@@ -144,6 +150,23 @@ class Core:
 
     def get_available_devices(self) -> list[str]:
         return self.available_devices
+
+    def left_out_hardware(self) -> dict[str, list[str]]:
+        """Per available device, the hardware it found but does not use, with why (see
+        :attr:`Availability.left_out`); devices that use everything they found are absent."""
+        out: dict[str, list[str]] = {}
+        for base in self._device_names():
+            av = self._availability_of(base)
+            if not (av.ok and av.left_out):
+                continue
+            try:
+                dev = self._device(base)
+                if dev.is_meta or dev.alias_of:
+                    continue  # MYRIAD says what VPU says
+            except Exception:  # noqa: BLE001 - listing must survive a broken plugin
+                continue
+            out[base] = [str(line) for line in av.left_out]
+        return out
 
     def unavailable_devices(self) -> dict[str, str]:
         """Installed devices that cannot run here, with the reason."""

@@ -25,6 +25,10 @@ class Availability:
 
     ok: bool
     reason: str = ""
+    #: hardware an available device found but does not use, one line each saying which and why
+    #: (an OpenCL device whose compiler cannot build); `opforge devices` prints them, so a user
+    #: who expected ``GPU.1`` learns why there is only ``GPU.0``
+    left_out: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass

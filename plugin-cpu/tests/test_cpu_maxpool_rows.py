@@ -92,10 +92,10 @@ def test_maxpool_rows_match_onnxruntime(tmp_path: Path, precision: str, c: int, 
     np.testing.assert_allclose(one, want, rtol=0, atol=tol * float(np.abs(want).max()))
 
 
-def child(tmp_path: Path, env: dict[str, str], pool: dict[str, Any], precision: str) -> tuple[np.ndarray, str]:
+def child(tmp_path: Path, env: dict[str, str], pool: dict[str, Any], precision: str, c: int = 24) -> tuple[np.ndarray, str]:
     """The output and the MaxPool's exec types at 2 threads in a child process with ``env``; NaN
-    and +-inf in the input (no Relu: oneDNN's fused ReLU drops NaN)."""
-    path = pool_model(tmp_path / "m.onnx", 24, (12, 12), seed=5, relu=False, **pool)
+    and +-inf in the input (no Relu: oneDNN's fused ReLU drops NaN); ``c`` pooled channels."""
+    path = pool_model(tmp_path / "m.onnx", c, (12, 12), seed=5, relu=False, **pool)
     x = np.random.default_rng(5).standard_normal((1, 8, 12, 12)).astype(np.float32)
     x[0, :, 3, 4] = np.nan
     x[0, 2, 8, 8] = np.inf
@@ -117,5 +117,19 @@ def test_maxpool_rows_same_bytes_as_pixel_walk(tmp_path: Path, pool: dict[str, A
     on, kinds_on = child(tmp_path, {}, pool, precision)
     off, kinds_off = child(tmp_path, {"OPFORGE_CPU_POOL_ROWS": "0"}, pool, precision)
     assert kinds_on == f"[{ROWS[precision]!r}]\n" and kinds_off == f"[{PIXELS[precision]!r}]\n", (kinds_on, kinds_off)
+    assert np.isnan(on).any()
+    np.testing.assert_array_equal(on, off)
+
+
+@avx512
+@pytest.mark.parametrize("c", [8, 24, 40, 64, 100, 130])
+@pytest.mark.parametrize("pool", [POOLS[1], POOLS[2], POOLS[4]], ids=["3x3s2p1", "3x3s2ceil", "3x3d2"])
+def test_maxpool_rows_interleaved_same_bytes(tmp_path: Path, pool: dict[str, Any], c: int) -> None:
+    # The f32 row walk keeps up to four 16-channel blocks in flight (row_max_blocks: 1, 2, 3 and
+    # 4 blocks, partial last blocks); OPFORGE_CPU_POOL_INTERLEAVE=0 (read once a process) keeps one
+    # block at a time. Same exec type, the same bytes, NaN and inf included.
+    on, kinds_on = child(tmp_path, {}, pool, "f32", c)
+    off, kinds_off = child(tmp_path, {"OPFORGE_CPU_POOL_INTERLEAVE": "0"}, pool, "f32", c)
+    assert kinds_on == kinds_off == f"[{ROWS['f32']!r}]\n", (kinds_on, kinds_off)
     assert np.isnan(on).any()
     np.testing.assert_array_equal(on, off)

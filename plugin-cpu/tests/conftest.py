@@ -18,6 +18,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 # default in a child process without this variable. Set before any program is compiled (the
 # plugin reads it once a process); child processes of the tests inherit it.
 os.environ.setdefault("OPFORGE_CPU_SPLIT_HOST_RULE", "0")
+# Likewise the bf16 grouped convolutions' regrouping (core/nn.cpp regroup_bf16) runs by default only
+# where oneDNN's ISA has AMX (stop 19); the suite takes it everywhere, so test_cpu_bf16_grouped.py
+# exercises it on hosts without AMX; test_cpu_bf16_grouped_host_rule.py checks the default.
+os.environ.setdefault("OPFORGE_CPU_REGROUP_HOST_RULE", "0")
 
 import opforge
 from cpu_testing import make_plugins

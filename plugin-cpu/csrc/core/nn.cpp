@@ -6,7 +6,9 @@
 #include "core/conv_row_split.hpp"
 #include "core/dw_conv_plan.hpp"
 #include "core/elementwise.hpp"
+#include "core/env_switch.hpp"
 #include "core/fully_connected.hpp"
+#include "core/host_isa.hpp"
 #include "core/matmul_row_split.hpp"
 #include "core/primitive_log.hpp"
 #include "core/softmax_rows.hpp"
@@ -519,6 +521,39 @@ std::optional<Regrouped> regroup_bf16(const Shape& xs, const Shape& ws, const Sh
   }
 }
 
+// Host rule (stop 19) for regroup_bf16: it was measured and adopted on AMX hosts, where oneDNN 3.2
+// has no AMX kernel below 32 channels a group. Without AMX (AVX512_BF16 only: the AMD Zen 5 VM)
+// the merged groups run avx512_core_bf16 brgconv, which does m times the multiply-adds at no
+// higher rate than jit_bf16 on the original groups: one thread, 3x3, merged / original 798 / 288 us
+// (128 ch 56x56, 32 groups of 4, m = 8), 730 / 267 (256 ch 56 -> 28, groups of 8, m = 4),
+// 74 / 39 (320 ch 14x14, groups of 16, m = 2), 235 / 149 (64 ch 112 -> 56, groups of 16)
+// (kernel-library.md, "Grouped bf16 convolutions without AMX"). So without AMX the original
+// groups run as they are. OPFORGE_CPU_REGROUP_HOST_RULE=0: regroup on every host, as before
+// (the test suite sets it, so that regroup_bf16's tests run on hosts without AMX too).
+bool regroup_on_this_host() {
+  static const bool on = host_has_amx() || !env_switch_on("OPFORGE_CPU_REGROUP_HOST_RULE");
+  return on;
+}
+
+// Without AMX, a bf16 grouped convolution of 16k channels a group (RegNet's groups of 16) whose
+// source its producer wrote channels-last runs oneDNN's jit_bf16 on nhwc instead of the nChw16c
+// it picks for `any` (see make_dnnl_conv). OPFORGE_CPU_GROUPED_BF16_NHWC=0: oneDNN's choice.
+bool grouped_bf16_nhwc_on_this_host() {
+  static const bool on = !host_has_amx() && env_switch_on("OPFORGE_CPU_GROUPED_BF16_NHWC");
+  return on;
+}
+
+// Whether the rule above applies: a 2D grouped (not depthwise) convolution of 16k channels a
+// group, given a channel-blocked destination, whose source is a dense nhwc tensor (any type).
+bool grouped_bf16_wants_nhwc(const dnnl::convolution_forward::primitive_desc& pd, const NodeDesc& n,
+                             const Shape& xs) {
+  const Shape& ws = n.in(1).shape;  // [G, O/G, I/G, kh, kw]
+  if (xs.size() != 4 || ws.size() != 5 || ws[1] % 16 != 0 || ws[2] % 16 != 0) return false;
+  if (pd.dst_desc().get_inner_nblks() == 0 || !n.in(0).blocked) return false;
+  const dnnl::memory::desc src = md_of(n.in(0));
+  return src == dnnl::memory::desc(to_dims(xs), src.get_data_type(), dnnl::memory::format_tag::acdb);
+}
+
 }  // namespace
 
 dnnl::memory::desc any_md(DType t, const Shape& s) {
@@ -636,9 +671,28 @@ std::unique_ptr<Kernel> make_dnnl_conv(NodeDesc& n, bool grouped) {
     } catch (const dnnl::error&) {
       bf16 = false;
     }
-    if (bf16 && grouped && !dw && sum_input < 0 && w_const)
+    if (bf16 && grouped && !dw && sum_input < 0 && w_const && regroup_on_this_host())
       regrouped = regroup_bf16(xs, ws, ys, n.inputs[1].const_data, conv_dst.get_data_type(), mk);
     if (regrouped) pd = regrouped->pd;
+    // Without AMX (grouped_bf16_nhwc_on_this_host), RegNet's groups of 16 between channels-last
+    // 1x1 convolutions: oneDNN 3.2 gives jit_bf16 nChw16c for `any`, which costs a reorder of the
+    // source into the kernel's scratch and leaves the squeeze-excitation Multiply a blocked bf16
+    // tensor it runs as reorder+ref (0.055 ms for 144 ch 28x28 at one thread on the Zen 5 VM; over
+    // nhwc it is jit:uni, 0.004 ms at 320 ch 14x14). The same jit_bf16 runs nhwc at the same speed at 14x14-28x28
+    // (320 ch 14x14 40 / 39 us nhwc / nChw16c, 784 ch 7x7 32 / 32), slower only on the first
+    // 112 -> 56 one (194 / 149 us), which the Multiply's reorder it saves outweighs.
+    if (bf16 && !regrouped && grouped && !dw && sum_input < 0 && grouped_bf16_nhwc_on_this_host() &&
+        grouped_bf16_wants_nhwc(pd, n, xs)) {
+      const auto acdb = dnnl::memory::format_tag::acdb;
+      try {
+        auto pd2 = mk(dnnl::memory::desc(to_dims(xs), dnnl::memory::data_type::bf16, acdb), w_bf16,
+                      dnnl::memory::desc(to_dims(ys), conv_dst.get_data_type(), acdb));
+        const std::string impl = pd2.impl_info_str() ? pd2.impl_info_str() : "";
+        if (impl.rfind("jit", 0) == 0 || impl.rfind("brg", 0) == 0) pd = pd2;
+      } catch (const dnnl::error&) {
+        // no such kernel: keep the blocked one
+      }
+    }
     if (bias_bf16 && bf16) {
       k->bias_ = pack_constant(n.inputs[2].const_data, bias_f32, bias_md);
     } else {

@@ -73,3 +73,16 @@ def test_other_windows_keep_the_row_walk(tmp_path: Path, pool: dict[str, Any]) -
     assert kinds == [ROWS["f32"]], kinds
     want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * float(np.abs(want).max()))
+
+
+@avx512
+@pytest.mark.parametrize("c", [8, 40, 100])
+@pytest.mark.parametrize("pool", POOLS[:2] + POOLS[3:4], ids=[IDS[0], IDS[1], IDS[3]])
+def test_maxpool_cols_one_compare_same_bytes(tmp_path: Path, pool: dict[str, Any], c: int) -> None:
+    # The column walk's maximum with one mask compare (nan_max_v) against the two-compare form
+    # (OPFORGE_CPU_POOL_INTERLEAVE=0, read once a process): the same bytes, NaN and inf included
+    on, kinds_on = child(tmp_path, {}, pool, "f32", c)
+    off, kinds_off = child(tmp_path, {"OPFORGE_CPU_POOL_INTERLEAVE": "0"}, pool, "f32", c)
+    assert kinds_on == kinds_off == f"[{COLS!r}]\n", (kinds_on, kinds_off)
+    assert np.isnan(on).any()
+    np.testing.assert_array_equal(on, off)

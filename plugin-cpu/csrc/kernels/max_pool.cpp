@@ -265,12 +265,20 @@ bool pool_interleave_enabled() {
   return enabled;
 }
 
+// The maximum of the column walk below: nan_max_v (one mask compare) by default, nan_max (two
+// compares and an OR) with OPFORGE_CPU_POOL_INTERLEAVE=0; the same result lane by lane.
+template <bool kOneCompare>
+__attribute__((target("avx512f"), always_inline)) inline __m512 pick_max(__m512 m, __m512 v) {
+  return kOneCompare ? nan_max_v(m, v) : nan_max(m, v);
+}
+
 // Source column w's maximum over the nr window rows (16 channels from i); -inf outside the row.
+template <bool kOneCompare>
 __attribute__((target("avx512f"), always_inline)) inline __m512 column_max(const float* const* rows, int64_t nr, int64_t w,
                                                                             int64_t W, int64_t C, int64_t i, __mmask16 lanes) {
   if (w < 0 || w >= W) return _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   __m512 m = _mm512_maskz_loadu_ps(lanes, rows[0] + w * C + i);
-  for (int64_t j = 1; j < nr; ++j) m = nan_max(m, _mm512_maskz_loadu_ps(lanes, rows[j] + w * C + i));
+  for (int64_t j = 1; j < nr; ++j) m = pick_max<kOneCompare>(m, _mm512_maskz_loadu_ps(lanes, rows[j] + w * C + i));
   return m;
 }
 
@@ -284,6 +292,7 @@ __attribute__((target("avx512f"), always_inline)) inline __m512 column_max(const
 // different order). C++ micro-benchmark, 1 thread, under chrt, columns / rows: 192 ch 28x28
 // 0.79, 480 ch 14x14 0.74, 832 ch 7x7 0.73, 40 ch 17x17 0.59. At column stride 2 the same walk
 // was 1.2-1.5x slower than the row walk, so it takes stride 1 only.
+template <bool kOneCompare>
 __attribute__((target("avx512f")))
 void row_max3_s1_nhwc_avx512(const float* const* rows, int64_t nr, int64_t W, int64_t C, int64_t OW, int64_t P, float* y) {
   constexpr int64_t kTile = 16;
@@ -292,11 +301,11 @@ void row_max3_s1_nhwc_avx512(const float* const* rows, int64_t nr, int64_t W, in
     for (int64_t i = 0; i < C; i += 16) {
       const __mmask16 lanes = C - i >= 16 ? static_cast<__mmask16>(0xffff)
                                           : static_cast<__mmask16>((1u << (C - i)) - 1u);
-      __m512 a = column_max(rows, nr, t0 - P, W, C, i, lanes);
-      __m512 b = column_max(rows, nr, t0 - P + 1, W, C, i, lanes);
+      __m512 a = column_max<kOneCompare>(rows, nr, t0 - P, W, C, i, lanes);
+      __m512 b = column_max<kOneCompare>(rows, nr, t0 - P + 1, W, C, i, lanes);
       for (int64_t ow = t0; ow < t1; ++ow) {
-        const __m512 c = column_max(rows, nr, ow - P + 2, W, C, i, lanes);
-        _mm512_mask_storeu_ps(y + ow * C + i, lanes, nan_max(nan_max(a, b), c));
+        const __m512 c = column_max<kOneCompare>(rows, nr, ow - P + 2, W, C, i, lanes);
+        _mm512_mask_storeu_ps(y + ow * C + i, lanes, pick_max<kOneCompare>(pick_max<kOneCompare>(a, b), c));
         a = b;
         b = c;
       }
@@ -370,7 +379,10 @@ template <class T> class ChannelsLastMaxPool : public Kernel {
         }
         if constexpr (sizeof(T) == 4) {
           if (cols_) {
-            row_max3_s1_nhwc_avx512(rows.data(), nr, W, C, OW, w_.pads_begin[1], y + r * OW * C);
+            if (pool_interleave_enabled())
+              row_max3_s1_nhwc_avx512<true>(rows.data(), nr, W, C, OW, w_.pads_begin[1], y + r * OW * C);
+            else
+              row_max3_s1_nhwc_avx512<false>(rows.data(), nr, W, C, OW, w_.pads_begin[1], y + r * OW * C);
             continue;
           }
           if (pool_interleave_enabled()) {

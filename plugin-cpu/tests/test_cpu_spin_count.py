@@ -15,7 +15,7 @@ INTEL = "processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel name\
 
 
 @pytest.mark.parametrize(("cpuinfo", "expected"), [
-    (AMD, 3000),
+    (AMD, 1000),
     (INTEL, 300),
     ("processor\t: 0\nvendor_id\t: HygonGenuine\n", SPIN_COUNT_BY_VENDOR["GenuineIntel"]),
     ("", SPIN_COUNT_BY_VENDOR["GenuineIntel"]),  # no /proc/cpuinfo (another OS, a sandbox)

@@ -33,7 +33,7 @@ def _preload_onednn() -> None:
 
 #: GOMP_SPINCOUNT by CPU vendor (``vendor_id`` of /proc/cpuinfo), each measured on that vendor's
 #: 2-vCPU VMs; any other vendor gets Intel's
-SPIN_COUNT_BY_VENDOR = {"GenuineIntel": 300, "AuthenticAMD": 3000}
+SPIN_COUNT_BY_VENDOR = {"GenuineIntel": 300, "AuthenticAMD": 1000}
 
 
 def default_spin_count(cpuinfo: str | None = None) -> int:
@@ -46,10 +46,15 @@ def default_spin_count(cpuinfo: str | None = None) -> int:
     worker on a halted vCPU, which the SCHED_IDLE spinners of ``csrc/core/keep_warm.hpp`` now
     remove on every host (mobilenet_v2 f32 300 spins: 2.2x OpenVINO without them, 0.90-1.12x
     with). Models of many small steps (bert_small bf16, mlp) still lose the worker between
-    steps at 300 spins there (1.5-2.0x on a quiet host), and 3000 (~70 us) brings them level
-    (0.84-1.10x). Longer spins are not used: libgomp never yields while it spins, so on a loaded
-    host 10000 spins ran 2.6-13x slower than OpenVINO; with the spinners, 3000 and 300 read
-    alike with two busy loops on the 2 vCPUs (3000 / 300: 1.23, 0.49, 0.75, 1.99).
+    steps at 300 spins there (1.5-2.0x on a quiet host); 3000 (~70 us, stop 18's choice) and
+    1000 (~23 us, stop 19) bring them level (0.84-1.10x). Longer spins lose under load: libgomp
+    never yields while it spins, so a thread at a barrier holds the vCPU that the thread with
+    work (preempted by another process) needs; on a loaded host 10000 spins ran 2.6-13x slower
+    than OpenVINO. Stop 19 (docs/kernel-library.md, "AMD: 1000 spins"): on the quiet VM 1000
+    and 3000 read alike at 2 threads (1000 / 3000 f32 bert_small 0.97, mobilenet_v2 0.97 and
+    1.04, timm_deit_tiny 0.92 and 1.01, resnet18 1.00; bf16 mobilenet_v2 1.04, 1.06), while
+    with one more busy process on the 2 vCPUs 1000 was 1.2-2x faster (bert_small f32 0.58,
+    0.60; timm_deit_tiny 0.82, 0.61; bert_small bf16 0.52, 0.51 during a build).
     """
     text = cpuinfo
     if text is None:

@@ -554,6 +554,20 @@ bool grouped_bf16_wants_nhwc(const dnnl::convolution_forward::primitive_desc& pd
   return src == dnnl::memory::desc(to_dims(xs), src.get_data_type(), dnnl::memory::format_tag::acdb);
 }
 
+// Without AMX, a bf16 convolution of a plain source (the stem) that oneDNN gives a channel-blocked
+// destination asks for the same kernel on nhwc (see make_dnnl_conv), on a host whose ordinary
+// convolutions run channels-last. AMX hosts keep oneDNN's choice (their stem is
+// jit:avx512_core_amx, kernel-library.md "The stem in bf16"). OPFORGE_CPU_STEM_BF16_NHWC=0: oneDNN's
+// choice everywhere.
+bool stem_bf16_nhwc_on_this_host() {
+  static const bool on = !host_has_amx() && env_switch_on("OPFORGE_CPU_STEM_BF16_NHWC");
+  return on;
+}
+
+bool stem_bf16_wants_nhwc(const dnnl::convolution_forward::primitive_desc& pd, const NodeDesc& n, const Shape& xs) {
+  return xs.size() == 4 && !n.in(0).blocked && pd.dst_desc().get_inner_nblks() != 0 && host_convs_nhwc();
+}
+
 }  // namespace
 
 dnnl::memory::desc any_md(DType t, const Shape& s) {
@@ -681,8 +695,18 @@ std::unique_ptr<Kernel> make_dnnl_conv(NodeDesc& n, bool grouped) {
     // nhwc it is jit:uni, 0.004 ms at 320 ch 14x14). The same jit_bf16 runs nhwc at the same speed at 14x14-28x28
     // (320 ch 14x14 40 / 39 us nhwc / nChw16c, 784 ch 7x7 32 / 32), slower only on the first
     // 112 -> 56 one (194 / 149 us), which the Multiply's reorder it saves outweighs.
-    if (bf16 && !regrouped && grouped && !dw && sum_input < 0 && grouped_bf16_nhwc_on_this_host() &&
-        grouped_bf16_wants_nhwc(pd, n, xs)) {
+    // Likewise (stem_bf16_nhwc_on_this_host) a 2D convolution of a plain source given a blocked
+    // destination: the network's first, on the image, which has no brgconv for 3 input channels and
+    // got jit_bf16 writing nChw16c. Its MaxPool then passed nChw16c on, so DenseNet's first dense
+    // block concatenated blocked and nhwc tensors (reorder+memcpy to plain), ran its
+    // BatchNormInference as ref and each 1x1 convolution reordered the plain f32 input (1.6-1.8x
+    // OpenVINO's time per 1x1 there). The same jit_bf16 writes nhwc from an nhwc bf16 source at
+    // the same speed (3 -> 64 7x7/2 224x224: 639 us + 55 us for the image's reorder, against 693 +
+    // 32 us nChw16c; 3 -> 32 3x3/2: 116 + 55 against 120 + 32, one thread, Zen 5 VM).
+    const bool stem_nhwc = bf16 && !grouped && sum_input < 0 && stem_bf16_nhwc_on_this_host() &&
+                           stem_bf16_wants_nhwc(pd, n, xs);
+    if (stem_nhwc || (bf16 && !regrouped && grouped && !dw && sum_input < 0 && grouped_bf16_nhwc_on_this_host() &&
+                      grouped_bf16_wants_nhwc(pd, n, xs))) {
       const auto acdb = dnnl::memory::format_tag::acdb;
       try {
         auto pd2 = mk(dnnl::memory::desc(to_dims(xs), dnnl::memory::data_type::bf16, acdb), w_bf16,

@@ -4,6 +4,9 @@ installed plugins cannot change the results), and helpers comparing against the 
 from __future__ import annotations
 
 import importlib.util
+import json
+import os
+import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -15,6 +18,12 @@ import opforge
 from opforge.graph import Model, Node
 from opforge.plugins import PluginInfo, PluginSystem
 from opforge.reference import evaluate_model
+
+#: whether oneDNN's effective ISA has AMX here: the CPU's flag, and no ONEDNN_MAX_CPU_ISA cap below
+#: it (the host rules of dw_conv_plan.cpp, nn.cpp and the splits apply where this is False)
+_CAP = os.environ.get("ONEDNN_MAX_CPU_ISA", "ALL").upper()
+_CPUINFO = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+ONEDNN_HAS_AMX = " amx_tile" in _CPUINFO and _CAP in {"ALL", "DEFAULT", "AVX512_CORE_AMX", "AVX512_CORE_AMX_FP16"}
 
 
 def load_module(path: Path, name: str | None = None) -> ModuleType:
@@ -138,3 +147,34 @@ def check_bf16_split(path: Path, x: np.ndarray, marker: str) -> tuple[dict[str, 
         assert np.abs(a - w).max() / scale < 3e-2, np.abs(a - w).max() / scale
     assert not any(marker in t for t in types1.values()), types1
     return types1, types2
+
+
+# the child of bf16_in_child: bf16 outputs (infer_twice: a second run on the same data must
+# repeat them) and the (node type, exec type) of each executed step
+_BF16_CHILD = """
+import json, sys
+import numpy as np
+sys.path.insert(0, sys.argv[4])
+from pathlib import Path
+from cpu_testing import infer_twice
+got, rows = infer_twice(Path(sys.argv[1]), {"x": np.load(sys.argv[2])}, int(sys.argv[3]), "bf16")
+np.savez(sys.argv[2] + ".out.npz", *got)
+print(json.dumps([[r.node_type, r.exec_type] for r in rows]))
+"""
+
+
+def bf16_in_child(tmp_path: Path, path: Path, x: np.ndarray, threads: int, drop: Sequence[str],
+                  env_set: dict[str, str]) -> tuple[list[np.ndarray], list[tuple[str, str]]]:
+    """bf16 outputs and (node type, exec type) rows of the ONNX file ``path`` (one input ``x``)
+    in a child process whose environment lacks the variables ``drop`` but for those in
+    ``env_set``: the plugin reads each switch once a process."""
+    np.save(tmp_path / "x.npy", x)
+    env = {k: v for k, v in os.environ.items() if k not in drop}
+    env.update(env_set)
+    res = subprocess.run([sys.executable, "-c", _BF16_CHILD, str(path), str(tmp_path / "x.npy"), str(threads),
+                          str(Path(__file__).parent)], env=env, capture_output=True, text=True, timeout=180,
+                         check=False)
+    assert res.returncode == 0, res.stderr[-3000:]
+    out = np.load(str(tmp_path / "x.npy") + ".out.npz")
+    rows = [(t, e) for t, e in json.loads(res.stdout.strip().splitlines()[-1])]
+    return [out[f"arr_{i}"] for i in range(len(out.files))], rows

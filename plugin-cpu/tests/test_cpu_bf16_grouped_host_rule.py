@@ -16,10 +16,6 @@ checked against ONNX Runtime f32 within bf16 rounding, at 1 and 2 threads."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -28,30 +24,15 @@ from opforge_cpu._loader import load_core
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
+from cpu_testing import ONEDNN_HAS_AMX, bf16_in_child  # noqa: E402
 from onnx_graph import OnnxGraph  # noqa: E402  (after onnx is known to be there)
 
 needs_bf16 = pytest.mark.skipif(not bool(load_core().native_bf16()),
                                 reason="this host has no bf16 arithmetic (AVX512_BF16/AMX)")
 
-_CAP = os.environ.get("ONEDNN_MAX_CPU_ISA", "ALL").upper()
-_CPUINFO = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
-# whether oneDNN's effective ISA has AMX here (the CPU's flag, no cap below it)
-AMX = " amx_tile" in _CPUINFO and _CAP in {"ALL", "DEFAULT", "AVX512_CORE_AMX", "AVX512_CORE_AMX_FP16"}
+AMX = ONEDNN_HAS_AMX
 
 RULES = ("OPFORGE_CPU_REGROUP_HOST_RULE", "OPFORGE_CPU_GROUPED_BF16_NHWC")
-
-# the child: bf16 outputs (cpu_testing.infer_twice: a second run on the same data must repeat
-# them) and the (node type, exec type) of each executed step
-CHILD = """
-import json, sys
-import numpy as np
-sys.path.insert(0, sys.argv[4])
-from pathlib import Path
-from cpu_testing import infer_twice
-got, rows = infer_twice(Path(sys.argv[1]), {"x": np.load(sys.argv[2])}, int(sys.argv[3]), "bf16")
-np.savez(sys.argv[2] + ".out.npz", *got)
-print(json.dumps([[r.node_type, r.exec_type] for r in rows]))
-"""
 
 
 class Graph(OnnxGraph):
@@ -76,22 +57,6 @@ class Graph(OnnxGraph):
         return self.relu(self.node("Add", [y, short]))
 
 
-def run_child(tmp_path: Path, path: Path, x: np.ndarray, threads: int,
-              env_set: dict[str, str]) -> tuple[list[np.ndarray], list[tuple[str, str]]]:
-    """bf16 outputs and (node type, exec type) rows of ``path`` in a child process whose
-    environment has neither rule variable except those in ``env_set`` (the plugin reads each once
-    a process)."""
-    np.save(tmp_path / "x.npy", x)
-    env = {k: v for k, v in os.environ.items() if k not in RULES}
-    env.update(env_set)
-    res = subprocess.run([sys.executable, "-c", CHILD, str(path), str(tmp_path / "x.npy"), str(threads),
-                          str(Path(__file__).parent)], env=env, capture_output=True, text=True, timeout=180, check=False)
-    assert res.returncode == 0, res.stderr[-3000:]
-    out = np.load(str(tmp_path / "x.npy") + ".out.npz")
-    rows = [(t, e) for t, e in json.loads(res.stdout.strip().splitlines()[-1])]
-    return [out[f"arr_{i}"] for i in range(len(out.files))], rows
-
-
 def check_against_ort(path: Path, x: np.ndarray, got: list[np.ndarray]) -> None:
     want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"x": x})
     for g, w in zip(got, want, strict=True):
@@ -112,7 +77,7 @@ def test_regroup_host_rule(tmp_path: Path, threads: int, channels: int, groups: 
     results = {}
     for rule in ("default", "0"):
         env = {} if rule == "default" else {"OPFORGE_CPU_REGROUP_HOST_RULE": "0"}
-        got, rows = run_child(tmp_path, path, x, threads, env)
+        got, rows = bf16_in_child(tmp_path, path, x, threads, RULES, env)
         check_against_ort(path, x, got)
         grouped = [e for t, e in rows if t == "GroupConvolution"]
         assert len(grouped) == 1, rows
@@ -141,7 +106,7 @@ def test_grouped_bf16_nhwc_host_rule(tmp_path: Path, threads: int, size: int) ->
     results = {}
     for rule in ("default", "0"):
         env = {} if rule == "default" else {"OPFORGE_CPU_GROUPED_BF16_NHWC": "0"}
-        got, rows = run_child(tmp_path, path, x, threads, env)
+        got, rows = bf16_in_child(tmp_path, path, x, threads, RULES, env)
         check_against_ort(path, x, got)
         grouped = [e for t, e in rows if t == "GroupConvolution"]
         scales = [e for t, e in rows if t == "Multiply"]

@@ -8,10 +8,6 @@ rounding, at 1 and 2 threads, in child processes (the plugin reads the switch on
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -20,29 +16,14 @@ from opforge_cpu._loader import load_core
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
+from cpu_testing import ONEDNN_HAS_AMX, bf16_in_child  # noqa: E402
 from onnx_graph import OnnxGraph  # noqa: E402  (after onnx is known to be there)
 
 needs_bf16 = pytest.mark.skipif(not bool(load_core().native_bf16()),
                                 reason="this host has no bf16 arithmetic (AVX512_BF16/AMX)")
 
-_CAP = os.environ.get("ONEDNN_MAX_CPU_ISA", "ALL").upper()
-_CPUINFO = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
-# whether oneDNN's effective ISA has AMX here (the CPU's flag, no cap below it)
-AMX = " amx_tile" in _CPUINFO and _CAP in {"ALL", "DEFAULT", "AVX512_CORE_AMX", "AVX512_CORE_AMX_FP16"}
+AMX = ONEDNN_HAS_AMX
 SWITCH = "OPFORGE_CPU_STEM_BF16_NHWC"
-
-# the child: bf16 outputs (cpu_testing.infer_twice: a second run on the same data must repeat
-# them) and the (node type, exec type) of each executed step
-CHILD = """
-import json, sys
-import numpy as np
-sys.path.insert(0, sys.argv[4])
-from pathlib import Path
-from cpu_testing import infer_twice
-got, rows = infer_twice(Path(sys.argv[1]), {"x": np.load(sys.argv[2])}, int(sys.argv[3]), "bf16")
-np.savez(sys.argv[2] + ".out.npz", *got)
-print(json.dumps([[r.node_type, r.exec_type] for r in rows]))
-"""
 
 
 class Graph(OnnxGraph):
@@ -73,20 +54,6 @@ def densenet_start(tmp_path: Path, size: int) -> Path:
     return g.save(tmp_path / "m.onnx", (1, 3, size, size), [out])
 
 
-def run_child(tmp_path: Path, path: Path, x: np.ndarray, threads: int,
-              switch: str | None) -> tuple[list[np.ndarray], list[tuple[str, str]]]:
-    np.save(tmp_path / "x.npy", x)
-    env = {k: v for k, v in os.environ.items() if k != SWITCH}
-    if switch is not None:
-        env[SWITCH] = switch
-    res = subprocess.run([sys.executable, "-c", CHILD, str(path), str(tmp_path / "x.npy"), str(threads),
-                          str(Path(__file__).parent)], env=env, capture_output=True, text=True, timeout=180, check=False)
-    assert res.returncode == 0, res.stderr[-3000:]
-    out = np.load(str(tmp_path / "x.npy") + ".out.npz")
-    rows = [(t, e) for t, e in json.loads(res.stdout.strip().splitlines()[-1])]
-    return [out[f"arr_{i}"] for i in range(len(out.files))], rows
-
-
 @needs_bf16
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("size", [64, 50])
@@ -96,7 +63,7 @@ def test_bf16_stem_writes_nhwc(tmp_path: Path, threads: int, size: int) -> None:
     want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"x": x})
     results = {}
     for switch in (None, "0"):
-        got, rows = run_child(tmp_path, path, x, threads, switch)
+        got, rows = bf16_in_child(tmp_path, path, x, threads, (SWITCH,), {} if switch is None else {SWITCH: switch})
         for a, w in zip(got, want, strict=True):
             scale = float(np.abs(w).max())
             assert np.abs(a - w).max() / scale < 3e-2, np.abs(a - w).max() / scale

@@ -22,6 +22,7 @@ from opforge_cpu._loader import load_core
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
+from cpu_testing import ONEDNN_HAS_AMX  # noqa: E402
 from onnx_graph import OnnxGraph  # noqa: E402  (after onnx is known to be there)
 
 avx512 = pytest.mark.skipif(not str(load_core().cpu_isa()).startswith("avx512_core"),
@@ -112,10 +113,7 @@ def test_nhwc_concat_matches_onnxruntime(tmp_path: Path, precision: str,
 
 #: convolution exec types that write the channels-last layout the NHWC concat reads
 CHANNELS_LAST_CONVS = ("brgconv:", "stem:", "dw:")
-_CAP = os.environ.get("ONEDNN_MAX_CPU_ISA", "ALL").upper()
-_CPUINFO = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
-# whether oneDNN's effective ISA has AMX here (the CPU's flag, no cap below it)
-AMX = " amx_tile" in _CPUINFO and _CAP in {"ALL", "DEFAULT", "AVX512_CORE_AMX", "AVX512_CORE_AMX_FP16"}
+AMX = ONEDNN_HAS_AMX
 
 
 def conv_kinds(path: Path, x: np.ndarray, precision: str) -> list[str]:

@@ -22,6 +22,7 @@ from opforge_cpu._loader import load_core
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
+from cpu_testing import ONEDNN_HAS_AMX  # noqa: E402
 from cpu_testing import bf16_run as run  # noqa: E402
 from onnx_graph import OnnxGraph  # noqa: E402  (after onnx is known to be there)
 
@@ -45,8 +46,7 @@ OURS = _host_avx512_bf16() and _CAP in _BF16_CAPS and os.environ.get("OPFORGE_CP
 DW = "dw:avx512_bf16"
 # the host rule (dw_conv_plan.cpp, stop 18): where oneDNN's ISA has no AMX, a 3x3 (or narrower)
 # kernel without a fused SiLU runs oneDNN's brdgmm_dw; OPFORGE_CPU_DW_BF16_HOST_RULE=0 turns it off
-_AMX = " amx_tile" in (Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else "") and \
-    _CAP in {"ALL", "DEFAULT", "AVX512_CORE_AMX", "AVX512_CORE_AMX_FP16"}
+_AMX = ONEDNN_HAS_AMX
 HOST_RULE = os.environ.get("OPFORGE_CPU_DW_BF16_HOST_RULE", "1") != "0"
 
 

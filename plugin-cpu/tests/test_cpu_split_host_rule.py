@@ -20,16 +20,13 @@ from opforge_cpu._loader import load_core
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
-from cpu_testing import bf16_run, check_bf16_split  # noqa: E402
+from cpu_testing import ONEDNN_HAS_AMX, bf16_run, check_bf16_split  # noqa: E402
 from onnx_graph import OnnxGraph  # noqa: E402  (after onnx is known to be there)
 
 needs_bf16 = pytest.mark.skipif(not bool(load_core().native_bf16()),
                                 reason="this host has no bf16 arithmetic (AVX512_BF16/AMX)")
 
-_CAP = os.environ.get("ONEDNN_MAX_CPU_ISA", "ALL").upper()
-_CPUINFO = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
-# whether oneDNN's effective ISA has AMX here (the CPU's flag, no cap below it)
-AMX = " amx_tile" in _CPUINFO and _CAP in {"ALL", "DEFAULT", "AVX512_CORE_AMX", "AVX512_CORE_AMX_FP16"}
+AMX = ONEDNN_HAS_AMX
 
 
 def conv_model(tmp_path: Path) -> tuple[Path, np.ndarray]:

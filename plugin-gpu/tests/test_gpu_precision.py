@@ -36,10 +36,11 @@ def test_deformable_convolution_f64_not_supported(core: opforge.Core) -> None:
     assert y.name not in core.query_model(m, "GPU")
 
 
-def _gpu_info(core: opforge.Core) -> Any:
-    from opforge_gpu.opencl import enumerate_devices
+def _gpu_info() -> Any:
+    """GPU.0's description (the process's cached enumeration, as the device uses)."""
+    from opforge_gpu.opencl import devices
 
-    return enumerate_devices()[0]
+    return devices()[0]
 
 
 def test_builtin_kernels_ask_for_correctly_rounded_division(core: opforge.Core, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -57,7 +58,7 @@ def test_builtin_kernels_ask_for_correctly_rounded_division(core: opforge.Core, 
     core.compile_model(Model([opforge.op("Divide", a, b)], [a, b]), "GPU")
     assert seen, "compiling a Divide built no program"
     flag = "-cl-fp32-correctly-rounded-divide-sqrt"
-    if _gpu_info(core).correctly_rounded_divide:
+    if _gpu_info().correctly_rounded_divide:
         assert all(flag in o for o in seen), seen
     else:
         assert not any(flag in o for o in seen), seen
@@ -67,7 +68,7 @@ def test_builtin_kernels_ask_for_correctly_rounded_division(core: opforge.Core, 
 def test_division_and_sqrt_match_numpy_bit_for_bit(core: opforge.Core, op: str) -> None:
     # round(x / scale) in QuantizeLinear flips at ties when `/` is a few ulp off (an H100's OpenCL
     # did, before the build asked for IEEE division), so the quotient itself must be exact
-    if not _gpu_info(core).correctly_rounded_divide:
+    if not _gpu_info().correctly_rounded_divide:
         pytest.skip("this OpenCL device cannot divide correctly rounded")
     rng = np.random.default_rng(3)
     n = 1 << 16

@@ -1,5 +1,17 @@
 // The Python boundary: building programs from the lowered graph, running them with the GIL
 // released, and adapting third-party kernels (NumPy callables, C ABI capsules).
+
+// Every Python reference this file copies or drops must be under the GIL, also in the parts the
+// executor runs without it (Program::finalize, the steps). pybind11 checks that on every
+// reference change of a py::handle when this is defined (its default in builds without NDEBUG;
+// the Release build defines NDEBUG): a violation prints a message naming the call and throws
+// (std::terminate in a destructor) instead of racing another thread's refcount or, on Python
+// 3.12, freeing without a thread state. One PyGILState_Check per change, a few dozen per
+// inference. Only this file includes pybind11, so the definition is the same in every unit.
+// (test_cpu_custom_kernels.py test_python_references_are_taken_under_the_gil)
+#ifndef PYBIND11_ASSERT_GIL_HELD_INCREF_DECREF
+#define PYBIND11_ASSERT_GIL_HELD_INCREF_DECREF
+#endif
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -98,18 +110,37 @@ Attrs to_attrs(const py::dict& d) {
   return a;
 }
 
+// ------------------------------------------------------------------ Python references
+// One Python reference that C++ code may copy, move and drop on any thread, with or without the
+// GIL: the copies share it through a std::shared_ptr (atomic counts, no Python refcount), and
+// the last one to go drops it under the GIL. Node specs and kernels hold their Python objects
+// this way, because Program::finalize copies the specs' makers into kernels and clears the specs
+// without the GIL (PyProgram::finalize releases it), and a py::object copied or destroyed there
+// changed a refcount without the GIL.
+class SharedPyRef {
+ public:
+  SharedPyRef() = default;
+  // Call with the GIL (it takes over `obj`'s reference; no refcount changes).
+  explicit SharedPyRef(py::object obj)
+      : p_(new py::object(std::move(obj)), [](py::object* o) {
+          py::gil_scoped_acquire gil;
+          delete o;
+        }) {}
+  // Use under the GIL.
+  const py::object& get() const { return *p_; }
+
+ private:
+  std::shared_ptr<py::object> p_;
+};
+
 // ------------------------------------------------------------------ NumPy callable kernels
 // The documented slow path: the executor takes the GIL for this node only, hands the callable
-// copies of its inputs, and checks what comes back against the inferred outputs.
+// copies of its inputs, and checks what comes back against the inferred outputs. Built by
+// Program::finalize without the GIL: it holds its callable and attributes as SharedPyRefs.
 class PythonKernel : public Kernel {
  public:
-  PythonKernel(py::object fn, py::object attrs, const NodeDesc& n) : fn_(std::move(fn)), attrs_(std::move(attrs)) {
+  PythonKernel(SharedPyRef fn, SharedPyRef attrs, const NodeDesc& n) : fn_(std::move(fn)), attrs_(std::move(attrs)) {
     for (const auto& o : n.outputs) out_.push_back(o);
-  }
-  ~PythonKernel() override {
-    py::gil_scoped_acquire gil;
-    fn_ = py::object();
-    attrs_ = py::object();
   }
   bool needs_gil() const override { return true; }
   std::string impl_name() const override { return "python"; }
@@ -127,7 +158,7 @@ class PythonKernel : public Kernel {
         std::vector<py::ssize_t> shape(v.shape.begin(), v.shape.end());
         args.append(py::array(np_dtype(v.dtype), shape, v.data));
       }
-      py::object res = fn_(attrs_, args);
+      py::object res = fn_.get()(attrs_.get(), args);
       py::list outs;
       if (py::isinstance<py::list>(res) || py::isinstance<py::tuple>(res)) {
         for (auto r : res) outs.append(r);
@@ -166,7 +197,7 @@ class PythonKernel : public Kernel {
   size_t in_count_ = 0;
 
  private:
-  py::object fn_, attrs_;
+  SharedPyRef fn_, attrs_;
   std::vector<TensorInfo> out_;
 };
 
@@ -177,7 +208,10 @@ struct AbiBound : Bound {
 
 class AbiKernel : public Kernel {
  public:
-  AbiKernel(const opforge_cpu_kernel* desc, py::object capsule, const NodeDesc& n)
+  // Built by Program::finalize without the GIL: the capsule (which keeps the descriptor's owner
+  // alive) is held as a SharedPyRef, so neither this nor a refusal by create() changes its
+  // refcount here.
+  AbiKernel(const opforge_cpu_kernel* desc, SharedPyRef capsule, const NodeDesc& n)
       : desc_(desc), capsule_(std::move(capsule)) {
     // Attributes and shapes in C form, alive while create() runs.
     std::vector<std::string> keys;
@@ -227,10 +261,9 @@ class AbiKernel : public Kernel {
     instance_ = desc_->create(&info, err, sizeof(err));
     if (!instance_) throw CompileFailure(std::string(desc_->name ? desc_->name : "kernel") + ": " + err);
   }
+  // (the instance goes before the capsule member, which may drop the last reference)
   ~AbiKernel() override {
     if (instance_ && desc_->destroy) desc_->destroy(instance_);
-    py::gil_scoped_acquire gil;
-    capsule_ = py::object();
   }
   std::string impl_name() const override { return std::string("abi:") + (desc_->name ? desc_->name : "?"); }
 
@@ -261,7 +294,7 @@ class AbiKernel : public Kernel {
 
  private:
   const opforge_cpu_kernel* desc_;
-  py::object capsule_;
+  SharedPyRef capsule_;
   void* instance_ = nullptr;
   std::vector<Shape> in_shapes_, out_shapes_;
   std::vector<opforge_tensor> in_template_, out_template_;
@@ -382,12 +415,15 @@ class PyProgram {
         PyErr_Clear();
         throw CompileFailure("the kernel capsule is not named '" OPFORGE_CPU_KERNEL_CAPSULE_NAME "'");
       }
-      s.maker = [desc, capsule](NodeDesc& n) -> std::unique_ptr<Kernel> {
-        return std::make_unique<AbiKernel>(desc, capsule, n);
+      // The makers run (and the specs holding them are cleared) in Program::finalize, without
+      // the GIL: they capture SharedPyRefs, taken here under it, never py::objects.
+      s.maker = [desc, cap = SharedPyRef(capsule)](NodeDesc& n) -> std::unique_ptr<Kernel> {
+        return std::make_unique<AbiKernel>(desc, cap, n);
       };
     } else if (!python_kernel.is_none()) {
-      s.maker = [python_kernel, attrs_object](NodeDesc& n) -> std::unique_ptr<Kernel> {
-        auto k = std::make_unique<PythonKernel>(python_kernel, attrs_object, n);
+      s.maker = [fn = SharedPyRef(python_kernel), attrs = SharedPyRef(attrs_object)](
+                    NodeDesc& n) -> std::unique_ptr<Kernel> {
+        auto k = std::make_unique<PythonKernel>(fn, attrs, n);
         k->in_count_ = n.inputs.size();
         return k;
       };

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
 import subprocess
 import sys
@@ -148,6 +149,91 @@ def test_abi_mismatch_is_refused(compiled_kernel: types.ModuleType, tmp_path: Pa
     core = opforge.Core(make_plugins((plugin(bad.kernel()), "ext")))
     with pytest.raises(PluginValidationError, match=r"test-ext 0\.0.*ABI 999.*ABI 1"):
         core.compile_model(identity_model(), "CPU")
+
+
+# The child of test_python_references_are_taken_under_the_gil: compiles and runs (and drops) the
+# custom-kernel programs whose C++ side holds Python references (a NumPy kernel, its attributes,
+# a kernel capsule), also on the error paths, from two threads at once, then collects.
+_GIL_CHILD = r"""
+import gc, sys, threading
+import numpy as np
+import opforge
+from cpu_testing import load_module, make_plugins, param
+from opforge.errors import OpforgeError
+from opforge.graph import Model
+from opforge_template_extension.op import OPSET, TemplateIdentity
+
+ext = load_module(__import__("pathlib").Path(sys.argv[1]), "_template_kernel")
+
+def plugin(kernel):
+    class P:
+        @opforge.hookimpl
+        def opforge_register_ops(self, register):
+            register(TemplateIdentity)
+
+        @opforge.hookimpl
+        def opforge_register_kernels(self, register):
+            register("CPU", "Identity", kernel, version=OPSET)
+
+    return P()
+
+def model(scale, dtype="f32"):
+    x = param("x", [2, 8], dtype)
+    y = opforge.Node.create(TemplateIdentity, [x], {"scale": scale}, name="ident")
+    return Model([opforge.op("Relu", y, name="relu")], [x], name="gil")
+
+def work(errors):
+    x = np.arange(16, dtype=np.float32).reshape(2, 8) - 8
+    try:
+        for _ in range(3):
+            for kernel, scale, dtype, fails in [
+                (lambda a, xs: [xs[0] * np.float32(a.scale)], 2.0, "f32", False),
+                (lambda a, xs: [xs[0][:1]], 2.0, "f32", True),        # wrong output shape
+                (ext.kernel(), 2.0, "f32", False),
+                (ext.kernel(), 2.0, "i32", True),                      # create() refuses
+            ]:
+                core = opforge.Core(make_plugins((plugin(kernel), "ext")))
+                try:
+                    compiled = core.compile_model(model(scale, dtype), "CPU", {"INFERENCE_NUM_THREADS": 2})
+                    xi = x.astype({"f32": np.float32, "i32": np.int32}[dtype])
+                    out = compiled([xi])[0]
+                    np.testing.assert_allclose(out, np.maximum(xi * scale, 0))
+                except OpforgeError:
+                    if not fails:
+                        raise
+                else:
+                    if fails:
+                        raise AssertionError("expected a failure")
+                del core
+                gc.collect()
+    except BaseException as e:  # reported by the parent
+        errors.append(repr(e))
+
+errors = []
+threads = [threading.Thread(target=work, args=(errors,)) for _ in range(2)]
+for t in threads:
+    t.start()
+work(errors)
+for t in threads:
+    t.join()
+gc.collect()
+print("errors:", errors)
+sys.exit(1 if errors else 0)
+"""
+
+
+def test_python_references_are_taken_under_the_gil(compiled_kernel: types.ModuleType) -> None:
+    # The C++ program keeps references to a NumPy kernel, its attributes and a kernel capsule,
+    # and the compile (Program::finalize) runs without the GIL: every copy and release of those
+    # references must happen under it (a Python refcount changed without the GIL races with
+    # other threads, and a release that frees without a thread state crashes on Python 3.12).
+    # _core is built with pybind11's GIL assertion on every reference change (module.cpp), which
+    # aborts the process on a violation: hence the child.
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent)}
+    res = subprocess.run([sys.executable, "-X", "faulthandler", "-c", _GIL_CHILD, str(compiled_kernel.__file__)],
+                         capture_output=True, text=True, timeout=300, env=env)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-4000:]
+    assert "errors: []" in res.stdout
 
 
 def test_op_without_kernel_is_not_supported() -> None:

@@ -435,16 +435,39 @@ bool host_convs_nhwc() {
   return nhwc;
 }
 
+// Host rule (stop 20): without AMX, a grouped convolution of 4 or 8 channels a group (ResNeXt's
+// layers 1 and 2) whose source arrives nhwc runs oneDNN's JIT kernel on nhwc too, in f32 and bf16.
+// oneDNN 3.2 picks nChw4c / nChw8c for `any`; that kernel alone is faster than on nhwc, but it
+// costs a reorder of the nhwc source into the kernel's scratch and a reorder of its blocked
+// destination back to nhwc inside the next 1x1 convolution. Counting those, nhwc wins (Zen 5 VM,
+// one convolution with its two reorders against nhwc, median us, 1 thread (2 threads)): f32
+// 128 ch 56x56 groups of 4: 680 (356) vs 546 (280), 256 ch 56 -> 28 groups of 8: 388 (213) vs 391
+// (204); bf16 the same two 445 (236) vs 313 (158), 230 (137) vs 167 (92); kernel-library.md
+// "ResNeXt's small groups over nhwc"). AMX hosts keep oneDNN's layout (unmeasured there; bf16
+// merges these groups there, regroup_bf16). OPFORGE_CPU_GROUPED_SMALL_NHWC=0: oneDNN's choice.
+bool grouped_small_nhwc_on_this_host() {
+  static const bool on = !host_has_amx() && env_switch_on("OPFORGE_CPU_GROUPED_SMALL_NHWC");
+  return on;
+}
+
+// Grouped weights [G, O/G, I/G, kh, kw] that may run channels-last over an nhwc source: 16k
+// channels a group (every host), or 4 or 8 in and out (the rule above; only those were measured).
+bool grouped_nhwc_width(const Shape& ws) {
+  if (ws.size() != 5) return false;
+  if (ws[1] % 16 == 0 && ws[2] % 16 == 0) return true;
+  return ws[1] == ws[2] && (ws[1] == 4 || ws[1] == 8) && grouped_small_nhwc_on_this_host();
+}
+
 // See make_dnnl_conv: a 2D f32 convolution given a channel-blocked destination, of a plain source,
-// or (grouped, 16k channels a group) of a source its producer wrote channels-last.
+// or (grouped, 16k channels a group, or 4 / 8 without AMX) of a source its producer wrote
+// channels-last.
 bool prefer_nhwc(const dnnl::convolution_forward::primitive_desc& pd, const NodeDesc& n, bool grouped,
                  int sum_input, const Shape& xs) {
   if (sum_input >= 0 || xs.size() != 4 || pd.dst_desc().get_inner_nblks() == 0) return false;
   if (grouped) {
     const Shape& ws = n.in(1).shape;  // [G, O/G, I/G, kh, kw]
     const auto nhwc = dnnl::memory::desc(to_dims(xs), dnnl::memory::data_type::f32, dnnl::memory::format_tag::acdb);
-    if (ws.size() != 5 || ws[1] % 16 != 0 || ws[2] % 16 != 0 || !n.in(0).blocked || md_of(n.in(0)) != nhwc)
-      return false;
+    if (!grouped_nhwc_width(ws) || !n.in(0).blocked || md_of(n.in(0)) != nhwc) return false;
   } else if (n.in(0).blocked) {
     return false;
   }
@@ -544,11 +567,12 @@ bool grouped_bf16_nhwc_on_this_host() {
 }
 
 // Whether the rule above applies: a 2D grouped (not depthwise) convolution of 16k channels a
-// group, given a channel-blocked destination, whose source is a dense nhwc tensor (any type).
+// group (or 4 / 8, grouped_small_nhwc_on_this_host), given a channel-blocked destination, whose
+// source is a dense nhwc tensor (any type).
 bool grouped_bf16_wants_nhwc(const dnnl::convolution_forward::primitive_desc& pd, const NodeDesc& n,
                              const Shape& xs) {
   const Shape& ws = n.in(1).shape;  // [G, O/G, I/G, kh, kw]
-  if (xs.size() != 4 || ws.size() != 5 || ws[1] % 16 != 0 || ws[2] % 16 != 0) return false;
+  if (xs.size() != 4 || !grouped_nhwc_width(ws)) return false;
   if (pd.dst_desc().get_inner_nblks() == 0 || !n.in(0).blocked) return false;
   const dnnl::memory::desc src = md_of(n.in(0));
   return src == dnnl::memory::desc(to_dims(xs), src.get_data_type(), dnnl::memory::format_tag::acdb);
@@ -747,7 +771,8 @@ std::unique_ptr<Kernel> make_dnnl_conv(NodeDesc& n, bool grouped) {
     // costs a reorder into the kernel's scratch before it and, after it, the squeeze-excitation
     // Multiply on the blocked tensor (a reorder to plain, oneDNN's reference binary) and the next
     // 1x1 convolution's reorder back to nhwc; the same JIT kernel runs nhwc at the same speed.
-    // (Not below 16 a group: ResNeXt's groups of 4 and 8 ran 1.14x slower in nhwc.)
+    // Below 16 a group (ResNeXt's groups of 4 and 8) the kernel alone runs 1.14x slower nhwc, but
+    // the two reorders it saves cost more: nhwc there too without AMX (grouped_nhwc_width).
     if (prefer_nhwc(pd, n, grouped, sum_input, xs)) {
       auto nhwc_x = dnnl::memory::desc(to_dims(xs), dnnl::memory::data_type::f32, dnnl::memory::format_tag::acdb);
       auto nhwc_y = dnnl::memory::desc(to_dims(ys), dnnl::memory::data_type::f32, dnnl::memory::format_tag::acdb);

@@ -16,13 +16,18 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cxxabi.h>  // abi::__forced_unwind
 #include <omp.h>
+#include <unistd.h>  // pause
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/dnnl_util.hpp"  // alloc_run_buffer
@@ -35,6 +40,86 @@ namespace py = pybind11;
 using namespace opforge_cpu;
 
 namespace {
+
+// ------------------------------------------------------------------ the GIL at interpreter exit
+// CPython up to 3.13 ends a thread that asks for the GIL back once the runtime is finalizing
+// (a daemon thread at exit) with pthread_exit, which unwinds the thread's C++ frames like an
+// exception. From pybind11's gil_scoped_release destructor (noexcept) that was std::terminate:
+// every process that exited while a request ran in a daemon thread died with "terminate called
+// without an active exception" (SIGABRT); from elsewhere, the unwinding would run our
+// destructors' Py_DECREFs without the GIL. So this file takes the GIL back only through
+// take_gil(): a thread that would be ended parks instead, forever (the process is exiting;
+// CPython 3.14 parks such threads itself). The atexit hook (module init), which CPython runs
+// before it marks the runtime finalizing, sets g_exiting and then waits, without the GIL, until
+// the threads already past the check have the GIL: after it, no thread but the exiting one
+// reaches PyEval_RestoreThread here. (The Py_IsFinalizing test covers an exit without the hook.)
+std::atomic<bool> g_exiting{false};
+std::atomic<int> g_taking{0};
+std::atomic<std::thread::id> g_exit_thread{};
+
+[[noreturn]] void park_thread() {
+  for (;;) pause();
+}
+
+bool runtime_finalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsFinalizing() != 0;
+#else
+  return _Py_IsFinalizing() != 0;
+#endif
+}
+
+template <class TakeGil>
+void take_gil(TakeGil&& take) {
+  g_taking.fetch_add(1);
+  if ((g_exiting.load() || runtime_finalizing()) && std::this_thread::get_id() != g_exit_thread.load()) {
+    g_taking.fetch_sub(1);
+    park_thread();
+  }
+  take();
+  g_taking.fetch_sub(1);
+}
+
+// The atexit hook (called with the GIL, before finalization).
+void on_interpreter_exit() {
+  g_exit_thread.store(std::this_thread::get_id());
+  g_exiting.store(true);
+  if (g_taking.load() == 0) return;
+  PyThreadState* ts = PyEval_SaveThread();  // not finalizing yet: a plain release is safe
+  while (g_taking.load() > 0) std::this_thread::sleep_for(std::chrono::microseconds(100));
+  PyEval_RestoreThread(ts);
+}
+
+// Releases the GIL for a scope (the C++ work of a compile or an inference).
+class GilRelease {
+ public:
+  GilRelease() : ts_(PyEval_SaveThread()) {}
+  ~GilRelease() {
+    take_gil([this] { PyEval_RestoreThread(ts_); });
+  }
+  GilRelease(const GilRelease&) = delete;
+  GilRelease& operator=(const GilRelease&) = delete;
+
+ private:
+  PyThreadState* ts_;
+};
+
+// Holds the GIL for a scope, from a thread that may or may not hold it. A thread that holds it
+// already takes nothing, so it must not park: parked with the GIL (a daemon thread dropping a
+// program after the exit hook), it would hang the exit.
+class GilAcquire {
+ public:
+  GilAcquire() {
+    if (PyGILState_Check()) state_ = PyGILState_Ensure();
+    else take_gil([this] { state_ = PyGILState_Ensure(); });
+  }
+  ~GilAcquire() { PyGILState_Release(state_); }
+  GilAcquire(const GilAcquire&) = delete;
+  GilAcquire& operator=(const GilAcquire&) = delete;
+
+ private:
+  PyGILState_STATE state_{};
+};
 
 // ------------------------------------------------------------------ conversions
 py::dtype np_dtype(DType t) {
@@ -123,7 +208,7 @@ class SharedPyRef {
   // Call with the GIL (it takes over `obj`'s reference; no refcount changes).
   explicit SharedPyRef(py::object obj)
       : p_(new py::object(std::move(obj)), [](py::object* o) {
-          py::gil_scoped_acquire gil;
+          GilAcquire gil;
           delete o;
         }) {}
   // Use under the GIL.
@@ -146,7 +231,7 @@ class PythonKernel : public Kernel {
   std::string impl_name() const override { return "python"; }
 
   void run(RunContext& ctx, const TensorView* in, TensorView* out, Bound*) override {
-    py::gil_scoped_acquire gil;
+    GilAcquire gil;
     if (ctx.python_calls) ctx.python_calls->fetch_add(1);
     std::string failure;
     try {
@@ -158,7 +243,18 @@ class PythonKernel : public Kernel {
         std::vector<py::ssize_t> shape(v.shape.begin(), v.shape.end());
         args.append(py::array(np_dtype(v.dtype), shape, v.data));
       }
-      py::object res = fn_.get()(attrs_.get(), args);
+      // The kernel's Python code may drop and re-take the GIL; at exit CPython ends a daemon
+      // thread there with pthread_exit, whose unwinding would destroy `args` and the rest
+      // without the GIL: park the thread at once instead (see take_gil). The call goes through
+      // the C API so that no C++ temporary of its own is unwound either.
+      PyObject* raw = nullptr;
+      try {
+        raw = PyObject_CallFunctionObjArgs(fn_.get().ptr(), attrs_.get().ptr(), args.ptr(), nullptr);
+      } catch (abi::__forced_unwind&) {
+        park_thread();
+      }
+      if (!raw) throw py::error_already_set();
+      py::object res = py::reinterpret_steal<py::object>(raw);
       py::list outs;
       if (py::isinstance<py::list>(res) || py::isinstance<py::tuple>(res)) {
         for (auto r : res) outs.append(r);
@@ -376,7 +472,7 @@ class PyProgram {
   PyProgram() {
     // A constant every reader packed: drop our reference so only the packed copy remains.
     prog_.on_release = [this](int t) {
-      py::gil_scoped_acquire gil;
+      GilAcquire gil;
       if (t >= 0 && static_cast<size_t>(t) < keep_.size()) keep_[t] = py::object();
     };
   }
@@ -434,13 +530,14 @@ class PyProgram {
   void set_io(const std::vector<int>& ins, const std::vector<int>& outs) { prog_.set_io(ins, outs); }
 
   void finalize(int num_threads, bool profiling) {
-    // Building may run oneDNN's JIT and weight reorders: no Python objects are touched.
-    py::gil_scoped_release nogil;
+    // Building may run oneDNN's JIT and weight reorders: no Python objects are touched (the
+    // makers hold SharedPyRefs). GilRelease: see take_gil.
+    GilRelease nogil;
     prog_.finalize(num_threads, profiling);
   }
 
   PyState create_state() {
-    py::gil_scoped_release nogil;
+    GilRelease nogil;
     return PyState{prog_.create_state()};
   }
 
@@ -470,7 +567,7 @@ class PyProgram {
       if (prog_.output_direct(j)) out_ptrs[j] = arrays.back().mutable_data();
     }
     {
-      py::gil_scoped_release nogil;
+      GilRelease nogil;  // (not pybind11's: see take_gil)
       prog_.run(*st.state, ptrs, out_ptrs);
     }
     py::list outs(out_ids.size());
@@ -618,6 +715,8 @@ PYBIND11_MODULE(_core, m) {
     for (const auto& e : kernel_registry_errors()) why += " " + e + ";";
     throw py::import_error(why);
   }
+  // Threads that would re-take the GIL once the runtime finalizes park instead (take_gil).
+  py::module_::import("atexit").attr("register")(py::cpp_function(&on_interpreter_exit));
   static py::exception<NodeFailure> node_failure(m, "NodeFailure", PyExc_RuntimeError);
   static py::exception<NodeCompileFailure> compile_failure(m, "NodeCompileFailure", PyExc_RuntimeError);
   py::register_exception_translator([](std::exception_ptr p) {

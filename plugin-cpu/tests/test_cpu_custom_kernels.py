@@ -236,6 +236,105 @@ def test_python_references_are_taken_under_the_gil(compiled_kernel: types.Module
     assert "errors: []" in res.stdout
 
 
+# The child of test_inference_in_a_daemon_thread_at_exit: daemon threads in a loop of inferences
+# (a built-in model on 1 and 2 threads, a NumPy kernel, a compiled kernel) and compiles while
+# the interpreter exits; and one that drops a NumPy-kernel program (releasing its references
+# with the GIL held) after _core's exit hook ran.
+_EXIT_CHILD = r"""
+import atexit, gc, sys, threading, time
+drop_now = threading.Event()
+dropped = threading.Event()
+
+def late_exit_hook():
+    # Registered before opforge_cpu._core's own hook, so it runs after it.
+    drop_now.set()
+    dropped.wait(5)
+    time.sleep(0.1)
+
+atexit.register(late_exit_hook)
+import numpy as np
+import opforge
+from cpu_testing import load_module, make_plugins, param
+from opforge.graph import Model
+from opforge_template_extension.op import OPSET, TemplateIdentity
+
+ext = load_module(__import__("pathlib").Path(sys.argv[1]), "_template_kernel")
+
+def plugin(kernel):
+    class P:
+        @opforge.hookimpl
+        def opforge_register_ops(self, register):
+            register(TemplateIdentity)
+
+        @opforge.hookimpl
+        def opforge_register_kernels(self, register):
+            register("CPU", "Identity", kernel, version=OPSET)
+
+    return P()
+
+def builtin():
+    x = param("x", [64, 256])
+    return Model([opforge.op("Relu", opforge.op("Add", x, x, name="add"), name="relu")], [x])
+
+def custom():
+    x = param("x", [64, 256])
+    y = opforge.Node.create(TemplateIdentity, [x], {"scale": 2.0}, name="ident")
+    return Model([opforge.op("Relu", y, name="relu")], [x])
+
+x = np.ones((64, 256), np.float32)
+jobs = [(make_plugins(), builtin, 1), (make_plugins(), builtin, 2),
+        (make_plugins((plugin(lambda a, xs: [xs[0] * np.float32(a.scale)]), "ext")), custom, 2),
+        (make_plugins((plugin(ext.kernel()), "ext")), custom, 2)]
+started = []
+
+def infer_forever(plugins, make, threads):
+    m = opforge.Core(plugins).compile_model(make(), "CPU", {"INFERENCE_NUM_THREADS": threads})
+    r = m.create_infer_request()
+    started.append(1)
+    while True:
+        r.infer([x])
+
+def compile_forever(plugins, make, threads):
+    while True:
+        opforge.Core(plugins).compile_model(make(), "CPU", {"INFERENCE_NUM_THREADS": threads})
+
+def drop_at_exit(plugins, make, threads):
+    m = opforge.Core(plugins).compile_model(make(), "CPU", {"INFERENCE_NUM_THREADS": threads})
+    m([x])
+    drop_now.wait()
+    del m
+    gc.collect()
+    dropped.set()
+
+for job in jobs:
+    threading.Thread(target=infer_forever, args=job, daemon=True).start()
+threading.Thread(target=compile_forever, args=jobs[1], daemon=True).start()
+threading.Thread(target=drop_at_exit, args=jobs[2], daemon=True).start()
+while len(started) < len(jobs):
+    time.sleep(0.01)
+time.sleep(0.1)
+print("exiting", flush=True)
+"""
+
+
+@pytest.mark.parametrize("attempt", range(3))
+def test_inference_in_a_daemon_thread_at_exit(compiled_kernel: types.ModuleType, attempt: int) -> None:
+    # At interpreter exit a daemon thread that re-takes the GIL after a C++ call is ended by
+    # CPython <= 3.13 with pthread_exit; from pybind11's gil_scoped_release destructor (noexcept)
+    # that unwind was std::terminate: "terminate called without an active exception", SIGABRT,
+    # every time a request ran in a daemon thread when the process exited. Now such a thread
+    # parks instead (module.cpp take_gil), as CPython 3.14 does itself; but never one that holds
+    # the GIL (the dropping thread here hung the exit so: the timeout below).
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent)}
+    try:
+        res = subprocess.run([sys.executable, "-c", _EXIT_CHILD, str(compiled_kernel.__file__)],
+                             capture_output=True, text=True, timeout=120, env=env)
+    except subprocess.TimeoutExpired as e:
+        raise AssertionError(f"the child hung at exit: {e.stdout!r} {e.stderr!r}") from None
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-4000:]
+    assert "exiting" in res.stdout and "terminate" not in res.stderr
+
+
 def test_op_without_kernel_is_not_supported() -> None:
     class OpsOnly:
         @opforge.hookimpl

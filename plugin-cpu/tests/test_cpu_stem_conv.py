@@ -3,9 +3,11 @@ our direct AVX-512 kernel (core/stem_conv.cpp, exec type ``stem:avx512``) instea
 primitive. onnx.helper graphs (stem -> activation -> a 3x3 convolution that reads its layout):
 1-4 input channels, 3x3/2x2/1x3 kernels, strides 1-3, symmetric and asymmetric padding,
 dilation, batch 1-3, output channels that are not a multiple of 16, outputs of 1x1, each fused
-post-op, the non-temporal store path of a vgg11-sized stem; results equal ONNX Runtime's within
-1e-5 and bit-identical at 1 and 2 threads. Kernels of more taps, more channels, an activation it
-does not run, AVX2 hosts and OPFORGE_CPU_STEM_CONV=0 keep oneDNN."""
+post-op (SiLU since stop 20), the non-temporal store path of a vgg11-sized stem; results equal
+ONNX Runtime's within 1e-5 and bit-identical at 1 and 2 threads, and the tile's register
+epilogue (stop 20) bit-identical to the one before it (OPFORGE_CPU_STEM_REGS=0). Kernels of more
+taps, more channels, an activation it does not run, AVX2 hosts, OPFORGE_CPU_STEM_CONV=0 and (for a
+SiLU stem) OPFORGE_CPU_STEM_SWISH=0 keep oneDNN."""
 
 from __future__ import annotations
 
@@ -45,6 +47,10 @@ def stem_model(path: Path, c: int, o: int, k: tuple[int, int], strides: tuple[in
         h = g.node("Clip", [h, g.const(-0.3), g.const(0.4)])
     elif act == "Sigmoid":
         h = g.node("Sigmoid", [h])
+    elif act == "SiLU":  # EfficientNet's stem: x * sigmoid(x), fused as Swish
+        h = g.node("Mul", [h, g.node("Sigmoid", [h])])
+    elif act == "ReluClip":  # two fused activations: the tile's per-register loop, not its clamp
+        h = g.node("Clip", [g.node("Relu", [h]), g.const(-0.3), g.const(0.4)])
     if follow:
         w2 = g.rng.standard_normal((16, o, 3, 3)) * (1.0 / (o * 9)) ** 0.5
         h = g.node("Conv", [h, g.const(w2), g.const(np.zeros(16))], pads=[1, 1, 1, 1])
@@ -104,7 +110,7 @@ def test_stem_matches_onnxruntime(tmp_path: Path, shape: tuple[Any, ...]) -> Non
 
 
 @avx512
-@pytest.mark.parametrize("act", [None, "Relu", "Relu6", "ClipNeg"])
+@pytest.mark.parametrize("act", [None, "Relu", "Relu6", "ClipNeg", "SiLU", "ReluClip"])
 @pytest.mark.parametrize("bias", [True, False])
 def test_stem_post_ops(tmp_path: Path, act: str | None, bias: bool) -> None:
     path = stem_model(tmp_path / "m.onnx", 3, 24, (3, 3), (2, 2), [1, 1, 1, 1], (1, 1), (15, 15), act, seed=4,
@@ -132,8 +138,9 @@ def test_stem_large_output_streams(tmp_path: Path) -> None:
 
 
 @avx512
-def test_stem_nan_inf(tmp_path: Path) -> None:
-    path = stem_model(tmp_path / "m.onnx", 3, 32, (3, 3), (1, 1), [1, 1, 1, 1], (1, 1), (12, 12), "Relu", seed=6,
+@pytest.mark.parametrize("act", ["Relu", "SiLU"])
+def test_stem_nan_inf(tmp_path: Path, act: str) -> None:
+    path = stem_model(tmp_path / "m.onnx", 3, 32, (3, 3), (1, 1), [1, 1, 1, 1], (1, 1), (12, 12), act, seed=6,
                       follow=False)
     x = np.random.default_rng(6).standard_normal((1, 3, 12, 12)).astype(np.float32)
     x[0, 0, 3, 4] = np.nan
@@ -161,8 +168,8 @@ def test_stem_rule_keeps_onednn(tmp_path: Path, case: str) -> None:
     check(path, x, stem=False)
 
 
-def child_kinds(tmp_path: Path, env: dict[str, str]) -> tuple[np.ndarray, np.ndarray, str]:
-    path = stem_model(tmp_path / "m.onnx", 3, 32, (3, 3), (2, 2), [1, 1, 1, 1], (1, 1), (20, 20), "Relu6", seed=5)
+def child_kinds(tmp_path: Path, env: dict[str, str], act: str | None = "Relu6") -> tuple[np.ndarray, np.ndarray, str]:
+    path = stem_model(tmp_path / "m.onnx", 3, 32, (3, 3), (2, 2), [1, 1, 1, 1], (1, 1), (20, 20), act, seed=5)
     x = np.random.default_rng(5).standard_normal((2, 3, 20, 20)).astype(np.float32)
     np.save(tmp_path / "x.npy", x)
     code = ("import sys, numpy as np; sys.path.insert(0, sys.argv[3]); from test_cpu_stem_conv import run; "
@@ -177,6 +184,28 @@ def child_kinds(tmp_path: Path, env: dict[str, str]) -> tuple[np.ndarray, np.nda
 def test_stem_switch_off(tmp_path: Path) -> None:
     # OPFORGE_CPU_STEM_CONV=0 (read once a process): oneDNN's primitive, same results
     out, ref, kinds = child_kinds(tmp_path, {"OPFORGE_CPU_STEM_CONV": "0"})
+    assert STEM not in kinds, kinds
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5 * float(np.abs(ref).max()))
+
+
+@avx512
+@pytest.mark.parametrize("act", [None, "Relu6", "SiLU", "ReluClip"])
+def test_stem_register_epilogue_same_bytes(tmp_path: Path, act: str | None) -> None:
+    """Stop 20's tile epilogue on registers (a clamp for none/ReLU/Clip, the per-register loop
+    otherwise) writes the same bytes as the epilogue through memory (OPFORGE_CPU_STEM_REGS=0)."""
+    (tmp_path / "on").mkdir()
+    (tmp_path / "off").mkdir()
+    on, ref, kinds_on = child_kinds(tmp_path / "on", {}, act)
+    off, _, kinds_off = child_kinds(tmp_path / "off", {"OPFORGE_CPU_STEM_REGS": "0"}, act)
+    assert STEM in kinds_on and STEM in kinds_off, (kinds_on, kinds_off)
+    np.testing.assert_array_equal(on, off)
+    np.testing.assert_allclose(on, ref, rtol=1e-5, atol=1e-5 * float(np.abs(ref).max()))
+
+
+@avx512
+def test_stem_swish_switch_off(tmp_path: Path) -> None:
+    # OPFORGE_CPU_STEM_SWISH=0: a stem with a fused SiLU keeps oneDNN's primitive, same results
+    out, ref, kinds = child_kinds(tmp_path, {"OPFORGE_CPU_STEM_SWISH": "0"}, "SiLU")
     assert STEM not in kinds, kinds
     np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5 * float(np.abs(ref).max()))
 

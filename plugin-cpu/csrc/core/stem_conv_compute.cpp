@@ -15,9 +15,11 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <utility>
 
 #include "core/chunk_pool.hpp"
+#include "core/env_switch.hpp"
 
 namespace opforge_cpu {
 
@@ -40,6 +42,10 @@ struct TileArgs {
   int last_lanes;          // real channels in the block's last vector (L when full)
   bool blocked;            // channel-blocked destination: write the padding lanes as zeros
   bool stream;             // non-temporal stores (a destination far larger than the caches)
+  // The activations are one clamp min(hi, max(lo, r)) (none, one ReLU, one Clip), run without a
+  // branch per register; else the tile runs `post` one by one.
+  bool clamp;
+  float lo, hi;
 };
 
 using TileFn = void (*)(const TileArgs&);
@@ -61,6 +67,23 @@ inline void vstore(float* p, V v, bool stream = false) {
 inline __mmask16 first(int n) { return static_cast<__mmask16>((1u << n) - 1u); }
 inline void vstore_first(float* p, V v, int n) { _mm512_mask_storeu_ps(p, first(n), v); }
 inline V vkeep_first(V v, int n) { return _mm512_maskz_mov_ps(first(n), v); }
+// e^x as 2^n * e^r, the polynomial and clamp of the f32 depthwise kernel's (dw_conv_f32_act.inc,
+// fast_exp.hpp): e^89 overflows to inf, so SiLU of -inf is -inf / inf = NaN as in ONNX Runtime.
+inline V vexp(V x) {
+  x = _mm512_min_ps(_mm512_set1_ps(89.f), _mm512_max_ps(_mm512_set1_ps(-104.f), x));
+  const V fn = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  V r = _mm512_fmadd_ps(fn, _mm512_set1_ps(-0.693359375f), x);
+  r = _mm512_fmadd_ps(fn, _mm512_set1_ps(2.12194440e-4f), r);
+  V p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  p = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.f)));
+  return _mm512_scalef_ps(p, fn);
+}
 // oneDNN's eltwise semantics over n registers: NaN stays NaN (MAX/MIN return their second
 // operand when one is NaN)
 template <int N> inline void vpost(V* r, const StemPostOp& op) {
@@ -80,24 +103,41 @@ template <int N> inline void vpost(V* r, const StemPostOp& op) {
     case StemPostOp::linear:
       for (int i = 0; i < N; ++i) r[i] = _mm512_fmadd_ps(r[i], alpha, beta);
       return;
+    case StemPostOp::swish:  // x * sigmoid(alpha x) = x / (1 + e^(-alpha x))
+      for (int i = 0; i < N; ++i)
+        r[i] = _mm512_div_ps(r[i], _mm512_add_ps(_mm512_set1_ps(1.f), vexp(_mm512_mul_ps(r[i], _mm512_sub_ps(zero, alpha)))));
+      return;
   }
 }
+// One activation on one register (the same operations as vpost).
+inline V vact(V r, const StemPostOp& op) {
+  vpost<1>(&r, op);
+  return r;
+}
+// min(hi, max(lo, r)) in vpost's operand order, so NaN and -0.f come out as vpost's ReLU and
+// clip give them (MAX/MIN return their second operand on a NaN or two zeros)
+inline V vclamp(V r, V lo, V hi) { return _mm512_min_ps(hi, _mm512_max_ps(lo, r)); }
 #include "core/stem_conv_tile.inc"
 // pixels a tile for NV vectors: NV * P accumulators + NV weights + a broadcast in 32 registers
 constexpr int max_pixels(int nv) { return nv == 1 ? 16 : nv == 2 ? 12 : nv == 3 ? 8 : 6; }
 constexpr int kMaxVectors = 4;
-template <int SW> struct Tiles {
-  std::array<TileFn, 17> t1 = make_tiles<1, SW>(std::make_integer_sequence<int, 16>{});
-  std::array<TileFn, 13> t2 = make_tiles<2, SW>(std::make_integer_sequence<int, 12>{});
-  std::array<TileFn, 9> t3 = make_tiles<3, SW>(std::make_integer_sequence<int, 8>{});
-  std::array<TileFn, 7> t4 = make_tiles<4, SW>(std::make_integer_sequence<int, 6>{});
+template <int SW, bool Regs> struct Tiles {
+  std::array<TileFn, 17> t1 = make_tiles<1, SW, Regs>(std::make_integer_sequence<int, 16>{});
+  std::array<TileFn, 13> t2 = make_tiles<2, SW, Regs>(std::make_integer_sequence<int, 12>{});
+  std::array<TileFn, 9> t3 = make_tiles<3, SW, Regs>(std::make_integer_sequence<int, 8>{});
+  std::array<TileFn, 7> t4 = make_tiles<4, SW, Regs>(std::make_integer_sequence<int, 6>{});
   TileFn get(int nv, int p) const { return nv == 1 ? t1[p] : nv == 2 ? t2[p] : nv == 3 ? t3[p] : t4[p]; }
 };
-const Tiles<0> any_step;
-const Tiles<1> step1;
-const Tiles<2> step2;
-// sw: the pixel step (1 and 2 as constants, others read at run time)
-TileFn tile_fn(int nv, int p, int64_t sw) {
+const Tiles<0, true> any_step;
+const Tiles<1, true> step1;
+const Tiles<2, true> step2;
+const Tiles<0, false> any_step_mem;
+const Tiles<1, false> step1_mem;
+const Tiles<2, false> step2_mem;
+// sw: the pixel step (1 and 2 as constants, others read at run time); regs: the epilogue on
+// registers (stem_conv_tile.inc), else the one before stop 20
+TileFn tile_fn(int nv, int p, int64_t sw, bool regs) {
+  if (!regs) return sw == 1 ? step1_mem.get(nv, p) : sw == 2 ? step2_mem.get(nv, p) : any_step_mem.get(nv, p);
   return sw == 1 ? step1.get(nv, p) : sw == 2 ? step2.get(nv, p) : any_step.get(nv, p);
 }
 }  // namespace avx512
@@ -122,6 +162,13 @@ size_t aligned_start(const float* v) {
 // the read-for-ownership of every line (vgg11's stem, one thread, ratio to oneDNN 0.99 -> 0.76
 // in one alternating micro-benchmark; the 3.2 MB and smaller stems were not measured with it).
 constexpr double kStreamBytes = 8.0 * 1024 * 1024;
+
+// OPFORGE_CPU_STEM_REGS=0: the tile's epilogue through memory, as before stop 20 (same-build
+// A/B runs; the outputs are the same bytes either way)
+bool regs_epilogue() {
+  static const bool on = env_switch_on("OPFORGE_CPU_STEM_REGS");
+  return on;
+}
 
 }  // namespace
 
@@ -182,10 +229,24 @@ void StemConvCompute::run_rows(const float* x, float* y, int64_t r0, int64_t r1)
         }
     return k;
   };
+  const bool regs = regs_epilogue();
   TileArgs a{};
   a.sw = g_.sw;
   a.post = post_.data();
   a.npost = static_cast<int>(post_.size());
+  a.clamp = false;
+  a.lo = -std::numeric_limits<float>::infinity();
+  a.hi = std::numeric_limits<float>::infinity();
+  if (post_.empty()) {
+    a.clamp = true;
+  } else if (post_.size() == 1 && post_[0].kind == StemPostOp::relu && post_[0].alpha == 0.f) {
+    a.clamp = true;
+    a.lo = 0.f;
+  } else if (post_.size() == 1 && post_[0].kind == StemPostOp::clip) {
+    a.clamp = true;
+    a.lo = post_[0].alpha;
+    a.hi = post_[0].beta;
+  }
   a.pstride = pstride;
   a.vstride = vstride;
   a.blocked = blocked;
@@ -214,7 +275,7 @@ void StemConvCompute::run_rows(const float* x, float* y, int64_t r0, int64_t r1)
       auto run = [&](int64_t ow, int p) {
         a.base = ih0 * g_.w + ow * g_.sw - g_.pl;
         a.y = yrow + ow * pstride;
-        avx512::tile_fn(nv, p, g_.sw)(a);
+        avx512::tile_fn(nv, p, g_.sw, regs)(a);
       };
       // the row's ends one pixel at a time over the kernel columns inside the source
       auto edge = [&](int64_t ow) {

@@ -10,9 +10,9 @@
 namespace opforge_cpu {
 
 // One activation after the bias, in oneDNN's terms (eltwise_relu's slope, clip's bounds,
-// linear's alpha * x + beta).
+// linear's alpha * x + beta, swish's x * sigmoid(alpha * x)).
 struct StemPostOp {
-  enum Kind { relu, clip, linear } kind = relu;
+  enum Kind { relu, clip, linear, swish } kind = relu;
   float alpha = 0.f, beta = 0.f;
 };
 

@@ -85,7 +85,9 @@ class BenchmarkReport:
         return {
             "model": self.model, "device": self.device, "execution_devices": self.execution_devices,
             "hint": self.hint, "nireq": self.nireq, "batch": self.batch, "iterations": self.iterations,
-            "duration_s": round(self.duration_s, 6),
+            # Nanoseconds, not microseconds: a tiny model's few iterations can take 40 us, where
+            # a microsecond rounding puts throughput_fps and iterations / duration_s 1-2 % apart.
+            "duration_s": round(self.duration_s, 9),
             "latency_ms": self.latency.to_dict(),
             "throughput_fps": round(self.throughput_fps, 3),
             "first_inference_ms": round(self.first_inference_ms, 4),

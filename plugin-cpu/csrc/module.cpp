@@ -717,17 +717,20 @@ PYBIND11_MODULE(_core, m) {
   }
   // Threads that would re-take the GIL once the runtime finalizes park instead (take_gil).
   py::module_::import("atexit").attr("register")(py::cpp_function(&on_interpreter_exit));
-  static py::exception<NodeFailure> node_failure(m, "NodeFailure", PyExc_RuntimeError);
-  static py::exception<NodeCompileFailure> compile_failure(m, "NodeCompileFailure", PyExc_RuntimeError);
+  // Intentionally immortal, like np_dtype's cache: a static py::object is destroyed by exit()
+  // after the interpreter is gone, where its Py_DECREF has no GIL to hold (and the GIL
+  // assertion above would make that destructor throw).
+  static auto* node_failure = new py::exception<NodeFailure>(m, "NodeFailure", PyExc_RuntimeError);
+  static auto* compile_failure = new py::exception<NodeCompileFailure>(m, "NodeCompileFailure", PyExc_RuntimeError);
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const NodeFailure& e) {
-      py::set_error(node_failure, e.what());
+      py::set_error(*node_failure, e.what());
     } catch (const NodeCompileFailure& e) {
-      py::set_error(compile_failure, e.what());
+      py::set_error(*compile_failure, e.what());
     } catch (const CompileFailure& e) {
-      py::set_error(compile_failure, e.what());
+      py::set_error(*compile_failure, e.what());
     }
   });
 

@@ -42,23 +42,9 @@ template <bool TAIL> inline V load_bf16(const uint16_t* p, __mmask16 m) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
-// e^x as 2^n * e^r, the polynomial of fast_exp.hpp; scalef applies 2^n with overflow to inf and
-// the denormals below. max/min return their second operand on a NaN: a NaN stays NaN.
-inline V vexp(V x) {
-  x = _mm512_min_ps(_mm512_set1_ps(89.f), _mm512_max_ps(_mm512_set1_ps(-104.f), x));
-  const V fn = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  V r = _mm512_fnmadd_ps(fn, _mm512_set1_ps(0.693359375f), x);
-  r = _mm512_fmadd_ps(fn, _mm512_set1_ps(2.12194440e-4f), r);
-  V p = _mm512_set1_ps(1.9875691500e-4f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-  p = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.f)));
-  return _mm512_scalef_ps(p, fn);
-}
+// e^x (exp512), NaN-keeping, e^89 -> inf: shared with the stem kernel's SiLU.
+#include "core/fast_exp_avx512.inc"
+inline V vexp(V x) { return exp512(x); }
 
 // oneDNN's eltwise post-ops with its parameters; NaN stays NaN in each (as ONNX Runtime's).
 template <int R> inline void apply_post(V* acc, const DwPostOp* ops, int n) {

@@ -67,23 +67,10 @@ inline void vstore(float* p, V v, bool stream = false) {
 inline __mmask16 first(int n) { return static_cast<__mmask16>((1u << n) - 1u); }
 inline void vstore_first(float* p, V v, int n) { _mm512_mask_storeu_ps(p, first(n), v); }
 inline V vkeep_first(V v, int n) { return _mm512_maskz_mov_ps(first(n), v); }
-// e^x as 2^n * e^r, the polynomial and clamp of the f32 depthwise kernel's (dw_conv_f32_act.inc,
-// fast_exp.hpp): e^89 overflows to inf, so SiLU of -inf is -inf / inf = NaN as in ONNX Runtime.
-inline V vexp(V x) {
-  x = _mm512_min_ps(_mm512_set1_ps(89.f), _mm512_max_ps(_mm512_set1_ps(-104.f), x));
-  const V fn = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  V r = _mm512_fmadd_ps(fn, _mm512_set1_ps(-0.693359375f), x);
-  r = _mm512_fmadd_ps(fn, _mm512_set1_ps(2.12194440e-4f), r);
-  V p = _mm512_set1_ps(1.9875691500e-4f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-  p = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.f)));
-  return _mm512_scalef_ps(p, fn);
-}
+// e^x (exp512), NaN-keeping, e^89 -> inf (SiLU of -inf is NaN as in ONNX Runtime): the same
+// polynomial and clamp as the depthwise kernels' (dw_conv_f32_act.inc, dw_conv_bf16.cpp).
+#include "core/fast_exp_avx512.inc"
+inline V vexp(V x) { return exp512(x); }
 // oneDNN's eltwise semantics over n registers: NaN stays NaN (MAX/MIN return their second
 // operand when one is NaN)
 template <int N> inline void vpost(V* r, const StemPostOp& op) {

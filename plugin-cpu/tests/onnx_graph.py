@@ -36,6 +36,16 @@ class OnnxGraph:
         self.nodes.append(helper.make_node(op, ins, outs, name=f"{op}{self.count}", **attrs))
         return outs
 
+    def conv(self, x: str, cin: int, cout: int, k: int = 1, group: int = 1, stride: int = 1) -> str:
+        """A k x k convolution ("same" padding) with He-initialised weights and a small bias."""
+        w = self.rng.standard_normal((cout, cin // group, k, k)) * (2.0 / (cin // group * k * k)) ** 0.5
+        b = self.rng.standard_normal(cout) * 0.1
+        return self.node("Conv", [x, self.const(w), self.const(b)], group=group, pads=[k // 2] * 4,
+                         strides=[stride, stride])
+
+    def relu(self, x: str) -> str:
+        return self.node("Relu", [x])
+
     def save_model(self, path: Path, inputs: list[Any], outs: list[str], opset: int, name: str = "g") -> Path:
         """The graph as an ONNX file: ``inputs`` are value infos, ``outs`` f32 outputs of any shape."""
         graph = helper.make_graph(self.nodes, name, inputs,

@@ -36,15 +36,6 @@ RULES = ("OPFORGE_CPU_REGROUP_HOST_RULE", "OPFORGE_CPU_GROUPED_BF16_NHWC")
 
 
 class Graph(OnnxGraph):
-    def conv(self, x: str, cin: int, cout: int, k: int = 1, group: int = 1, stride: int = 1) -> str:
-        w = self.rng.standard_normal((cout, cin // group, k, k)) * (2.0 / (cin // group * k * k)) ** 0.5
-        b = self.rng.standard_normal(cout) * 0.1
-        return self.node("Conv", [x, self.const(w), self.const(b)], group=group, pads=[k // 2] * 4,
-                         strides=[stride, stride])
-
-    def relu(self, x: str) -> str:
-        return self.node("Relu", [x])
-
     def regnet_block(self, x: str, cin: int, cout: int, stride: int) -> str:
         """RegNetY's bottleneck: 1x1 -> grouped 3x3 of 16 channels a group (stride) -> SE -> 1x1,
         + projected residual."""

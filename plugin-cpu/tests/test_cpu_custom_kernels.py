@@ -161,21 +161,10 @@ import opforge
 from cpu_testing import load_module, make_plugins, param
 from opforge.errors import OpforgeError
 from opforge.graph import Model
-from opforge_template_extension.op import OPSET, TemplateIdentity
+from opforge_template_extension.op import TemplateIdentity
+from test_cpu_custom_kernels import plugin
 
 ext = load_module(__import__("pathlib").Path(sys.argv[1]), "_template_kernel")
-
-def plugin(kernel):
-    class P:
-        @opforge.hookimpl
-        def opforge_register_ops(self, register):
-            register(TemplateIdentity)
-
-        @opforge.hookimpl
-        def opforge_register_kernels(self, register):
-            register("CPU", "Identity", kernel, version=OPSET)
-
-    return P()
 
 def model(scale, dtype="f32"):
     x = param("x", [2, 8], dtype)
@@ -256,21 +245,10 @@ import numpy as np
 import opforge
 from cpu_testing import load_module, make_plugins, param
 from opforge.graph import Model
-from opforge_template_extension.op import OPSET, TemplateIdentity
+from opforge_template_extension.op import TemplateIdentity
+from test_cpu_custom_kernels import plugin
 
 ext = load_module(__import__("pathlib").Path(sys.argv[1]), "_template_kernel")
-
-def plugin(kernel):
-    class P:
-        @opforge.hookimpl
-        def opforge_register_ops(self, register):
-            register(TemplateIdentity)
-
-        @opforge.hookimpl
-        def opforge_register_kernels(self, register):
-            register("CPU", "Identity", kernel, version=OPSET)
-
-    return P()
 
 def builtin():
     x = param("x", [64, 256])

@@ -61,15 +61,6 @@ print(json.dumps([[r["impl"], r["src"], r["dst"]] for r in rows]))
 
 
 class Graph(OnnxGraph):
-    def conv(self, x: str, cin: int, cout: int, k: int = 1, group: int = 1, stride: int = 1) -> str:
-        w = self.rng.standard_normal((cout, cin // group, k, k)) * (2.0 / (cin // group * k * k)) ** 0.5
-        b = self.rng.standard_normal(cout) * 0.1
-        return self.node("Conv", [x, self.const(w), self.const(b)], group=group, pads=[k // 2] * 4,
-                         strides=[stride, stride])
-
-    def relu(self, x: str) -> str:
-        return self.node("Relu", [x])
-
     def resnext_block(self, x: str, cin: int, width: int, cout: int, cpg: int, stride: int) -> str:
         """1x1 -> grouped 3x3 of `cpg` channels a group (stride) -> 1x1, + (projected) residual."""
         h = self.relu(self.conv(x, cin, width))

@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # engine_process, also in its children
-from engine_process import SETTLE_S, EngineProcess, interleaved_medians_remote
+from engine_process import ROUND_WARMUP, SETTLE_S, EngineProcess, interleaved_medians_remote
 
 
 # ------------------------------------------------------------------------------ stand-in models
@@ -362,10 +362,11 @@ def run_ort(path: Path, feeds: dict[str, np.ndarray], threads: int, runs: int) -
 
 
 def interleaved_medians(fns: dict[str, Callable[[], Any]], runs: int, rounds: int = 10,
-                        warmup: int = 5) -> dict[str, float]:
+                        warmup: int = 5, round_warmup: int = ROUND_WARMUP) -> dict[str, float]:
     """Median latency of each engine, timed in alternating rounds (engine A ``runs/rounds``
     times, then B, then C, again...), so load that comes and goes on a shared machine falls on
-    every engine alike instead of on whichever ran during a busy spell."""
+    every engine alike instead of on whichever ran during a busy spell. Each round of an engine
+    starts with ``round_warmup`` untimed runs (engine_process.ROUND_WARMUP says why)."""
     for fn in fns.values():
         for _ in range(warmup):
             fn()
@@ -374,6 +375,8 @@ def interleaved_medians(fns: dict[str, Callable[[], Any]], runs: int, rounds: in
     times: dict[str, list[float]] = {k: [] for k in fns}
     for _ in range(rounds):
         for k, fn in fns.items():
+            for _ in range(round_warmup):
+                fn()
             for _ in range(per_round):
                 t0 = time.perf_counter()
                 fn()
@@ -509,6 +512,9 @@ def main() -> int:
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--runs", type=int, default=50, help="timed runs per engine (split over --rounds)")
     ap.add_argument("--rounds", type=int, default=10, help="alternating rounds the runs are split into")
+    ap.add_argument("--round-warmup", type=int, default=ROUND_WARMUP, metavar="N",
+                    help=f"untimed runs at the start of each engine's round (default {ROUND_WARMUP}; 0 times "
+                         "the first run after the pause between engines, which finds the vCPUs halted)")
     ap.add_argument("--models-dir", type=Path, help="every onnx/<m>.onnx + ref/<m>.npz of a folder "
                     "(make_real_models.py or make_models.py output)")
     ap.add_argument("--precision", nargs="+", choices=["f32", "bf16", "int8"],
@@ -555,7 +561,8 @@ def main() -> int:
     print(host_header())
     # each engine in its own process unless asked otherwise: see engine_process.py for why
     procs = {} if args.same_process else {k: EngineProcess(k) for k in ("opforge", "openvino", "onnxruntime")}
-    print(f"# median of {args.runs} runs per engine in {args.rounds} alternating rounds; ms")
+    print(f"# median of {args.runs} runs per engine in {args.rounds} alternating rounds, each round after "
+          f"{args.round_warmup} untimed run(s); ms")
     width = max([14, *(len(n) + 1 for n in models)])
     print(f"{'model':<{width}}{'prec':>6}{'thr':>4}{'opforge':>10}{'openvino':>14}{'onnxrt':>12}"
           f"{'of/ov':>8}{'of/ort':>8}{'err vs ort':>12}{'maxabs':>9}{'load':>6}")
@@ -584,9 +591,11 @@ def main() -> int:
                         print(f"  {k} failed on {name}: {type(err).__name__}: {str(err)[:300]}", file=sys.stderr)
                         failures[f"{name} {k} {prec}"] = f"{type(err).__name__}: {err}"
                 if procs:
-                    res = interleaved_medians_remote({k: procs[k] for k in prepared}, args.runs, args.rounds)
+                    res = interleaved_medians_remote({k: procs[k] for k in prepared}, args.runs, args.rounds,
+                                                     round_warmup=args.round_warmup)
                 else:
-                    res = interleaved_medians({k: v[0] for k, v in prepared.items()}, args.runs, args.rounds)
+                    res = interleaved_medians({k: v[0] for k, v in prepared.items()}, args.runs, args.rounds,
+                                              round_warmup=args.round_warmup)
                 ov_prec = prepared["openvino"][2] if "openvino" in prepared else "-"
                 cols = "".join(f"{res[k]:>10.3f}" if k in res else f"{'-':>10}" for k in ["opforge"])
                 cols += f"{res['openvino']:>8.3f} {ov_prec:<5}" if "openvino" in res else f"{'-':>14}"

@@ -126,9 +126,19 @@ class EngineProcess:
 SETTLE_S = 0.25
 
 
+#: untimed runs each engine makes at the start of each of its rounds. After the SETTLE_S pause
+#: the first run finds the vCPUs halted and the caches cold: on the Zen 5 VM of stops 18-21 it
+#: took 1.19-1.33x a warm run for every engine, by an amount that differs from engine to engine
+#: and from round to round, so with 2 runs a round it moved medians by several percent. The
+#: figures are of back-to-back inference (what a server sees); the cold start is measured on
+#: its own (kernel-library.md, "The f32 rows behind ONNX Runtime at 1 thread (stop 20)").
+ROUND_WARMUP = 1
+
+
 def interleaved_medians_remote(engines: dict[str, EngineProcess], runs: int, rounds: int = 10,
-                               warmup: int = 5) -> dict[str, float]:
-    """Median latency of each (prepared) engine, timed in alternating rounds, each in its process."""
+                               warmup: int = 5, round_warmup: int = ROUND_WARMUP) -> dict[str, float]:
+    """Median latency of each (prepared) engine, timed in alternating rounds, each in its process;
+    every round of an engine starts with ``round_warmup`` untimed runs."""
     import statistics
 
     for proc in engines.values():
@@ -138,6 +148,6 @@ def interleaved_medians_remote(engines: dict[str, EngineProcess], runs: int, rou
     times: dict[str, list[float]] = {k: [] for k in engines}
     for _ in range(rounds):
         for k, proc in engines.items():
-            times[k] += proc.run(per_round)
+            times[k] += proc.run(round_warmup + per_round)[round_warmup:]
             time.sleep(SETTLE_S)
     return {k: statistics.median(v) for k, v in times.items()}

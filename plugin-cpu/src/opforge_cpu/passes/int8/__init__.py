@@ -16,7 +16,8 @@ follows), which the C++ kernels run as one oneDNN int8 primitive.
 What lies between those nodes stays on the integers too where the QDQ graph allows it: a
 QuantizeLinear of an f32 op whose inputs are all DequantizeLinear becomes one node on the u8/i8
 tensors (concatenations, element-wise chains as 256-entry tables, Add/Multiply, average pools,
-element moves, residual sums into the convolution before them), computing the QDQ arithmetic.
+element moves, residual sums into the convolution before them, batch normalisations as a
+per-channel scale and shift), computing the QDQ arithmetic.
 
 Weights: the frontend folds DequantizeLinear of constant weights into f32 constants while
 converting, so the int8 weights are recovered from them (``int8_weights``): a weight tensor is
@@ -27,7 +28,7 @@ The modules: ``qdq_patterns`` recognises the (de)quantize and requantize decompo
 ``weights`` recovers int8 weights; ``no_vnni`` keeps full-range weights in f32 where the kernels
 would saturate; one module per rewrite (``quantized_op``, ``quantize_dequantize``,
 ``residual_sum``, ``max_pool``, ``avg_pool``, ``concat``, ``lookup``, ``eltwise``, ``movement``,
-``interpolate``),
+``interpolate``, ``scale_shift``),
 applied in the order ``Int8Fusion`` lists them.
 """
 
@@ -48,6 +49,7 @@ from opforge_cpu.passes.int8.movement import MovementFusion
 from opforge_cpu.passes.int8.quantize_dequantize import DequantizeFusion, QuantizeFusion
 from opforge_cpu.passes.int8.quantized_op import QuantizedOpFusion
 from opforge_cpu.passes.int8.residual_sum import ResidualSumFusion
+from opforge_cpu.passes.int8.scale_shift import ScaleShiftFusion
 from opforge_cpu.passes.int8.weights import int8_weights
 
 __all__ = ["Int8Fusion", "fuse_int8", "int8_weights"]
@@ -58,14 +60,15 @@ class Int8Fusion(p.GraphRewrite):
     and dequantize chains around them), then the chains left over become Quantize/Dequantize,
     then residual Adds between them go into the convolution before them, and max and average
     poolings, concatenations, element moves (Reshape, Transpose, Split...), element-wise chains
-    of one tensor (tables), Add/Multiply of two and image resizes between them run on the integers."""
+    of one tensor (tables), Add/Multiply of two, image resizes and batch normalisations between
+    them run on the integers."""
 
     name: ClassVar[str] = "cpu_int8_fusion"
 
     def __init__(self) -> None:
         super().__init__(QuantizedOpFusion(), QuantizeFusion(), DequantizeFusion(), ResidualSumFusion(),
                          MaxPoolFusion(), ConcatFusion(), LookupFusion(), EltwiseFusion(), AvgPoolFusion(),
-                         MovementFusion(), InterpolateFusion())
+                         MovementFusion(), InterpolateFusion(), ScaleShiftFusion())
 
 
 def fuse_int8(model: Model) -> bool:

@@ -1,13 +1,15 @@
 """Our f32 depthwise convolution kernel (core/dw_conv_f32.cpp, chosen by core/dw_conv_plan.cpp): an
 f32 depthwise 2D convolution that oneDNN would run as brdgmm_dw (channels-last) runs it instead
-when its kernel is 5x5 or 7x7 or it has a fused SiLU (a 3x3 one with ReLU/Clip keeps oneDNN:
-brdgmm_dw was as fast there; at AVX2 a 3x3 one only at column stride 1), at stride 1 or 2, any padding, channel count and batch, with its
+when its kernel is 5x5 or 7x7, or 3x3 with a fused SiLU, ReLU, ReLU6/Clip or nothing (stop 21's
+3x3 tile, dw_conv_f32_tile3.inc; a 3x3 HardSwish keeps oneDNN; at AVX2 a 3x3 one only at stride 1),
+at stride 1 or 2, any padding, channel count and batch, with its
 bias and fused ReLU, ReLU6, SiLU, HardSwish. On an AVX-512 host (oneDNN's ISA not capped below
 AVX512_CORE) the 16-lane build runs (exec type ``dw:avx512_f32``); under ONEDNN_MAX_CPU_ISA=AVX2
 (an emulated AVX2 host, or a real one) the 8-lane AVX2+FMA build (``dw:avx2_f32``). Outputs are
 within f32 rounding of ONNX Runtime, the same bytes at 1 and 2 threads (chunks of whole output
 rows); NaN / inf flow as in ONNX Runtime. OPFORGE_CPU_DW_F32=0 or OPFORGE_CPU_DW_KERNEL=0 (read
-once a process, so a child process) gives oneDNN's primitive back."""
+once a process, so a child process) gives oneDNN's primitive back; OPFORGE_CPU_DW_F32_3X3_RELU=0
+gives stop 17's rule and general tile back (the 3x3 tile gives the same bytes as the general one)."""
 
 from __future__ import annotations
 
@@ -49,6 +51,8 @@ elif {"avx2", "fma"} <= _FLAGS and _CAP not in {"SSE41", "AVX"}:
 else:
     DW = None
 HAS_AVX2 = {"avx2", "fma"} <= _FLAGS
+# stop 21's 3x3 rule (ReLU / ReLU6 / nothing on our 3x3 tile) on in this process
+RELU3 = os.environ.get("OPFORGE_CPU_DW_F32_3X3_RELU", "1") != "0"
 
 
 def run(path: Path, x: np.ndarray, threads: int) -> tuple[list[np.ndarray], dict[str, str]]:
@@ -93,8 +97,18 @@ CASES = [
     (72, (2, 3), 5, 1, 1, "relu6", None, True, True),            # a map smaller than the kernel
     (16, (1, 1), 7, 1, 3, "hardswish", None, True, True),        # a 1x1 map: only the centre tap
     (40, (7, 7), 5, 1, 2, "silu", None, True, True),             # a 7x7 map (every pixel an edge tile)
-    (64, (28, 28), 3, 1, 1, "relu6", None, True, False),         # 3x3 ReLU6 (MobileNetV2): oneDNN
-    (64, (28, 28), 3, 2, 1, "relu", None, True, False),          # 3x3 ReLU stride 2 (MnasNet): oneDNN
+    # stop 21's 3x3 tile (two output rows a tile) with ReLU / ReLU6 / nothing
+    (64, (28, 28), 3, 1, 1, "relu6", None, True, True),          # 3x3 ReLU6 (MobileNetV2)
+    (64, (28, 28), 3, 2, 1, "relu", None, True, True),           # 3x3 ReLU stride 2 (MnasNet)
+    (24, (13, 17), 3, 1, 2, "relu6", None, True, True),          # odd height and width, 2 images, 16 + 8
+    (72, (15, 15), 3, 2, 1, "none", None, False, True),          # stride 2 over an odd map, no bias
+    (21, (11, 9), 3, 1, 1, "relu", [0, 0, 0, 0], True, True),    # padding 0, 21 = 16 + 5 (tails at both widths)
+    (33, (20, 37), 3, 2, 1, "relu6", [0, 0, 1, 1], True, True),  # TF "SAME" stride 2, 33 = 2 x 16 + 1
+    (16, (9, 26), 3, 1, 1, "relu", [2, 1, 0, 2], True, True),    # uneven pads, a padding of 2
+    (40, (7, 7), 3, 1, 3, "relu6", None, True, True),            # a 7x7 map (one tile a row), 3 images
+    (8, (1, 1), 3, 1, 2, "relu6", None, True, True),             # a 1x1 map: only the centre tap
+    (48, (2, 2), 3, 2, 1, "relu6", None, True, True),            # a map smaller than the kernel, stride 2
+    (96, (14, 14), 3, 1, 1, "hardswish", None, True, False),     # 3x3 HardSwish: oneDNN (not measured)
 ]
 
 
@@ -107,8 +121,10 @@ def test_dw_f32_bit_exact_and_close_to_ort(tmp_path: Path, channels: int, hw: tu
     path = g.save(tmp_path / "m.onnx", (batch, 16, *hw), [g.out])  # type: ignore[attr-defined]
     x = g.rng.standard_normal((batch, 16, *hw)).astype(np.float32)
     types = check(path, x)
-    # (the AVX2 build runs a 3x3 one at column stride 1 only: slower than brdgmm_dw:avx2 at 2)
+    # (the AVX2 build runs a 3x3 one at column stride 1 only: slower than brdgmm_dw:avx2 at 2;
+    # a 3x3 one without SiLU only under stop 21's rule)
     ours = ours and not (DW == "dw:avx2_f32" and k == 3 and stride != 1)
+    ours = ours and not (k == 3 and act != "silu" and not RELU3)
     assert count(types) == (1 if ours and DW else 0), types
     assert count(types, "dw:avx512_bf16") == 0, types
 
@@ -158,9 +174,10 @@ _CHILD = ("import sys, numpy as np; sys.path.insert(0, sys.argv[3]); from test_c
           "np.save(sys.argv[2] + '.out.npy', g[0]); print(repr(sorted(t.values())))")
 
 
-def _child(tmp_path: Path, env: dict[str, str]) -> tuple[np.ndarray, np.ndarray, str]:
-    # EfficientNet's 5x5 with SiLU, 40 channels (a tail at both lane counts)
-    g = block(40, (28, 28), 5, 1, "silu", None, True, 31)
+def _child(tmp_path: Path, env: dict[str, str], k: int = 5, stride: int = 1,
+           act: str = "silu") -> tuple[np.ndarray, np.ndarray, str]:
+    # EfficientNet's 5x5 with SiLU by default, 40 channels (a tail at both lane counts)
+    g = block(40, (28, 28), k, stride, act, None, True, 31)
     path = g.save(tmp_path / "m.onnx", (2, 16, 28, 28), [g.out])  # type: ignore[attr-defined]
     x = g.rng.standard_normal((2, 16, 28, 28)).astype(np.float32)
     np.save(tmp_path / "x.npy", x)
@@ -178,6 +195,44 @@ def test_dw_f32_avx2_build(tmp_path: Path) -> None:
                                          "OPFORGE_CPU_DW_KERNEL": "1"})
     assert "dw:avx2_f32" in types and "avx512" not in types, types
     assert np.abs(got - want).max() / np.abs(want).max() < 2e-5
+
+
+@pytest.mark.skipif(not HAS_AVX2, reason="this host has no AVX2+FMA")
+@pytest.mark.parametrize(("stride", "act", "ours"), [(1, "relu6", True), (1, "none", True), (2, "relu", False)])
+def test_dw_f32_3x3_avx2_build(tmp_path: Path, stride: int, act: str, ours: bool) -> None:
+    # the 3x3 tile's AVX2 build under ONEDNN_MAX_CPU_ISA=AVX2 (child process): stride 1 on ours,
+    # stride 2 keeps brdgmm_dw:avx2 (ours was slower there); within f32 rounding of ONNX Runtime
+    got, want, types = _child(tmp_path, {"ONEDNN_MAX_CPU_ISA": "AVX2", "OPFORGE_CPU_DW_F32": "1",
+                                         "OPFORGE_CPU_DW_KERNEL": "1", "OPFORGE_CPU_DW_F32_3X3_RELU": "1"},
+                              3, stride, act)
+    assert ("dw:avx2_f32" in types) == ours and "avx512" not in types, types
+    assert np.abs(got - want).max() / np.abs(want).max() < 2e-5
+
+
+@pytest.mark.skipif(DW is None, reason="our f32 dw kernel does not run in this process")
+@pytest.mark.parametrize("stride", [1, 2])
+def test_dw_f32_3x3_tile_same_bytes_as_general_tile(tmp_path: Path, stride: int) -> None:
+    # a 3x3 SiLU one runs ours with the switch on (the 3x3 tile) and off (the general tile): the
+    # same bytes, since both sum each output in the same order
+    if DW == "dw:avx2_f32" and stride != 1:
+        pytest.skip("the AVX2 build runs a 3x3 one at stride 1 only")
+    on, want, types_on = _child(tmp_path, {"OPFORGE_CPU_DW_F32_3X3_RELU": "1"}, 3, stride, "silu")
+    off, _, types_off = _child(tmp_path, {"OPFORGE_CPU_DW_F32_3X3_RELU": "0"}, 3, stride, "silu")
+    assert "'dw:" in types_on and "'dw:" in types_off, (types_on, types_off)
+    np.testing.assert_array_equal(on, off)
+    assert np.abs(on - want).max() / np.abs(want).max() < 2e-5
+
+
+@pytest.mark.skipif(DW is None, reason="our f32 dw kernel does not run in this process")
+def test_dw_f32_3x3_relu_switch_off(tmp_path: Path) -> None:
+    # OPFORGE_CPU_DW_F32_3X3_RELU=0 in a child process: a 3x3 ReLU6 one keeps brdgmm_dw (stop 17's
+    # rule); on, ours; the same outputs within f32 rounding
+    off, want, types_off = _child(tmp_path, {"OPFORGE_CPU_DW_F32_3X3_RELU": "0"}, 3, 1, "relu6")
+    on, _, types_on = _child(tmp_path, {"OPFORGE_CPU_DW_F32_3X3_RELU": "1"}, 3, 1, "relu6")
+    assert "'dw:" not in types_off and "brdgmm_dw" in types_off, types_off
+    assert "'dw:" in types_on, types_on
+    for got in (on, off):
+        assert np.abs(got - want).max() / np.abs(want).max() < 2e-5
 
 
 @pytest.mark.skipif(DW is None, reason="our f32 dw kernel does not run in this process")

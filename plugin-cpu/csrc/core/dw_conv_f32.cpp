@@ -9,6 +9,8 @@
 // (the Zen3) gets it too. Per output row every channel block is done before the next
 // row, so the kh source rows it reads stay in L2 across the blocks. Each output's sum is the
 // bias, then the taps' FMAs in kernel-row, kernel-column order, whichever path or thread runs it.
+// 3x3 kernels at the same stride both ways have a tile of their own (stop 21,
+// dw_conv_f32_tile3.inc: two output rows at once, each source vector loaded once for both).
 #include "core/dw_conv_f32.hpp"
 
 #include <immintrin.h>
@@ -32,10 +34,16 @@ struct F32Row {
   int64_t full_blocks;    // blocks of L channels without the partial one
   const DwPostOp* post;
   int npost;
-  int tail;  // channels in the partial last block (0: none)
+  int tail;        // channels in the partial last block (0: none)
+  int64_t ih, ow;  // the 3x3 tile's (dw_conv_f32_tile3.inc): source height, output row width
 };
 
 using RowFn = void (*)(const F32Row&, int64_t, int64_t, int64_t);
+// The 3x3 tile's row functions: kRows3 output rows at once, and one output row.
+struct Rows3Fns {
+  RowFn multi, one;
+  int64_t rows;  // output rows `multi` computes
+};
 
 #pragma GCC push_options
 #pragma GCC target("avx512f,fma")
@@ -48,6 +56,13 @@ constexpr int L = 16;
 // tile read 128 contiguous bytes a source pixel (one thread, 20 MobileNet/EfficientNet shapes:
 // 0.91 of oneDNN's brdgmm_dw summed, one block a tile 0.98; four blocks of 4 pixels 1.15)
 constexpr int kNB = 2, kR = 8;
+// The 3x3 tile (dw_conv_f32_tile3.inc), [stride]: 2 rows x 8 pixels x 1 block = 16 accumulators,
+// the block's 9 weights and a source vector in registers. Zen 5 VM, one thread, 12
+// MobileNetV2/MnasNet 3x3 shapes with ReLU6 against brdgmm_dw: summed 0.73-0.76 (the general
+// tile 0.91-0.99); per shape at stride 1 2 x 8 0.57-0.79, 2 x 12 (weights from memory) 0.57-0.75,
+// 3 x 6 0.56-0.76, 4 x 4 0.55-0.83 (level); at stride 2 2 x 8 0.80-1.05, 2 x 12 0.94-1.08,
+// 3 x 6 0.91-1.06, 4 x 4 0.95-1.08, 2 x 4 x 2 blocks 1.06-1.56, 1 x 8 x 2 blocks 1.01-1.81
+constexpr int kR3[3] = {0, 8, 8}, kNB3[3] = {0, 1, 1}, kRows3[3] = {0, 2, 2};
 inline Mask tail_mask(int n) { return static_cast<Mask>((1u << n) - 1u); }
 inline V vzero() { return _mm512_setzero_ps(); }
 inline V vset1(float f) { return _mm512_set1_ps(f); }
@@ -71,6 +86,7 @@ inline V vround(V x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT 
 
 #include "core/dw_conv_f32_act.inc"
 #include "core/dw_conv_f32_tile.inc"
+#include "core/dw_conv_f32_tile3.inc"
 
 }  // namespace avx512
 #pragma GCC pop_options
@@ -85,6 +101,11 @@ constexpr int L = 8;
 // 8 accumulators, kw weights and a source vector of 16 registers (two blocks a tile spill: 1.01
 // of oneDNN's brdgmm_dw:avx2 summed against 0.99)
 constexpr int kNB = 1, kR = 8;
+// The 3x3 tile: 2 rows x 6 pixels x 1 block = 12 accumulators and a source vector, the weights
+// mostly from memory (ONEDNN_MAX_CPU_ISA=AVX2 on the Zen 5 VM, sum of the 12 3x3 shapes with
+// ReLU6 against brdgmm_dw:avx2: 0.87; 2 x 4 0.95, 2 x 5 0.92, 3 x 4 0.92, 4 x 3 1.00; stride 2
+// behind brdgmm_dw:avx2 at every size, 1.08-1.25 per shape)
+constexpr int kR3[3] = {0, 6, 6}, kNB3[3] = {0, 1, 1}, kRows3[3] = {0, 2, 2};
 inline Mask tail_mask(int n) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
@@ -116,12 +137,17 @@ inline V vround(V x) { return _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM
 
 #include "core/dw_conv_f32_act.inc"
 #include "core/dw_conv_f32_tile.inc"
+#include "core/dw_conv_f32_tile3.inc"
 
 }  // namespace avx2
 #pragma GCC pop_options
 
 RowFn tile_fn(DwConvF32::Isa isa, int64_t kw, int64_t sw) {
   return isa == DwConvF32::Isa::avx512 ? avx512::tile_fn(kw, sw) : avx2::tile_fn(kw, sw);
+}
+
+Rows3Fns tile3_fns(DwConvF32::Isa isa, int64_t s) {
+  return isa == DwConvF32::Isa::avx512 ? avx512::tile3_fns(s) : avx2::tile3_fns(s);
 }
 
 }  // namespace
@@ -134,8 +160,13 @@ bool DwConvF32::shape_supported(int64_t kw, int64_t sw) {
   return tile_fn(Isa::avx2, kw, sw) != nullptr;  // (both builds have the same tiles)
 }
 
-DwConvF32::DwConvF32(const DwGeometry& g, const float* weights, const float* bias, std::vector<DwPostOp> post, Isa isa)
-    : g_(g), isa_(isa), lanes_(isa == Isa::avx512 ? 16 : 8), post_(std::move(post)) {
+bool DwConvF32::tile3_supported(const DwGeometry& g) {
+  return g.kh == 3 && g.kw == 3 && g.sh == g.sw && (g.sw == 1 || g.sw == 2);
+}
+
+DwConvF32::DwConvF32(const DwGeometry& g, const float* weights, const float* bias, std::vector<DwPostOp> post, Isa isa,
+                     bool tile3)
+    : g_(g), isa_(isa), lanes_(isa == Isa::avx512 ? 16 : 8), tile3_(tile3 && tile3_supported(g)), post_(std::move(post)) {
   blocks_ = (g.channels + lanes_ - 1) / lanes_;
   const int64_t taps = g.kh * g.kw;
   weights_.assign(static_cast<size_t>(blocks_ * taps * lanes_), 0.f);
@@ -168,6 +199,22 @@ void DwConvF32::rows(const float* src, float* dst, int64_t n, int64_t oy0, int64
   a.post = post_.data();
   a.npost = static_cast<int>(post_.size());
   a.tail = static_cast<int>(g.channels % lanes_);
+  a.ih = g.ih;
+  a.ow = g.ow;
+  if (tile3_) {
+    // kRows3 output rows a call while they last in the chunk, then single rows (the row
+    // functions skip source rows outside the image themselves)
+    const Rows3Fns fns = tile3_fns(isa_, g.sw);
+    const int64_t rows_at_once = fns.rows;
+    for (int64_t oy = oy0; oy < oy1;) {
+      const bool multi = oy + rows_at_once <= oy1;
+      a.iy0 = oy * g.sh - g.pad_top;
+      a.dst = dst + ((n * g.oh + oy) * g.ow) * g.channels;
+      (multi ? fns.multi : fns.one)(a, g.ow, in_lo, in_hi);
+      oy += multi ? rows_at_once : 1;
+    }
+    return;
+  }
   for (int64_t oy = oy0; oy < oy1; ++oy) {
     a.iy0 = oy * g.sh - g.pad_top;
     a.ky0 = std::max<int64_t>(0, -a.iy0);

@@ -38,6 +38,14 @@ bool f32_enabled() {
   return on;
 }
 
+// Whether 3x3 f32 ones take the 3x3 tile (dw_conv_f32_tile3.inc) and, with ReLU/Clip/nothing
+// fused, our kernel where it beat brdgmm_dw (plan_dw_conv_f32). OPFORGE_CPU_DW_F32_3X3_RELU=0:
+// stop 17's rule and the general tile, for same-build A/B measurements.
+bool f32_3x3_relu() {
+  static const bool on = env_switch_on("OPFORGE_CPU_DW_F32_3X3_RELU");
+  return on;
+}
+
 bool dense_nhwc(const dnnl::memory::desc& md) {
   return md.get_ndims() == 4 &&
          md == dnnl::memory::desc(md.get_dims(), md.get_data_type(), dnnl::memory::format_tag::acdb);
@@ -129,11 +137,24 @@ std::unique_ptr<DwConvF32> plan_dw_conv_f32(const NodeDesc& n, const dnnl::convo
   // at AVX2); its Swish costs more than ours (3x3 with Swish 0.7-1.0 at AVX-512; at AVX2 0.84-1.02
   // at stride 1, 1.02-1.38 at stride 2). 5x5 and 7x7: 0.7-1.0 (stride-2 5x5 level) at both.
   const bool swish = std::any_of(post.begin(), post.end(), [](const DwPostOp& p) { return p.kind == DwPostOp::swish; });
-  if (g.kw < 5 && !(swish && (isa == DwConvF32::Isa::avx512 || g.sw == 1))) return nullptr;
+  // Stop 21: the 3x3 tile (two output rows at once, each source vector loaded once for both)
+  // beat brdgmm_dw with ReLU6 on every 3x3 stride-1 shape measured (Zen 5 VM, one thread), at
+  // AVX-512 (0.57-0.72 per shape) and at AVX2 (0.69-0.87); at stride 2 it was 0.80-1.05 at
+  // AVX-512 (summed 0.95-0.96: taken) and 1.09-1.16 at AVX2 (kept on brdgmm_dw)
+  // (docs/kernel-library.md "A 3x3 tile for ReLU/ReLU6 (stop 21)"). HardSwish was not measured
+  // against brdgmm_dw: it keeps it. The 3x3 Swish ones take the 3x3 tile too (same bits,
+  // 0.52-0.76 of brdgmm_dw at AVX-512 where the general tile was 0.60-0.90).
+  const bool tile3 = f32_3x3_relu() && DwConvF32::tile3_supported(g);
+  const bool relu_like = std::all_of(post.begin(), post.end(), [](const DwPostOp& p) {
+    return p.kind == DwPostOp::relu || p.kind == DwPostOp::clip || p.kind == DwPostOp::linear;
+  });
+  const bool take_swish = swish && (isa == DwConvF32::Isa::avx512 || g.sw == 1);
+  const bool take_relu = tile3 && relu_like && (isa == DwConvF32::Isa::avx512 || g.sw == 1);
+  if (g.kw < 5 && !take_swish && !take_relu) return nullptr;
   const bool has_bias = n.attrs.b("has_bias", false);
   return std::make_unique<DwConvF32>(g, static_cast<const float*>(n.inputs[1].const_data),
                                      has_bias ? static_cast<const float*>(n.inputs[2].const_data) : nullptr,
-                                     std::move(post), isa);
+                                     std::move(post), isa, tile3);
 }
 
 }  // namespace opforge_cpu

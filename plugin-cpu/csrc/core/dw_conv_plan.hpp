@@ -19,9 +19,11 @@ std::unique_ptr<DwConvBf16> plan_dw_conv_bf16(const NodeDesc& n, const dnnl::con
 
 // The same for an f32 one (dense channels-last f32 source and destination, as brdgmm_dw): the
 // AVX-512 build where oneDNN's effective ISA reaches AVX512_CORE, the AVX2 one where it reaches
-// AVX2 (ONEDNN_MAX_CPU_ISA=AVX2 picks it), for a 5x5 or 7x7 kernel or a fused Swish (at AVX2 a
-// 3x3 one only at column stride 1), where it was faster than brdgmm_dw per shape (a 3x3 one with
-// ReLU/Clip was not); OPFORGE_CPU_DW_F32=0 (read once) keeps oneDNN's primitive for all.
+// AVX2 (ONEDNN_MAX_CPU_ISA=AVX2 picks it), for a 5x5 or 7x7 kernel, or a 3x3 one with a fused
+// Swish, ReLU, Clip or nothing on the 3x3 tile (stop 21; at AVX2 a 3x3 one only at stride 1; a
+// 3x3 HardSwish keeps brdgmm_dw), where it was faster than brdgmm_dw per shape;
+// OPFORGE_CPU_DW_F32_3X3_RELU=0 gives stop 17's rule (3x3 only with a Swish, on the general
+// tile); OPFORGE_CPU_DW_F32=0 (read once) keeps oneDNN's primitive for all.
 std::unique_ptr<DwConvF32> plan_dw_conv_f32(const NodeDesc& n, const dnnl::convolution_forward::primitive_desc& pd);
 
 }  // namespace opforge_cpu

@@ -10,13 +10,17 @@
 #endif
 #include <cmath>
 #include <numeric>
+#include <type_traits>
 
 #include "core/elementwise.hpp"
+#include "core/env_switch.hpp"
 #include "kernels/int8_layout.hpp"
 
 // the AVX-512 build of the loops, with FMA (the divisions' correction steps)
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
 #define OPFORGE_AVG_POOL_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma")))
+#define OPFORGE_AVG_POOL_REGS 1
 #else
 #define OPFORGE_AVG_POOL_AVX512
 #endif
@@ -25,6 +29,22 @@ namespace opforge_cpu {
 
 namespace {
 bool is_int8(DType t) { return t == DType::u8 || t == DType::i8; }
+
+// OPFORGE_CPU_INT8_AVG_POOL_REGS=0: the AVX-512 build's loops of stop 17 (per output pixel a sum,
+// a requantization and a store loop over C through arrays) instead of one pass per 16 channels
+// on registers (for A/B runs).
+bool regs_enabled() {
+  static const bool on = env_switch_on("OPFORGE_CPU_INT8_AVG_POOL_REGS");
+  return on;
+}
+
+#ifdef OPFORGE_AVG_POOL_REGS
+// 16 u8/s8 bytes widened to int32 lanes (a function with the build's target: a lambda in the
+// AVX-512 function would be compiled without it)
+template <class I> OPFORGE_AVG_POOL_AVX512 inline __m512i widen16(__m128i b) {
+  return std::is_same<I, uint8_t>::value ? _mm512_cvtepu8_epi32(b) : _mm512_cvtepi8_epi32(b);
+}
+#endif
 
 class QuantizedAvgPoolKernel : public StagedKernel {
  public:
@@ -56,7 +76,12 @@ class QuantizedAvgPoolKernel : public StagedKernel {
     zo_ = static_cast<float>(n.attrs.i("dst_zero_point", 0));
     channels_last_out_ = channels_last_io(n);
   }
-  std::string impl_name() const override { return staged_name("sum") + int8_isa_suffix(); }
+  std::string impl_name() const override {
+#ifdef OPFORGE_AVG_POOL_REGS
+    if (int8_avx512() && channels_last_out_ && regs_enabled()) return staged_name("sum_regs") + int8_isa_suffix();
+#endif
+    return staged_name("sum") + int8_isa_suffix();
+  }
 
  private:
   void compute(RunContext& ctx, const std::vector<const void*>& data, TensorView* out) const override {
@@ -71,11 +96,88 @@ class QuantizedAvgPoolKernel : public StagedKernel {
   }
   template <class I, class O> void pool(RunContext& ctx, const I* x, O* y, float lo, float hi) const {
     const bool wide = int8_avx512();
+#ifdef OPFORGE_AVG_POOL_REGS
+    const bool regs = wide && channels_last_out_ && regs_enabled();
+#endif
     parallel_range(N_ * OH_, ctx.num_threads, [&](int64_t r0, int64_t r1) {
+#ifdef OPFORGE_AVG_POOL_REGS
+      if (regs) return rows_regs_avx512<I, O>(x, y, lo, hi, r0, r1);
+#endif
       if (wide) rows_avx512<I, O>(x, y, lo, hi, r0, r1);
       else rows<I, O, false>(x, y, lo, hi, r0, r1);
     }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, OW_ * C_ * kh_ * kw_)));
   }
+#ifdef OPFORGE_AVG_POOL_REGS
+  // The AVX-512 build for a channels-last output (Inception's pools between quantized
+  // convolutions): per output pixel and block of 16 channels, the window's sum, the
+  // requantization and the store on registers, where rows() zeroes, adds into, requantizes and
+  // converts C-element arrays in four loops. The same operations lane for lane as rows<.., true>
+  // (the column pass, the int32 sums, (sum - n z) * s, the two FMA-corrected quotients, the clamps
+  // to +-2^22 and rounding half to even (cvtps2dq in the default mode, which the magic-number
+  // addition equals there), then + z_out and the range clamp in int32): the same bytes.
+  template <class I, class O>
+  OPFORGE_AVG_POOL_AVX512 void rows_regs_avx512(const I* x, O* y, float lo, float hi, int64_t r0, int64_t r1) const {
+    const int64_t C = C_, H = H_, W = W_, OH = OH_, OW = OW_;
+    const int64_t kh = kh_, kw = kw_, sh = sh_, sw = sw_, bh = bh_, bw = bw_, eh = eh_, ew = ew_;
+    const bool exclude = exclude_;
+    const bool separable = sw == 1 && kw > 1 && kh > 1;
+    std::vector<int32_t> cols_v(separable ? W * C : 0);
+    int32_t* cols = cols_v.data();
+    const __m512 vs = _mm512_set1_ps(s_), vso = _mm512_set1_ps(so_), vinv_so = _mm512_set1_ps(1.f / so_);
+    const __m512 vbig = _mm512_set1_ps(4194304.f), vnbig = _mm512_set1_ps(-4194304.f);
+    const __m512i vzo = _mm512_set1_epi32(static_cast<int32_t>(zo_));
+    const __m512i vlo = _mm512_set1_epi32(static_cast<int32_t>(lo)), vhi = _mm512_set1_epi32(static_cast<int32_t>(hi));
+    const int32_t z = z_;
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t n = r / OH, oh = r % OH;
+      int64_t h0, h1, ch0, ch1;
+      clip(oh * sh - bh, kh, 0, H, h0, h1);
+      if (exclude) ch0 = h0, ch1 = h1;
+      else clip(oh * sh - bh, kh, -bh, H + eh, ch0, ch1);
+      if (separable) {
+        // each input column's sum over the window's rows, 16 channels at a time
+        for (int64_t i = 0; i < W * C; i += 16) {
+          const __mmask16 k = W * C - i >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << (W * C - i)) - 1u);
+          __m512i acc = _mm512_setzero_si512();
+          for (int64_t ih = h0; ih < h1; ++ih)
+            acc = _mm512_add_epi32(acc, widen16<I>(_mm_maskz_loadu_epi8(k, x + (n * H + ih) * W * C + i)));
+          _mm512_mask_storeu_epi32(cols + i, k, acc);
+        }
+      }
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        int64_t w0, w1, cw0, cw1;
+        clip(ow * sw - bw, kw, 0, W, w0, w1);
+        if (exclude) cw0 = w0, cw1 = w1;
+        else clip(ow * sw - bw, kw, -bw, W + ew, cw0, cw1);
+        const int32_t valid = static_cast<int32_t>((h1 - h0) * (w1 - w0));
+        const float count = static_cast<float>((ch1 - ch0) * (cw1 - cw0));
+        const __m512 vcount = _mm512_set1_ps(count), vinv_count = _mm512_set1_ps(1.f / count);
+        const __m512i vzsum = _mm512_set1_epi32(valid * z);
+        O* dst = y + (n * OH * OW + oh * OW + ow) * C;
+        for (int64_t c = 0; c < C; c += 16) {
+          const __mmask16 k = C - c >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << (C - c)) - 1u);
+          __m512i acc = _mm512_setzero_si512();
+          if (separable) {
+            for (int64_t iw = w0; iw < w1; ++iw) acc = _mm512_add_epi32(acc, _mm512_maskz_loadu_epi32(k, cols + iw * C + c));
+          } else {
+            for (int64_t ih = h0; ih < h1; ++ih)
+              for (int64_t iw = w0; iw < w1; ++iw)
+                acc = _mm512_add_epi32(acc, widen16<I>(_mm_maskz_loadu_epi8(k, x + ((n * H + ih) * W + iw) * C + c)));
+          }
+          __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(acc, vzsum)), vs);
+          __m512 q = _mm512_mul_ps(v, vinv_count);
+          v = _mm512_fmadd_ps(_mm512_fnmadd_ps(q, vcount, v), vinv_count, q);
+          q = _mm512_mul_ps(v, vinv_so);
+          v = _mm512_fmadd_ps(_mm512_fnmadd_ps(q, vso, v), vinv_so, q);
+          v = _mm512_min_ps(_mm512_max_ps(v, vnbig), vbig);  // NaN -> the low bound, as rows()
+          __m512i iv = _mm512_add_epi32(_mm512_cvtps_epi32(v), vzo);
+          iv = _mm512_min_epi32(_mm512_max_epi32(iv, vlo), vhi);
+          _mm_mask_storeu_epi8(dst + c, k, _mm512_cvtepi32_epi8(iv));
+        }
+      }
+    }
+  }
+#endif
   template <class I, class O>
   OPFORGE_AVG_POOL_AVX512 void rows_avx512(const I* x, O* y, float lo, float hi, int64_t r0, int64_t r1) const {
     rows<I, O, true>(x, y, lo, hi, r0, r1);

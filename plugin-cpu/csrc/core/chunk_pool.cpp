@@ -17,7 +17,7 @@
 
 namespace opforge_cpu {
 
-void run_chunks(int chunks, int threads, const std::function<void(int, int)>& fn) {
+void run_chunks(int chunks, int threads, const std::function<void(int, int)>& fn, bool runs_primitives) {
   if (chunks <= 0) return;
   if (threads <= 1 || chunks == 1) {
     for (int i = 0; i < chunks; ++i) fn(i, 0);
@@ -28,7 +28,7 @@ void run_chunks(int chunks, int threads, const std::function<void(int, int)>& fn
   std::mutex error_lock;
   // A slot is a thread of the OpenMP team, or a TBB task that the caller runs itself when no
   // worker took it (it then finds the chunks all claimed, or claims the rest). Each slot runs
-  // once at a time, so its scratchpad and stream are its own. The chunks' sub-primitives were
+  // once at a time, so its scratchpad and stream are its own. Sub-primitives of chunks were
   // created for one thread: runs_primitives keeps them on one under TBB too.
   parallel_slots(
       threads,
@@ -43,7 +43,7 @@ void run_chunks(int chunks, int threads, const std::function<void(int, int)>& fn
           }
         }
       },
-      /*runs_primitives=*/true);
+      runs_primitives);
   if (error) std::rethrow_exception(error);
 }
 

@@ -17,7 +17,6 @@
 #include <pybind11/stl.h>
 
 #include <cxxabi.h>  // abi::__forced_unwind
-#include <omp.h>
 #include <unistd.h>  // pause
 
 #include <atomic>
@@ -33,6 +32,7 @@
 #include "core/dnnl_util.hpp"  // alloc_run_buffer
 #include "core/executor.hpp"
 #include "core/host_isa.hpp"
+#include "core/threading.hpp"
 #include "core/isa_clones.hpp"
 #include "opforge_cpu/kernel_abi.h"
 
@@ -776,7 +776,10 @@ PYBIND11_MODULE(_core, m) {
     }
     return static_cast<const opforge_cpu_kernel*>(p)->abi_version;
   });
-  m.def("max_threads", []() { return omp_get_num_procs(); });
+  m.def("max_threads", []() { return threading_num_procs(); });
+  // "omp" or "tbb": the threading runtime this build's oneDNN and loops run on (CMake option
+  // OPFORGE_CPU_THREADING)
+  m.def("threading_runtime", []() { return std::string(threading_runtime()); });
   // The instruction set oneDNN dispatches to here (cpuid, capped by DNNL_MAX_CPU_ISA): the
   // benchmark prints it, and INFERENCE_PRECISION_HINT=bf16 needs a native bf16 one.
   m.def("cpu_isa", []() -> std::string {

@@ -14,8 +14,6 @@
 // would wait for a thread that may have lost its vCPU).
 #include "core/attn_split.hpp"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -23,7 +21,8 @@
 
 #include "core/bf16_bits.hpp"
 #include "core/chunk_pool.hpp"
-#include "core/chunk_split.hpp"  // OneThread
+#include "core/chunk_split.hpp"
+#include "core/threading.hpp"  // with_threads
 #include "core/dnnl_util.hpp"
 #include "core/env_switch.hpp"
 #include "core/primitive_log.hpp"
@@ -228,7 +227,7 @@ std::optional<AttnSplit> plan_attn_split(const dnnl::matmul::primitive_desc& pd,
   }
   if (add_index >= 0) s.add_arg = DNNL_ARG_ATTR_MULTIPLE_POST_OP(add_index) | DNNL_ARG_SRC_1;
 
-  OneThread one;
+  // every sub-primitive is created for one thread (make runs under with_threads(1), below)
   auto make = [&](int64_t g, int64_t n) -> std::optional<AttnSplit::Prim> {
     AttnSplit::Prim p;
     p.batches = g;
@@ -301,7 +300,7 @@ std::optional<AttnSplit> plan_attn_split(const dnnl::matmul::primitive_desc& pd,
   auto prim_for = [&](int64_t g, int64_t n) -> int {
     for (size_t i = 0; i < s.prims.size(); ++i)
       if (s.prims[i].batches == g && s.prims[i].rows == n) return static_cast<int>(i);
-    auto p = make(g, n);
+    auto p = with_threads(1, [&] { return make(g, n); });
     if (!p) return -1;
     s.prims.push_back(std::move(*p));
     return static_cast<int>(s.prims.size()) - 1;

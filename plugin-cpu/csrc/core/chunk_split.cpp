@@ -9,6 +9,7 @@
 #include "core/env_switch.hpp"
 #include "core/host_isa.hpp"
 #include "core/primitive_log.hpp"
+#include "core/threading.hpp"
 
 namespace opforge_cpu {
 
@@ -45,25 +46,28 @@ std::optional<ChunkSplit> split_units_into(int64_t units, int64_t want, size_t s
   const auto brg = [](const std::string& impl) { return impl.rfind("brg", 0) == 0; };
   ChunkSplit split;
   std::vector<int64_t> sizes;  // the distinct chunk sizes, one sub-primitive each (prims[i] for sizes[i])
-  OneThread one;
-  try {
-    for (int64_t first = 0; first < units; first += chunk) {
-      const int64_t n = std::min(chunk, units - first);
-      auto at = std::find(sizes.begin(), sizes.end(), n);
-      if (at == sizes.end()) {
-        const ChunkDescs d = descs(n);
-        if (add_chunk_primitive(split, make(d), d, wei, brg) < 0) return std::nullopt;
-        sizes.push_back(n);
-        at = sizes.end() - 1;
+  // sub-primitives for one thread (a primitive created for more would fork inside the chunk pool)
+  const bool made = with_threads(1, [&]() -> bool {
+    try {
+      for (int64_t first = 0; first < units; first += chunk) {
+        const int64_t n = std::min(chunk, units - first);
+        auto at = std::find(sizes.begin(), sizes.end(), n);
+        if (at == sizes.end()) {
+          const ChunkDescs d = descs(n);
+          if (add_chunk_primitive(split, make(d), d, wei, brg) < 0) return false;
+          sizes.push_back(n);
+          at = sizes.end() - 1;
+        }
+        const size_t off = static_cast<size_t>(first);
+        split.chunks.push_back({static_cast<int>(at - sizes.begin()), off * src_unit_bytes, off * dst_unit_bytes,
+                                off * residual_unit_bytes});
       }
-      const size_t off = static_cast<size_t>(first);
-      split.chunks.push_back({static_cast<int>(at - sizes.begin()), off * src_unit_bytes, off * dst_unit_bytes,
-                              off * residual_unit_bytes});
+    } catch (const dnnl::error&) {
+      return false;  // no such sub-primitive: oneDNN's own split
     }
-  } catch (const dnnl::error&) {
-    return std::nullopt;  // no such sub-primitive: oneDNN's own split
-  }
-  if (split.chunks.size() < 2) return std::nullopt;
+    return true;
+  });
+  if (!made || split.chunks.size() < 2) return std::nullopt;
   return split;
 }
 

@@ -6,7 +6,6 @@
 #pragma once
 
 #include <dnnl.hpp>
-#include <omp.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -37,14 +36,6 @@ struct ChunkSplit {
 // The descs of one chunk shape: source, destination, residual (a zero desc without one).
 struct ChunkDescs {
   dnnl::memory::desc src, dst, residual;
-};
-
-// Sets the OpenMP thread count to 1 for a scope: sub-primitives are created for one thread (a
-// primitive created for more would open its own parallel region inside the chunk pool's).
-struct OneThread {
-  int restore = omp_get_max_threads();
-  OneThread() { omp_set_num_threads(1); }
-  ~OneThread() { omp_set_num_threads(restore); }
 };
 
 // Adds `sub`, the sub-primitive of the chunks of shape `descs`, to `split` and returns its index

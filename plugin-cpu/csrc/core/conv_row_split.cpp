@@ -26,6 +26,7 @@
 #include <tuple>
 
 #include "core/env_switch.hpp"
+#include "core/threading.hpp"
 
 namespace opforge_cpu {
 
@@ -99,8 +100,9 @@ std::optional<ChunkSplit> plan_conv_row_split(const dnnl::convolution_forward::p
   // the chunks read the whole convolution's packed weights with its kernel: else no split
   const auto same_kernel = [&](const std::string& impl) { return impl == whole_impl; };
   std::map<std::tuple<int64_t, int64_t, int64_t, int64_t>, int> made;  // (in rows, out rows, top, bottom) -> prim
-  OneThread one;
-  try {
+  // sub-primitives for one thread (a primitive created for more would fork inside the chunk pool)
+  const bool ok = with_threads(1, [&]() -> bool {
+   try {
     for (int64_t i = 0; i < per_image; ++i) {
       const int64_t r0 = oh * i / per_image, r1 = oh * (i + 1) / per_image;
       // the input band these output rows read, clipped to the image: what it loses at the top or
@@ -116,7 +118,7 @@ std::optional<ChunkSplit> plan_conv_row_split(const dnnl::convolution_forward::p
                            has_residual ? rows_md(residual, r1 - r0) : dnnl::memory::desc()};
         const int prim = add_chunk_primitive(split, make(d.src, wei, d.dst, d.residual, {top, pl[1]}, {bottom, pr[1]}),
                                              d, wei, same_kernel);
-        if (prim < 0) return std::nullopt;
+        if (prim < 0) return false;
         at = made.emplace(key, prim).first;
       }
       for (int64_t n = 0; n < batch; ++n) {
@@ -127,9 +129,12 @@ std::optional<ChunkSplit> plan_conv_row_split(const dnnl::convolution_forward::p
             {at->second, src_elem * src_elem_bytes, dst_elem * dst_elem_bytes, dst_elem * residual_elem_bytes});
       }
     }
-  } catch (const dnnl::error&) {
-    return std::nullopt;  // no such sub-primitive: oneDNN's own split
-  }
+   } catch (const dnnl::error&) {
+    return false;  // no such sub-primitive: oneDNN's own split
+   }
+   return true;
+  });
+  if (!ok) return std::nullopt;
   // image by image, top to bottom (neighbouring chunks share input rows in cache)
   std::stable_sort(split.chunks.begin(), split.chunks.end(),
                    [](const ChunkSplit::Chunk& a, const ChunkSplit::Chunk& b) { return a.dst_at < b.dst_at; });

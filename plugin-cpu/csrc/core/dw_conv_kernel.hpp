@@ -56,7 +56,7 @@ template <class Rows> void run_dw_rows(const DwGeometry& g, int threads, const R
   run_chunks(static_cast<int>(chunks), threads, [&](int c, int) {
     const int64_t n = c / split, i = c % split;
     rows(n, g.oh * i / split, g.oh * (i + 1) / split);
-  });
+  }, /*runs_primitives=*/false);
 }
 
 }  // namespace opforge_cpu

@@ -74,8 +74,9 @@ class DnnlEltwise : public DnnlKernel {
     const float* x = in[0].ptr<float>();
     float* y = out[0].ptr<float>();
     const int64_t n = floats_;
-#pragma omp parallel for num_threads(ctx.num_threads) schedule(static) if (n > 65536)
-    for (int64_t i = 0; i < n; ++i) y[i] = x[i] != x[i] ? x[i] : y[i];
+    parallel_blocks(n, n > 65536 ? ctx.num_threads : 1, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) y[i] = x[i] != x[i] ? x[i] : y[i];
+    });
   }
   int inplace_input(int out) const override { return out == 0 && !restore_nan_ ? 0 : -1; }
 

@@ -1,14 +1,14 @@
 // Type dispatch and element-wise loops (unary, broadcasting binary) shared by many kernels.
 #pragma once
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
 #include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
+
+#include "core/threading.hpp"
 
 #include "core/kernel.hpp"
 
@@ -66,13 +66,7 @@ template <class F> void parallel_range(int64_t n, int max_threads, F&& f, int64_
     f(int64_t{0}, n);
     return;
   }
-#pragma omp parallel num_threads(nt)
-  {
-    int id = omp_get_thread_num(), cnt = omp_get_num_threads();
-    int64_t chunk = (n + cnt - 1) / cnt;
-    int64_t b = std::min<int64_t>(n, chunk * id), e = std::min<int64_t>(n, b + chunk);
-    if (b < e) f(b, e);
-  }
+  parallel_blocks(n, nt, f);
 }
 
 // A broadcast iteration plan over an output shape for two inputs: collapsed dims, strides.

@@ -1,7 +1,5 @@
 #include "core/executor.hpp"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -14,22 +12,13 @@
 #include "core/nn.hpp"  // fuse_attention
 #include "core/primitive_log.hpp"
 #include "core/step_threads.hpp"
+#include "core/threading.hpp"
 
 namespace opforge_cpu {
 
 namespace {
 constexpr size_t kAlign = 64;
 size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
-
-// Sets the calling thread's OpenMP thread count for a scope and puts `restore` back after it,
-// also when a kernel throws.
-struct OmpThreads {
-  OmpThreads(int now, int restore) : restore_(restore) { omp_set_num_threads(now); }
-  ~OmpThreads() { omp_set_num_threads(restore_); }
-  OmpThreads(const OmpThreads&) = delete;
-  OmpThreads& operator=(const OmpThreads&) = delete;
-  int restore_;
-};
 }  // namespace
 
 size_t TensorInfo::bytes() const {
@@ -59,10 +48,11 @@ void Program::finalize(int num_threads, bool profiling) {
   num_threads_ = std::max(1, num_threads);
   profiling_ = profiling;
   // oneDNN sizes its thread partitioning when primitives are created: create them with the
-  // thread count they will run with.
-  omp_set_num_threads(num_threads_);
-  build_kernels();
-  plan_memory();
+  // thread count they will run with (each step's own count, set around its creation).
+  with_threads(num_threads_, [&] {
+    build_kernels();
+    plan_memory();
+  });
   finalized_ = true;
 }
 
@@ -141,11 +131,10 @@ void Program::build_kernels() {
       st.name = sp.name + "/reorder_input";
       st.type = "Reorder";
       st.threads = reorder_threads(numel(plain.shape), num_threads_);
-      {
-        OmpThreads scope(st.threads, num_threads_);
+      with_threads(st.threads, [&] {
         PrimitiveLogScope log(&primitives_, st.name, st.type);
         st.kernel = make_reorder_kernel(tensors_[t].info, plain);
-      }
+      });
       st.ins = {t};
       st.outs = {nt};
       tensors_[nt].producer = static_cast<int>(steps_.size());
@@ -179,19 +168,17 @@ void Program::build_kernels() {
     d.num_threads = step_nt;
     std::unique_ptr<Kernel> k;
     try {
-      OmpThreads scope(step_nt, num_threads_);
-      PrimitiveLogScope log(&primitives_, sp.name, sp.type);
-      if (sp.maker) {
-        k = sp.maker(d);
-      } else {
+      k = with_threads(step_nt, [&]() -> std::unique_ptr<Kernel> {
+        PrimitiveLogScope log(&primitives_, sp.name, sp.type);
+        if (sp.maker) return sp.maker(d);
         const KernelEntry* e = find_kernel(sp.type);
         if (!e) throw CompileFailure("the CPU device has no kernel for " + sp.type);
         if (e->check) {
           std::string why = e->check(d);
           if (!why.empty()) throw CompileFailure(why);
         }
-        k = e->make(d);
-      }
+        return e->make(d);
+      });
     } catch (const NodeCompileFailure&) {
       throw;
     } catch (const dnnl::error& err) {
@@ -251,11 +238,10 @@ void Program::build_kernels() {
     st.name = "output_reorder";
     st.type = "Reorder";
     st.threads = reorder_threads(numel(plain.shape), num_threads_);
-    {
-      OmpThreads scope(st.threads, num_threads_);
+    with_threads(st.threads, [&] {
       PrimitiveLogScope log(&primitives_, st.name, st.type);
       st.kernel = make_reorder_kernel(tensors_[o].info, plain);
-    }
+    });
     st.ins = {o};
     st.outs = {nt};
     tensors_[nt].producer = static_cast<int>(steps_.size());
@@ -414,7 +400,6 @@ State::~State() = default;
 std::unique_ptr<State> Program::create_state() const { return std::make_unique<State>(*this); }
 
 void Program::run(State& st, const std::vector<const void*>& inputs, const std::vector<void*>& outputs) const {
-  omp_set_num_threads(num_threads_);
   if (inputs.size() != inputs_.size() || outputs.size() != outputs_.size())
     throw std::invalid_argument("Program::run: expected " + std::to_string(inputs_.size()) + " inputs and " +
                                 std::to_string(outputs_.size()) + " output arrays");
@@ -455,20 +440,11 @@ void Program::run(State& st, const std::vector<const void*>& inputs, const std::
   ctx.stream = &st.stream;
   ctx.scratch = st.scratch.get();
   ctx.python_calls = &python_calls_;
-  // Each step runs with the thread count its primitives were created for: a primitive split for
-  // one thread that asks OpenMP for the current count must not get two (its scratchpad and
-  // partition are sized for one).
-  OmpThreads restore(num_threads_, num_threads_);
-  // The other vCPUs stay busy (SCHED_IDLE) while the steps run, so waking OpenMP's worker for
-  // the next parallel step does not pay a halted vCPU's wake-up (keep_warm.hpp).
+  // The other vCPUs stay busy (SCHED_IDLE) while the steps run, so waking the runtime's worker
+  // for the next parallel step does not pay a halted vCPU's wake-up (keep_warm.hpp).
   KeepWarmScope warm(num_threads_);
-  int current = num_threads_;
-  for (size_t s = 0; s < steps_.size(); ++s) {
+  auto run_step = [&](size_t s) {
     const Step& step = steps_[s];
-    if (step.threads != current) {
-      omp_set_num_threads(step.threads);
-      current = step.threads;
-    }
     ctx.num_threads = step.threads;
     auto t0 = profiling_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     try {
@@ -486,6 +462,18 @@ void Program::run(State& st, const std::vector<const void*>& inputs, const std::
     }
     if (profiling_)
       st.times_ms[s] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  };
+  // Each step runs with the thread count its primitives were created for: a primitive split for
+  // one thread that asks the runtime for the current count must not get two (its scratchpad and
+  // partition are sized for one). A run of consecutive steps of one count is one scope (under
+  // TBB one entry into that count's arena).
+  for (size_t s = 0; s < steps_.size();) {
+    size_t end = s + 1;
+    while (end < steps_.size() && steps_[end].threads == steps_[s].threads) ++end;
+    with_threads(steps_[s].threads, [&] {
+      for (size_t i = s; i < end; ++i) run_step(i);
+    });
+    s = end;
   }
 }
 

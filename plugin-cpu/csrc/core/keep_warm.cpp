@@ -33,6 +33,18 @@ int64_t now_ns() {
       .count();
 }
 
+// Whether a spinner yields its CPU between bursts of pauses: in the TBB build (whose waiting
+// threads yield, see loop()); OPFORGE_CPU_KEEP_WARM_YIELD=0 turns it off there, for A/B
+// measurements. The OpenMP build's threads spin without yielding: it never yields there.
+bool yield_while_spinning() {
+#if defined(OPFORGE_CPU_THREADING_TBB)
+  static const bool on = env_switch_on("OPFORGE_CPU_KEEP_WARM_YIELD");
+  return on;
+#else
+  return false;
+#endif
+}
+
 class Spinners {
  public:
   explicit Spinners(int threads) : pid_(getpid()) {
@@ -87,9 +99,16 @@ class Spinners {
     CPU_ZERO(&one);
     CPU_SET(cpu, &one);
     pthread_setaffinity_np(pthread_self(), sizeof(one), &one);  // best effort: unpinned still helps
+    const bool yield = yield_while_spinning();
     for (;;) {
       while (busy()) {
         for (int i = 0; i < 64; ++i) _mm_pause();
+        // TBB threads that wait (a caller at a join, a worker looking for tasks) call
+        // sched_yield after a few pauses; CFS then runs this SCHED_IDLE thread, which holds the
+        // CPU until the next tick (~4 ms) since nothing wakes up to preempt it. Yielding back at
+        // once hands the CPU straight back (stop 21: resnet18 f32 at 2 threads 1.2-1.8x the
+        // OpenMP build without this, docs/kernel-library.md "oneDNN and our loops on TBB").
+        if (yield) sched_yield();
       }
       std::unique_lock<std::mutex> lock(mutex_);
       sleepers_.fetch_add(1);

@@ -12,8 +12,7 @@
 #include "core/matmul_row_split.hpp"
 #include "core/primitive_log.hpp"
 #include "core/softmax_rows.hpp"
-
-#include <omp.h>
+#include "core/threading.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -810,7 +809,7 @@ std::unique_ptr<Kernel> make_dnnl_conv(NodeDesc& n, bool grouped) {
   if (bf16 && !regrouped && !grouped) {
     // (the step's thread count: primitives are created with it, executor.cpp)
     const ConvGeometry unit{{1, 1}, {0, 0}, {0, 0}, {0, 0}};
-    auto split = plan_pixel_split(pd, residual_binary ? residual_md : dnnl::memory::desc(), omp_get_max_threads(),
+    auto split = plan_pixel_split(pd, residual_binary ? residual_md : dnnl::memory::desc(), threading_max_threads(),
                                   [&](const dnnl::memory::desc& s, const dnnl::memory::desc& w, const dnnl::memory::desc& d,
                                       const dnnl::memory::desc& r) {
                                     dnnl::primitive_attr a = attr;
@@ -838,7 +837,7 @@ std::unique_ptr<Kernel> make_dnnl_conv(NodeDesc& n, bool grouped) {
     // sub-primitives with these packed weights; a regrouped one's exact twin still runs whole on
     // a non-finite source (run)
     auto rows = plan_conv_row_split(
-        pd, residual_binary ? residual_md : dnnl::memory::desc(), omp_get_max_threads(),
+        pd, residual_binary ? residual_md : dnnl::memory::desc(), threading_max_threads(),
         [&](const dnnl::memory::desc& s, const dnnl::memory::desc& w, const dnnl::memory::desc& d,
             const dnnl::memory::desc& r, const dnnl::memory::dims& pads_l, const dnnl::memory::dims& pads_r) {
           dnnl::primitive_attr a = attr;
@@ -1310,7 +1309,7 @@ std::unique_ptr<Kernel> make_dnnl_matmul(NodeDesc& n) {
           ops.convert_src = k->has_src_reorder_ && !softmax_a;
           ops.src_user = a_user;
           ops.wei_user = bmd_user;
-          if (auto split = plan_attn_split(bpd, ops, omp_get_max_threads())) {
+          if (auto split = plan_attn_split(bpd, ops, threading_max_threads())) {
             k->use_attn_split(std::move(*split));
             k->attn_pd_ = bpd;
             k->attn_ops_ = ops;
@@ -1335,7 +1334,7 @@ std::unique_ptr<Kernel> make_dnnl_matmul(NodeDesc& n) {
       if (w_const && !softmax_a && add_input < 0 && !ta && perm_a.empty() && perm_out.empty() && rank == 2) {
         // at 2+ threads (the step's count: primitives are created with it, executor.cpp), row
         // chunks on one-thread sub-primitives with these packed weights (matmul_row_split.cpp)
-        auto split = plan_row_split(bpd, mul_input >= 0 ? mul_md : dnnl::memory::desc(), omp_get_max_threads(),
+        auto split = plan_row_split(bpd, mul_input >= 0 ? mul_md : dnnl::memory::desc(), threading_max_threads(),
                                     [&](const dnnl::memory::desc& s, const dnnl::memory::desc& w,
                                         const dnnl::memory::desc& d, const dnnl::memory::desc& g) {
                                       dnnl::primitive_attr a = default_attr();

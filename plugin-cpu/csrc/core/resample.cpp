@@ -4,7 +4,8 @@
 #include "core/isa_clones.hpp"
 
 #include <immintrin.h>
-#include <omp.h>
+
+#include "core/threading.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -186,8 +187,12 @@ template <class T> void PlaneResampler<T>::run(const T* x, T* y, int threads, vo
     for (int64_t u = 0; u < units; ++u) run_unit(x, y, u, bufs);
     return;
   }
-#pragma omp parallel for num_threads(nt) schedule(static)
-  for (int64_t u = 0; u < units; ++u) run_unit(x, y, u, bufs + omp_get_thread_num() * per_thread);
+  // one buffer a slot (a thread of the OpenMP team, a TBB task): each slot runs once at a time
+  parallel_slots(nt, [&](int slot, int slots) {
+    const int64_t chunk = (units + slots - 1) / slots;
+    const int64_t b = std::min<int64_t>(units, chunk * slot), e = std::min<int64_t>(units, b + chunk);
+    for (int64_t u = b; u < e; ++u) run_unit(x, y, u, bufs + slot * per_thread);
+  });
 }
 
 // One row of a channels-last tensor resampled along W: dst[o, :] = sum_k w[k] * src[idx[k], :]
@@ -322,8 +327,12 @@ void ChannelsLastResampler::run_all(const In* x, Out* y, int threads, void* scra
     for (int64_t u = 0; u < units; ++u) run_unit(x, y, u, bufs);
     return;
   }
-#pragma omp parallel for num_threads(nt) schedule(static)
-  for (int64_t u = 0; u < units; ++u) run_unit(x, y, u, bufs + omp_get_thread_num() * per_thread_);
+  // one buffer a slot (a thread of the OpenMP team, a TBB task): each slot runs once at a time
+  parallel_slots(nt, [&](int slot, int slots) {
+    const int64_t chunk = (units + slots - 1) / slots;
+    const int64_t b = std::min<int64_t>(units, chunk * slot), e = std::min<int64_t>(units, b + chunk);
+    for (int64_t u = b; u < e; ++u) run_unit(x, y, u, bufs + slot * per_thread_);
+  });
 }
 
 void ChannelsLastResampler::run(const float* x, float* y, int threads, void* scratch) const {

@@ -16,8 +16,6 @@
 #include <type_traits>
 #include <unordered_map>
 
-#include <omp.h>
-
 #include "core/elementwise.hpp"
 #include "core/primitive_log.hpp"
 #include "core/recurrent.hpp"
@@ -166,13 +164,13 @@ template <class T> class RnnGemmKernel : public Kernel {
       }
     }
     if (!gemv_) {
-      omp_set_num_threads(step_threads_);
-      for (int64_t d = 0; d < D; ++d) {
-        const T* rd = r ? r + d * GH * H : nullptr;
-        rec_.emplace_back(GemmShape{1, N, H, rec_n_, GH * H, 1, H}, rd);
-        if (split_gru_) cand_.emplace_back(GemmShape{1, N, H, H, GH * H, 1, H}, rd ? rd + 2 * H * H : nullptr);
-      }
-      omp_set_num_threads(std::max(1, n.num_threads));
+      with_threads(step_threads_, [&] {
+        for (int64_t d = 0; d < D; ++d) {
+          const T* rd = r ? r + d * GH * H : nullptr;
+          rec_.emplace_back(GemmShape{1, N, H, rec_n_, GH * H, 1, H}, rd);
+          if (split_gru_) cand_.emplace_back(GemmShape{1, N, H, H, GH * H, 1, H}, rd ? rd + 2 * H * H : nullptr);
+        }
+      });
     }
     if (const T* b = const_of(s.in_b())) bias_.assign(b, b + D * s.bias_gates * H);
     ScratchLayout lay;
@@ -243,7 +241,8 @@ template <class T> class RnnGemmKernel : public Kernel {
     if (gemv_) {
       run_gemv(buf, bias, len, max_len, y, ctx.num_threads);
     } else {
-      run_steps(ctx, bd, buf, bias, len, max_len, y);
+      // oneDNN's matmuls of the steps run with the count they were created for
+      with_threads(step_threads_, [&] { run_steps(ctx, bd, buf, bias, len, max_len, y); });
     }
     for (int64_t b = 0; b < N; ++b)
       for (int64_t d = 0; d < D; ++d)
@@ -282,11 +281,9 @@ template <class T> class RnnGemmKernel : public Kernel {
                                      int threads) const {
     // two directions on two threads: one fork per inference, no barrier inside the steps
     if (s_.dirs == 2 && threads >= 2) {
-#pragma omp parallel num_threads(2)
-      {
-        for (int64_t d = omp_get_thread_num(); d < 2; d += omp_get_num_threads())
-          gemv_direction(buf, bias, len, max_len, y, d);
-      }
+      parallel_slots(2, [&](int id, int cnt) {
+        for (int64_t d = id; d < 2; d += cnt) gemv_direction(buf, bias, len, max_len, y, d);
+      });
     } else {
       for (int64_t d = 0; d < s_.dirs; ++d) gemv_direction(buf, bias, len, max_len, y, d);
     }
@@ -297,7 +294,6 @@ template <class T> class RnnGemmKernel : public Kernel {
     const int64_t N = s_.batch, D = s_.dirs, L = s_.seq, H = s_.hidden;
     T* h = buf(o_h_);
     const int nt = step_threads_;
-    omp_set_num_threads(nt);  // oneDNN's matmuls take the OpenMP default; restored below
     // rows (d, b) per thread: enough gate values per chunk to pay for a fork
     const int64_t grain = std::max<int64_t>(1, 16384 / s_.gh());
     for (int64_t step = 0; step < max_len; ++step) {
@@ -321,7 +317,6 @@ template <class T> class RnnGemmKernel : public Kernel {
         std::memcpy(y + ((b * D + d) * L + t) * H, h + row * H, H * sizeof(T));
       });
     }
-    omp_set_num_threads(ctx.num_threads);
   }
 
   T clipv(T v) const {

@@ -11,7 +11,7 @@
 //    oneDNN's ldnc [1, dirs, batch, hidden] (small).
 // oneDNN has no per-batch sequence lengths: a node whose lengths are a run-time input carries
 // the GEMM path and hands it each request whose lengths are not all full.
-#include <omp.h>
+#include "core/threading.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -65,14 +65,9 @@ class RnnDnnlKernel : public Kernel {
     // (a wide step with 3+ threads for its recurrence keeps one primitive using them all)
     split_ = D == 2 && n.num_threads >= 2 && recurrence_threads(s, n.num_threads) <= 2;
     src_layer_ = dnnl::memory::desc({L, N, I}, dt::f32, tag::ntc);
-    // oneDNN fixes a primitive's thread count when it is created (OpenMP's default then): create
-    // it under the count it runs with (see recurrence_threads; one per part when split).
+    // oneDNN fixes a primitive's thread count when it is created (the runtime's count then):
+    // create it under the count it runs with (see recurrence_threads; one per part when split).
     threads_ = split_ ? 1 : recurrence_threads(s, n.num_threads);
-    omp_set_num_threads(threads_);
-    struct Restore {
-      int count;
-      ~Restore() { omp_set_num_threads(count); }
-    } restore{std::max(1, n.num_threads)};
     // the op's weights in oneDNN's gate order: W [D, G*H, I] is oneDNN's ldgoi (l, d, g, o, i
     // from outer to inner), R likewise, B ldgo
     const float* w = static_cast<const float*>(n.inputs[s.in_w()].const_data);
@@ -89,6 +84,7 @@ class RnnDnnlKernel : public Kernel {
       b = bp.data();
     }
     ScratchLayout lay;
+    with_threads(threads_, [&] {
     for (int64_t d0 = 0; d0 < D; d0 += split_ ? 1 : D) {
       Part part;
       part.d0 = d0;
@@ -113,6 +109,7 @@ class RnnDnnlKernel : public Kernel {
       impl_ = std::string("onednn_rnn:") + (info ? info : "?") + (split_ ? "+per_direction_threads" : "");
       parts_.push_back(std::move(part));
     }
+    });
     const size_t state = static_cast<size_t>(D * N * H) * sizeof(float);
     o_h0_ = lay.add(state);
     o_c0_ = lay.add(s.cell == Cell::lstm ? state : 0);
@@ -192,25 +189,25 @@ class RnnDnnlKernel : public Kernel {
     if (split_) {
       // each direction on its own thread, each primitive single-threaded (created so)
       std::exception_ptr failed[2];
-#pragma omp parallel num_threads(2)
-      {
-        for (int p = omp_get_thread_num(); p < 2; p += omp_get_num_threads()) {
-          try {
-            parts_[p].prim.execute(bd->streams[p], bd->args[p]);
-            bd->streams[p].wait();
-          } catch (...) {
-            failed[p] = std::current_exception();
-          }
-        }
-      }
+      parallel_slots(
+          2,
+          [&](int id, int cnt) {
+            for (int p = id; p < 2; p += cnt) {
+              try {
+                parts_[p].prim.execute(bd->streams[p], bd->args[p]);
+                bd->streams[p].wait();
+              } catch (...) {
+                failed[p] = std::current_exception();
+              }
+            }
+          },
+          /*runs_primitives=*/true);
       for (auto& f : failed)
         if (f) std::rethrow_exception(f);
     } else {
       // The primitive's input projection shares the recurrence's thread count: it cannot be
       // split off, and the steps dominate (a text model's 128 steps against one projection).
-      omp_set_num_threads(threads_);
-      parts_[0].prim.execute(*ctx.stream, bd->args[0]);
-      omp_set_num_threads(ctx.num_threads);
+      with_threads(threads_, [&] { parts_[0].prim.execute(*ctx.stream, bd->args[0]); });
     }
     from_ldnc(o_hn_, out[1].data);
     if (s_.cell == Cell::lstm) from_ldnc(o_cn_, out[2].data);

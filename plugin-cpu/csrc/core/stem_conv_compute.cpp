@@ -300,7 +300,7 @@ void StemConvCompute::run(const float* x, float* y, int threads) const {
   const int chunks = static_cast<int>(std::min<int64_t>(rows, 4 * threads));
   run_chunks(chunks, threads, [&](int c, int) {
     run_rows(x, y, rows * c / chunks, rows * (c + 1) / chunks);
-  });
+  }, /*runs_primitives=*/false);
 }
 
 }  // namespace opforge_cpu

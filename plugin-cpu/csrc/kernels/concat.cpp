@@ -191,7 +191,7 @@ class ChannelsLastConcat : public Kernel {
           yp += bytes_[i];
         }
       }
-    });
+    }, /*runs_primitives=*/false);
   }
 
  private:

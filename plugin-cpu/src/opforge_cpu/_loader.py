@@ -31,6 +31,32 @@ def _preload_onednn() -> None:
             return
 
 
+#: The run-time libraries of a TBB build (OPFORGE_CPU_THREADING=tbb) by wheel, in load order: the
+#: TBB oneDNN needs libtbb.so.12 and Intel's libimf.so, which needs libintlc.so.5.
+TBB_RUNTIME_LIBS = (("intel-cmplr-lib-rt", "libintlc.so.5"), ("intel-cmplr-lib-rt", "libimf.so"), ("tbb", "libtbb.so.12"))
+
+
+def _preload_tbb_runtime() -> list[str]:
+    # Found through the RUNPATH $ORIGIN/../../.. (<prefix>/lib of a venv or --user install) where
+    # pip puts these wheels' libraries; elsewhere, load them by path from their wheels' RECORD
+    # so that the DT_NEEDED sonames find them loaded. Returns the ones it could not find.
+    import importlib.metadata as md
+
+    missing = []
+    for dist_name, lib in TBB_RUNTIME_LIBS:
+        try:
+            files = md.distribution(dist_name).files or []
+        except md.PackageNotFoundError:
+            missing.append(f"{lib} (wheel {dist_name})")
+            continue
+        paths = [Path(str(f.locate())) for f in files if Path(str(f)).name == lib]
+        if not paths:
+            missing.append(f"{lib} (wheel {dist_name})")
+            continue
+        ctypes.CDLL(str(paths[0]), mode=ctypes.RTLD_GLOBAL)
+    return missing
+
+
 #: GOMP_SPINCOUNT by CPU vendor (``vendor_id`` of /proc/cpuinfo), each measured on that vendor's
 #: 2-vCPU VMs; any other vendor gets Intel's
 SPIN_COUNT_BY_VENDOR = {"GenuineIntel": 300, "AuthenticAMD": 1000}
@@ -94,7 +120,16 @@ def load_core() -> ModuleType:
         os.environ.setdefault("GOMP_SPINCOUNT", str(default_spin_count()))
     try:
         from opforge_cpu import _core  # type: ignore[attr-defined]  # compiled at install
-    except ImportError:
+    except ImportError as first:
+        missing = _preload_tbb_runtime() if "libtbb" in str(first) or "libimf" in str(first) else []
         _preload_onednn()
-        from opforge_cpu import _core  # type: ignore[attr-defined]  # compiled at install
+        try:
+            from opforge_cpu import _core  # type: ignore[attr-defined]  # compiled at install
+        except ImportError as err:
+            if missing:
+                raise ImportError(
+                    f"{err}: this opforge-cpu was built on TBB (OPFORGE_CPU_THREADING=tbb) and needs "
+                    f"the wheels tbb and intel-cmplr-lib-rt; missing: {', '.join(missing)}"
+                ) from err
+            raise
     return _core

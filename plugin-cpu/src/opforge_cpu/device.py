@@ -103,7 +103,9 @@ class CpuDevice(Device):
                         break
         except OSError:
             pass
-        return f"{model or 'CPU'} (opforge-cpu, oneDNN {self._core.onednn_version()})"
+        # the threading runtime (omp, tbb) is a build option: docs/kernel-library.md
+        return (f"{model or 'CPU'} (opforge-cpu, oneDNN {self._core.onednn_version()}, "
+                f"{self._core.threading_runtime()} threads)")
 
     def extension_files(self) -> dict[str, str]:
         """The kernel ABI header a package's compiled CPU kernel is built against."""

@@ -4,8 +4,9 @@ in the same alternating rounds; medians in ms, the ratios, the load, and how far
 two opforge outputs are apart.
 
 The "before" package is built from the revision itself: ``git worktree add`` of the revision in
-a temporary folder, ``pip wheel --no-build-isolation --no-deps`` of its plugin-cpu (a full C++
-build: minutes on a loaded 2-core host), the wheel unpacked into ``--cache/<commit>/pkg`` and
+a temporary folder, ``pip wheel --no-deps`` of its plugin-cpu (a full C++ build: minutes on a
+loaded 2-core host; in pip's isolated build environment, so with the revision's own
+``build-system.requires`` and nothing asked of this venv, which has no oneDNN headers), the wheel unpacked into ``--cache/<commit>/pkg`` and
 the worktree removed. The unpacked package is kept per commit, so the next A/B against the same
 revision starts at once; ``--before-pkg DIR`` uses any unpacked wheel instead. The before
 process imports that opforge_cpu (bench_hotspots.use_cpu_package) with this checkout's core.
@@ -73,7 +74,7 @@ def build_before(commit: str, cache: Path) -> Path:
         subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", "--quiet", str(src), commit], check=True)
         try:
             print(f"# building opforge_cpu at {commit[:10]} (pip wheel, full C++ build)", flush=True)
-            subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-build-isolation", "--no-deps",
+            subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
                             str(src / "plugin-cpu"), "-w", str(wheels)], check=True)
         finally:
             subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(src)], check=False)

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import time
@@ -29,6 +28,8 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from engine_process import SETTLE_S, interleaved_medians_remote  # noqa: E402 - after the path
 
 #: the child: prepares one engine on one model (bench_cpu's prepare_*), then answers "n" with n
 #: latencies (ms) as a JSON line, until stdin closes
@@ -54,10 +55,6 @@ for line in sys.stdin:
         t0 = time.perf_counter(); infer(); times.append((time.perf_counter() - t0) * 1e3)
     print(json.dumps(times), flush=True)
 """
-
-#: pause after each engine's block of runs (engine_process.SETTLE_S)
-SETTLE_S = 0.25
-
 
 class Child:
     def __init__(self, python: str, engine: str, model: Path, threads: int, precision: str, ref: Path,
@@ -123,19 +120,14 @@ def main() -> int:
                 time.sleep(SETTLE_S)
             hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.hog)]
             time.sleep(0.5 if hogs else 0)
-            per_round = max(1, args.runs // args.rounds)
-            times: dict[str, list[float]] = {k: [] for k in children}
-            for _ in range(args.rounds):
-                for k, c in order:
-                    times[k] += c.run(per_round)
-                    time.sleep(SETTLE_S)
+            # the rounds as every other A/B here times them (each after one untimed run)
+            med = interleaved_medians_remote(dict(order), args.runs, args.rounds, warmup=0)
         finally:
             for h in hogs:
                 h.kill()
                 h.wait()
             for c in children.values():
                 c.close()
-        med = {k: statistics.median(v) for k, v in times.items()}
         ov = med["openvino"]
         cells = "  ".join(f"{k} {v:.3f} ms ({v / ov:.2f})" for k, v in med.items() if k != "openvino")
         names = list(envs)

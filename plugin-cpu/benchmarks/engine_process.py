@@ -14,10 +14,10 @@ from __future__ import annotations
 import contextlib
 import multiprocessing as mp
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -135,7 +135,14 @@ SETTLE_S = 0.25
 ROUND_WARMUP = 1
 
 
-def interleaved_medians_remote(engines: dict[str, EngineProcess], runs: int, rounds: int = 10,
+class TimedRuns(Protocol):
+    """What the interleaver needs of an engine: n runs, their latencies in ms (an EngineProcess;
+    bench_threading.py's child of another environment's Python)."""
+
+    def run(self, n: int) -> list[float]: ...
+
+
+def interleaved_medians_remote(engines: Mapping[str, TimedRuns], runs: int, rounds: int = 10,
                                warmup: int = 5, round_warmup: int = ROUND_WARMUP) -> dict[str, float]:
     """Median latency of each (prepared) engine, timed in alternating rounds, each in its process;
     every round of an engine starts with ``round_warmup`` untimed runs."""

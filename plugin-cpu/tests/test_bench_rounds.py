@@ -38,7 +38,7 @@ def test_each_round_starts_with_an_untimed_run() -> None:
     import engine_process
 
     a, b = ColdFirstEngine(), ColdFirstEngine()
-    med = engine_process.interleaved_medians_remote({"a": a, "b": b}, runs=8, rounds=4, warmup=5)  # type: ignore[dict-item]
+    med = engine_process.interleaved_medians_remote({"a": a, "b": b}, runs=8, rounds=4, warmup=5)
     # 5 warm-up runs, then 4 rounds of 1 untimed + 2 timed runs, each engine in turn
     assert a.calls == [5, 3, 3, 3, 3] and b.calls == a.calls
     assert med == {"a": 1.0, "b": 1.0}
@@ -48,7 +48,7 @@ def test_round_warmup_zero_times_the_cold_run() -> None:
     import engine_process
 
     a = ColdFirstEngine()
-    med = engine_process.interleaved_medians_remote({"a": a}, runs=8, rounds=4, round_warmup=0)  # type: ignore[dict-item]
+    med = engine_process.interleaved_medians_remote({"a": a}, runs=8, rounds=4, round_warmup=0)
     assert a.calls == [5, 2, 2, 2, 2]
     # every round's first run is cold: with 2 runs a round, half the samples
     assert med == {"a": 5.5}

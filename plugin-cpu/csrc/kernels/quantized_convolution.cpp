@@ -9,6 +9,7 @@
 #include "core/env_switch.hpp"
 #include "core/nn.hpp"
 #include "kernels/quantized_common.hpp"
+#include "kernels/quantized_dw_conv.hpp"
 
 namespace opforge_cpu {
 
@@ -209,6 +210,15 @@ std::unique_ptr<Kernel> make_quantized_convolution(NodeDesc& n) {
         attr = fattr;
         folded = prepadded = true;
       }
+    }
+  }
+  // a depthwise one: our own kernel where it qualifies (quantized_dw_conv.cpp), with the final
+  // parameters, writing pd's destination
+  if (grouped && !prepadded && !sum_copy) {
+    if (auto dw = plan_quantized_dw_conv(n, pd, q, user_src)) {
+      n.outputs[0].md = pd.dst_desc();
+      n.outputs[0].blocked = pd.dst_desc() != plain_md(q.out, ys);
+      return dw;
     }
   }
   auto k = std::make_unique<QuantizedKernel>();

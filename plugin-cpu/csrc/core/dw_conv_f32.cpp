@@ -95,9 +95,8 @@ inline V vround(V x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT 
 #pragma GCC target("avx2,fma")
 namespace avx2 {
 
-using V = __m256;
-using Mask = __m256i;
-constexpr int L = 8;
+#include "core/f32_avx2_ops.inc"
+
 // 8 accumulators, kw weights and a source vector of 16 registers (two blocks a tile spill: 1.01
 // of oneDNN's brdgmm_dw:avx2 summed against 0.99)
 constexpr int kNB = 1, kR = 8;
@@ -106,34 +105,6 @@ constexpr int kNB = 1, kR = 8;
 // ReLU6 against brdgmm_dw:avx2: 0.87; 2 x 4 0.95, 2 x 5 0.92, 3 x 4 0.92, 4 x 3 1.00; stride 2
 // behind brdgmm_dw:avx2 at every size, 1.08-1.25 per shape)
 constexpr int kR3[3] = {0, 6, 6}, kNB3[3] = {0, 1, 1}, kRows3[3] = {0, 2, 2};
-inline Mask tail_mask(int n) {
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-inline V vzero() { return _mm256_setzero_ps(); }
-inline V vset1(float f) { return _mm256_set1_ps(f); }
-inline V vload(const float* p) { return _mm256_loadu_ps(p); }
-inline V vload_tail(const float* p, Mask m) { return _mm256_maskload_ps(p, m); }
-inline V vfma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
-inline void vstore(float* p, V v) { _mm256_storeu_ps(p, v); }
-inline void vstore_tail(float* p, V v, Mask m) { _mm256_maskstore_ps(p, m, v); }
-inline V vmax(V a, V b) { return _mm256_max_ps(a, b); }  // b where either is NaN
-inline V vmin(V a, V b) { return _mm256_min_ps(a, b); }
-inline V vmul(V a, V b) { return _mm256_mul_ps(a, b); }
-inline V vdiv(V a, V b) { return _mm256_div_ps(a, b); }
-inline V vadd(V a, V b) { return _mm256_add_ps(a, b); }
-inline V vsub(V a, V b) { return _mm256_sub_ps(a, b); }
-inline V vpos_or(V x, V other, V zero) {  // x > 0 ? x : other (a NaN x: other)
-  return _mm256_blendv_ps(other, x, _mm256_cmp_ps(x, zero, _CMP_GT_OQ));
-}
-// 2^n * p for an integral n in [-150, 129] (vexp's range) as p * 2^(n/2) * 2^(n - n/2), each
-// factor a normal number, so the product overflows to inf and underflows to denormals as scalef
-inline V vscale2(V p, V fn) {
-  const __m256i n = _mm256_cvtps_epi32(fn), n1 = _mm256_srai_epi32(n, 1), n2 = _mm256_sub_epi32(n, n1);
-  const __m256i bias = _mm256_set1_epi32(127);
-  const __m256i e1 = _mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23), e2 = _mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23);
-  return _mm256_mul_ps(_mm256_mul_ps(p, _mm256_castsi256_ps(e1)), _mm256_castsi256_ps(e2));
-}
-inline V vround(V x) { return _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
 
 #include "core/dw_conv_f32_act.inc"
 #include "core/dw_conv_f32_tile.inc"

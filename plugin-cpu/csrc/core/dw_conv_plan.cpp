@@ -7,6 +7,7 @@
 #include "core/dw_conv_plan.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -155,6 +156,47 @@ std::unique_ptr<DwConvF32> plan_dw_conv_f32(const NodeDesc& n, const dnnl::convo
   return std::make_unique<DwConvF32>(g, static_cast<const float*>(n.inputs[1].const_data),
                                      has_bias ? static_cast<const float*>(n.inputs[2].const_data) : nullptr,
                                      std::move(post), isa, tile3);
+}
+
+// Groups of 4 on an AVX2 host (stop 22): oneDNN 3.2 runs them as gemm:jit there, ~3.5 ms for
+// each of ResNeXt-50's 128-channel 56x56 ones at one thread (docs/kernel-library.md "Groups of 4
+// on an AVX2 host (stop 22)"). AVX-512 hosts have oneDNN's jit kernel for them and keep it.
+bool grouped4_conv_f32_candidate(const NodeDesc& n) {
+  static const bool on = env_switch_on("OPFORGE_CPU_GROUPED4_F32");
+  if (!on || !enabled() || !Grouped4ConvF32::host_supported()) return false;
+  const Shape& ws = n.in(1).shape;  // [G, O/G, I/G, kh, kw]
+  const Shape& xs = n.in(0).shape;
+  return ws.size() == 5 && xs.size() == 4 && ws[1] == 4 && ws[2] == 4 && ws[0] * 4 == xs[1] && xs[1] % 8 == 0 &&
+         n.is_const(1) && n.in(1).dtype == DType::f32 && n.in(0).dtype == DType::f32 &&
+         n.attrs.i("sum_input", -1) < 0 && (!n.attrs.b("has_bias", false) || (n.is_const(2) && n.in(2).dtype == DType::f32));
+}
+
+std::unique_ptr<Grouped4ConvF32> plan_grouped4_conv_f32(const NodeDesc& n,
+                                                        const dnnl::convolution_forward::primitive_desc& pd) {
+  if (!grouped4_conv_f32_candidate(n)) return nullptr;
+  const Shape& ws = n.in(1).shape;
+  const Shape& xs = n.in(0).shape;
+  const Shape& ys = n.outputs[0].shape;
+  using dt = dnnl::memory::data_type;
+  if (ys.size() != 4 || ys[1] != xs[1]) return nullptr;
+  const auto src = pd.src_desc(), dst = pd.dst_desc();
+  if (src.get_data_type() != dt::f32 || dst.get_data_type() != dt::f32 || !dense_nhwc(src) || !dense_nhwc(dst))
+    return nullptr;
+  const auto strides = pd.get_strides(), dil = pd.get_dilations(), pl = pd.get_padding_l();
+  if (dil[0] != 0 || dil[1] != 0) return nullptr;
+  std::vector<DwPostOp> post;
+  if (!dw_post_ops(n, post)) return nullptr;
+  const DwGeometry g{xs[0], xs[1], xs[2], xs[3], ys[2], ys[3], ws[3], ws[4], strides[0], strides[1], pl[0], pl[1]};
+  if (!Grouped4ConvF32::shape_supported(g)) return nullptr;
+  // (a window's columns outside the image are read as zeros and multiplied in: exact only for
+  // finite weights)
+  const float* w = static_cast<const float*>(n.inputs[1].const_data);
+  const int64_t count = ws[0] * 16 * ws[3] * ws[4];
+  for (int64_t i = 0; i < count; ++i)
+    if (!std::isfinite(w[i])) return nullptr;
+  const bool has_bias = n.attrs.b("has_bias", false);
+  return std::make_unique<Grouped4ConvF32>(g, w, has_bias ? static_cast<const float*>(n.inputs[2].const_data) : nullptr,
+                                           std::move(post));
 }
 
 }  // namespace opforge_cpu

@@ -6,6 +6,7 @@
 
 #include "core/dw_conv_bf16.hpp"
 #include "core/dw_conv_f32.hpp"
+#include "core/grouped4_conv_f32.hpp"
 #include "core/nn.hpp"
 
 namespace opforge_cpu {
@@ -25,5 +26,15 @@ std::unique_ptr<DwConvBf16> plan_dw_conv_bf16(const NodeDesc& n, const dnnl::con
 // OPFORGE_CPU_DW_F32_3X3_RELU=0 gives stop 17's rule (3x3 only with a Swish, on the general
 // tile); OPFORGE_CPU_DW_F32=0 (read once) keeps oneDNN's primitive for all.
 std::unique_ptr<DwConvF32> plan_dw_conv_f32(const NodeDesc& n, const dnnl::convolution_forward::primitive_desc& pd);
+
+// Whether GroupConvolution node `n` (f32, groups of 4 in and 4 out, constant weights, no residual
+// sum) is one for our grouped-4 kernel on this host (an AVX2 host without AVX-512, stop 22), so
+// that nn.cpp asks oneDNN for a channels-last primitive to run it over; OPFORGE_CPU_GROUPED4_F32=0
+// (read once): never.
+bool grouped4_conv_f32_candidate(const NodeDesc& n);
+// The kernel for such a node over pd's source and destination (dense channels-last f32), or
+// nullptr: another layout, dilation, a shape or fused op it does not run, non-finite weights.
+std::unique_ptr<Grouped4ConvF32> plan_grouped4_conv_f32(const NodeDesc& n,
+                                                        const dnnl::convolution_forward::primitive_desc& pd);
 
 }  // namespace opforge_cpu

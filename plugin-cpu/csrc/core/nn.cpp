@@ -746,6 +746,7 @@ std::unique_ptr<Kernel> make_dnnl_conv(NodeDesc& n, bool grouped) {
       bias_md = bias_f32;
     }
   }
+  std::unique_ptr<Grouped4ConvF32> grouped4;  // see grouped4_conv_f32_candidate
   if (!bf16) {
     attr = f32_attr;
     residual_binary = residual_bf16;  // (an f32 convolution after all, over a bf16 residual)
@@ -781,6 +782,21 @@ std::unique_ptr<Kernel> make_dnnl_conv(NodeDesc& n, bool grouped) {
         if (impl.rfind("jit", 0) == 0 || impl.rfind("brg", 0) == 0) pd = pd2;
       } catch (const dnnl::error&) {
         // no such kernel: keep the blocked one
+      }
+    }
+    // Groups of 4 on an AVX2 host, source written channels-last by its producer (ResNeXt's
+    // layer 1, after a 1x1 convolution): oneDNN 3.2 has only gemm:jit for them there, which the
+    // rule above refuses, leaving a plain layout and a reorder on each side. Our kernel
+    // (grouped4_conv_f32.cpp) runs nhwc -> nhwc; the nhwc primitive only fixes the layouts.
+    if (grouped && grouped4_conv_f32_candidate(n) && n.in(0).blocked &&
+        md_of(n.in(0)) == dnnl::memory::desc(to_dims(xs), dnnl::memory::data_type::f32, dnnl::memory::format_tag::acdb)) {
+      try {
+        auto pd2 = mk(dnnl::memory::desc(to_dims(xs), dnnl::memory::data_type::f32, dnnl::memory::format_tag::acdb),
+                      w_any, dnnl::memory::desc(to_dims(ys), dnnl::memory::data_type::f32, dnnl::memory::format_tag::acdb));
+        grouped4 = plan_grouped4_conv_f32(n, pd2);
+        if (grouped4) pd = pd2;
+      } catch (const dnnl::error&) {
+        // no nhwc primitive: oneDNN's choice
       }
     }
   }
@@ -830,6 +846,7 @@ std::unique_ptr<Kernel> make_dnnl_conv(NodeDesc& n, bool grouped) {
   } else if (!bf16 && grouped && !regrouped) {
     k->dw_ = plan_dw_conv_f32(n, pd);
   }
+  if (grouped4) k->dw_ = std::move(grouped4);
   if (k->dw_) k->impl_ = k->dw_->exec_type();
   if (bf16 && !k->split_ && !k->dw_) {
     // with OPFORGE_CPU_CONV_ROWS=1 (measured, not enabled: conv_row_split.cpp), any other (3x3,

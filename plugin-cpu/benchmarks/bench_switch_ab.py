@@ -7,6 +7,10 @@ compares two builds (git revisions); this compares two settings of one build, wi
 
     python plugin-cpu/benchmarks/bench_switch_ab.py mobilenet_v2 --switch OPFORGE_CPU_DW_F32_3X3_RELU --threads 1 2
     python plugin-cpu/benchmarks/bench_switch_ab.py tv_mnasnet1_0 --models-dir /tmp/real-models-2 --on-first
+    python plugin-cpu/benchmarks/bench_switch_ab.py inception_v3 --models-dir /tmp/real-models --int8 \\
+        --switch OPFORGE_CPU_INT8_AVG_POOL_REGS --threads 1
+
+``--int8`` times the QDQ copy ``int8/<name>.onnx`` instead (bench_cpu.py's int8 rows).
 """
 
 from __future__ import annotations
@@ -28,6 +32,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--runs", type=int, default=24, help="timed runs per engine and model (default 24)")
     ap.add_argument("--rounds", type=int, default=6, help="alternating rounds the runs are split into (default 6)")
+    ap.add_argument("--int8", action="store_true",
+                    help="time the QDQ copy int8/<name>.onnx of each model (as bench_cpu --precision int8: "
+                         "the rest of the graph in f32 on every engine)")
     ap.add_argument("--on-first", action="store_true", help="time 'on' before 'off' in each round")
     args = ap.parse_args(argv)
     if not args.switch.startswith("OPFORGE_CPU_"):
@@ -46,12 +53,19 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"bench_switch_ab: no model {', '.join(unknown)} in {args.models_dir}/onnx")
     order = ["on", "off"] if args.on_first else ["off", "on"]
     print(host_header())
-    print(f"# {args.switch}: off = 0, on = 1, this checkout; f32; runs={args.runs} rounds={args.rounds}; "
+    if args.int8:
+        missing = [m for m in names if not (args.models_dir / "int8" / f"{m}.onnx").exists()]
+        if missing:
+            raise SystemExit(f"bench_switch_ab: no int8 copy of {', '.join(missing)} in {args.models_dir}/int8")
+    print(f"# {args.switch}: off = 0, on = 1, this checkout; {'int8 (QDQ)' if args.int8 else 'f32'}; "
+          f"runs={args.runs} rounds={args.rounds}; "
           f"{'/'.join(order)} first; ms medians; each engine in its own process")
     saved = os.environ.get(args.switch)
     for threads in args.threads:
         for name in names:
             path, feeds = available[name]
+            if args.int8:
+                path = args.models_dir / "int8" / f"{name}.onnx"
             procs: dict[str, EngineProcess] = {}
             try:
                 for setting in order:

@@ -3,7 +3,9 @@ oneDNN's ISA at AVX-512, each output pixel's 16-channel blocks are summed, requa
 on registers (exec type ``sum_regs:avx512``); the bytes are exactly those of the array loops it
 replaces (``OPFORGE_CPU_INT8_AVG_POOL_REGS=0``, run in a child process: the switch is read once
 per process) and of the baseline build, on channel counts with a masked tail, u8 and i8, padded
-and unpadded, strided and global windows, and within one step of ONNX Runtime's QDQ graph."""
+and unpadded, strided and global windows, and within one step of ONNX Runtime's QDQ graph. The
+AVX2 register build (stop 22, ``sum_regs:avx2``, under ``ONEDNN_MAX_CPU_ISA=AVX2_VNNI``; 8
+channels a vector, a scalar tail) gives the baseline's bytes too (``OPFORGE_CPU_INT8_AVX2=0``)."""
 
 from __future__ import annotations
 
@@ -69,10 +71,15 @@ def test_register_build_gives_the_array_loops_bytes(tmp_path: Path, pool: str, c
     x = (np.random.default_rng(51).standard_normal((1, c, 13, 11)) * 2).astype(np.float32)
     np.save(tmp_path / "x.npy", x)
     got, ran = {}, {}
-    for name, env_set in (("regs", {}), ("arrays", {SWITCH: "0"}), ("baseline", {"ONEDNN_MAX_CPU_ISA": "AVX2_VNNI"})):
+    runs: tuple[tuple[str, dict[str, str]], ...] = (
+        ("regs", {}), ("arrays", {SWITCH: "0"}),
+        ("regs_avx2", {"ONEDNN_MAX_CPU_ISA": "AVX2_VNNI"}),  # the AVX2 register build (stop 22)
+        ("baseline", {"ONEDNN_MAX_CPU_ISA": "AVX2_VNNI", "OPFORGE_CPU_INT8_AVX2": "0"}))
+    for name, env_set in runs:
         env = dict(os.environ)
         env.pop("ONEDNN_MAX_CPU_ISA", None)
         env.pop(SWITCH, None)
+        env.pop("OPFORGE_CPU_INT8_AVX2", None)
         env.update(env_set)
         done = subprocess.run([sys.executable, "-c", _RUN_SAVED, str(path), str(tmp_path / "x.npy"), str(tmp_path / f"{name}.npy")],
                               env=env, capture_output=True, text=True, timeout=300)
@@ -84,7 +91,9 @@ def test_register_build_gives_the_array_loops_bytes(tmp_path: Path, pool: str, c
     wide = ":avx512" in ran["arrays"]
     assert ("sum_regs:avx512" in ran["regs"]) == wide and "sum_regs" not in ran["arrays"] + ran["baseline"], ran
     assert ":avx512" not in ran["baseline"], ran
+    assert "sum_regs:avx2" in ran["regs_avx2"], ran
     np.testing.assert_array_equal(got["regs"], got["arrays"])
     np.testing.assert_array_equal(got["regs"], got["baseline"])
+    np.testing.assert_array_equal(got["regs_avx2"], got["baseline"])
     assert_close_steps(got["regs"], run_qdq_graph(path, x), 0.029)
     assert len(np.unique(got["regs"])) > 10  # (not a saturated constant)

@@ -258,6 +258,57 @@ void row_max_nhwc_interleaved_avx512(const float* const* rows, int64_t nr, int64
   }
 }
 
+// The interleaved f32 row walk's AVX2 build (stop 22): where oneDNN's effective ISA is AVX2
+// without AVX-512 (an AVX2 host; ONEDNN_MAX_CPU_ISA=AVX2 emulates one) an nhwc f32 pool ran
+// oneDNN's jit:avx2 pooling and then the NaN scan of its whole input (squeezenet1_1's three
+// 3x3/2 pools 0.34 ms at 1 thread under the cap, OpenVINO's jit_avx2_f32 0.15). 8 channels a
+// vector, up to four blocks in flight, the channel tail masked; the maximum is nan_max_v's
+// (vmaxps(v, m), then v where v is NaN), the taps in the same order: the AVX-512 walk's bytes.
+// OPFORGE_CPU_POOL_AVX2=0: oneDNN's pooling as before.
+bool pool_avx2_enabled() {
+  static const bool enabled = env_switch_on("OPFORGE_CPU_POOL_AVX2");
+  return enabled;
+}
+
+template <int NB>
+__attribute__((target("avx2"), always_inline)) inline void row_max_blocks_avx2(const float* const* rows, int64_t nr,
+                                                                               int64_t iw0, int64_t kw0, int64_t kw1,
+                                                                               int64_t D, int64_t C, int64_t i, float* y) {
+  __m256 m[NB];
+  __m256i lanes[NB];
+  const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  for (int b = 0; b < NB; ++b) {
+    const int64_t left = C - i - 8 * b;  // >= 1: the caller passes only blocks that hold channels
+    lanes[b] = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(std::min<int64_t>(left, 8))), iota);
+    m[b] = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  }
+  for (int64_t j = 0; j < nr; ++j)
+    for (int64_t kw = kw0; kw < kw1; ++kw) {
+      const float* src = rows[j] + (iw0 + kw * D) * C + i;
+      for (int b = 0; b < NB; ++b) {
+        const __m256 v = _mm256_maskload_ps(src + 8 * b, lanes[b]);
+        m[b] = _mm256_blendv_ps(_mm256_max_ps(v, m[b]), v, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+      }
+    }
+  for (int b = 0; b < NB; ++b) _mm256_maskstore_ps(y + i + 8 * b, lanes[b], m[b]);
+}
+
+__attribute__((target("avx2")))
+void row_max_nhwc_avx2(const float* const* rows, int64_t nr, int64_t W, int64_t C, int64_t OW, int64_t K, int64_t S,
+                       int64_t P, int64_t D, float* y) {
+  for (int64_t ow = 0; ow < OW; ++ow) {
+    const int64_t iw0 = ow * S - P;
+    const int64_t kw0 = iw0 >= 0 ? 0 : (-iw0 + D - 1) / D;
+    const int64_t kw1 = iw0 > W - 1 ? 0 : std::min<int64_t>(K, (W - 1 - iw0) / D + 1);
+    float* yo = y + ow * C;
+    int64_t i = 0;
+    for (; C - i > 24; i += 32) row_max_blocks_avx2<4>(rows, nr, iw0, kw0, kw1, D, C, i, yo);
+    if (C - i > 16) row_max_blocks_avx2<3>(rows, nr, iw0, kw0, kw1, D, C, i, yo);
+    else if (C - i > 8) row_max_blocks_avx2<2>(rows, nr, iw0, kw0, kw1, D, C, i, yo);
+    else if (C - i > 0) row_max_blocks_avx2<1>(rows, nr, iw0, kw0, kw1, D, C, i, yo);
+  }
+}
+
 // OPFORGE_CPU_POOL_INTERLEAVE=0: the f32 row walk keeps one channel block at a time as before
 // (row_max_nhwc_avx512), for same-build A/B measurements (read once a process).
 bool pool_interleave_enabled() {
@@ -333,19 +384,22 @@ bool pool_rows_enabled() {
 // 0.26, which does not propagate NaN). Output nhwc, of the input's type (bf16 as uint16_t).
 template <class T> class ChannelsLastMaxPool : public Kernel {
  public:
-  explicit ChannelsLastMaxPool(const NodeDesc& n) : xs_(n.in(0).shape), ys_(n.outputs[0].shape) {
+  // avx2: the f32 row walk's AVX2 build (row_max_nhwc_avx2) on an AVX2 host, every window shape
+  explicit ChannelsLastMaxPool(const NodeDesc& n, bool avx2 = false)
+      : xs_(n.in(0).shape), ys_(n.outputs[0].shape), avx2_(avx2 && sizeof(T) == 4) {
     w_.kernel = n.attrs.ints("kernel");
     w_.strides = n.attrs.ints("strides", std::vector<int64_t>(2, 1));
     w_.dilations = n.attrs.ints("dilations", std::vector<int64_t>(2, 1));
     std::vector<int64_t> pe;
     window_pads(n, xs_, ys_, w_.kernel, w_.strides, w_.dilations, w_.pads_begin, pe);
-    cols_ = sizeof(T) == 4 && w_.kernel[1] == 3 && w_.strides[1] == 1 && w_.dilations[1] == 1 && pool_rows_enabled() &&
-            pool_cols_enabled();
+    cols_ = !avx2_ && sizeof(T) == 4 && w_.kernel[1] == 3 && w_.strides[1] == 1 && w_.dilations[1] == 1 &&
+            pool_rows_enabled() && pool_cols_enabled();
   }
   void run(RunContext& ctx, const TensorView* in, TensorView* out, Bound*) override {
     pool(ctx, static_cast<const T*>(in[0].data), static_cast<T*>(out[0].data));
   }
   std::string impl_name() const override {
+    if (avx2_) return "max_nhwc_rows:avx2";
     if (sizeof(T) == 2) return pool_rows_enabled() ? "max_nhwc_bf16_rows:avx512" : "max_nhwc_bf16:avx512";
     if (cols_) return "max_nhwc_cols:avx512";
     return pool_rows_enabled() ? "max_nhwc_rows:avx512" : "max_nhwc:avx512";
@@ -354,7 +408,7 @@ template <class T> class ChannelsLastMaxPool : public Kernel {
  protected:
   void pool(RunContext& ctx, const T* x, T* y) const {
     const int64_t C = xs_[1];
-    if (pool_rows_enabled()) {
+    if (pool_rows_enabled() || avx2_) {
       pool_rows(ctx, x, y);
       return;
     }
@@ -378,6 +432,11 @@ template <class T> class ChannelsLastMaxPool : public Kernel {
           if (ih >= 0 && ih < H) rows[nr++] = x + (nn * H + ih) * W * C;
         }
         if constexpr (sizeof(T) == 4) {
+          if (avx2_) {
+            row_max_nhwc_avx2(rows.data(), nr, W, C, OW, KW, w_.strides[1], w_.pads_begin[1], w_.dilations[1],
+                              y + r * OW * C);
+            continue;
+          }
           if (cols_) {
             if (pool_interleave_enabled())
               row_max3_s1_nhwc_avx512<true>(rows.data(), nr, W, C, OW, w_.pads_begin[1], y + r * OW * C);
@@ -399,6 +458,7 @@ template <class T> class ChannelsLastMaxPool : public Kernel {
 
   Shape xs_, ys_;
   Window2d w_;
+  bool avx2_ = false;  // row_max_nhwc_avx2 (an AVX2 host)
   bool cols_ = false;  // f32, 3 wide, column stride 1, dilation 1: row_max3_s1_nhwc_avx512
 };
 
@@ -478,6 +538,13 @@ std::unique_ptr<Kernel> make_max_pool(NodeDesc& n) {
       n.outputs[0].md = nhwc(n.outputs[0].shape, dt::bf16);
       return std::make_unique<ChannelsLastMaxPool<uint16_t>>(n);
     }
+  }
+  // an AVX2 host (no AVX-512): the f32 row walk's AVX2 build over nhwc (row_max_nhwc_avx2)
+  if (x.blocked && x.shape.size() == 4 && n.attrs.ints("kernel").size() == 2 && !avx512_host() &&
+      host_has_avx2_fma() && pool_avx2_enabled() && x.md == nhwc(x.shape, dt::f32)) {
+    n.outputs[0].blocked = true;
+    n.outputs[0].md = nhwc(n.outputs[0].shape, dt::f32);
+    return std::make_unique<ChannelsLastMaxPool<float>>(n, true);
   }
   const auto dil = n.attrs.ints("dilations", {});
   if (!x.blocked && x.shape.size() == 4 && n.attrs.ints("kernel").size() == 2 && avx512_host() &&

@@ -54,7 +54,7 @@ constexpr int L = 16;
 // 2 rows x 8 pixels = 16 accumulators, a 3x3 kernel's 9 weights, the source vector and the zero
 // point in 32 registers (a 5x5 kernel's weights come from L1 as FMA memory operands)
 constexpr int kR[2] = {8, 8}, kRows[2] = {2, 2};  // [K == 5]
-inline Mask tail_mask(int n) { return static_cast<Mask>((1u << n) - 1u); }
+inline Mask tail_mask(int n, bool) { return static_cast<Mask>((1u << n) - 1u); }
 inline V vzero() { return _mm512_setzero_ps(); }
 inline V vset1(float f) { return _mm512_set1_ps(f); }
 inline V vload(const float* p) { return _mm512_loadu_ps(p); }
@@ -96,12 +96,15 @@ template <bool TAIL> inline void store_dst(uint8_t* p, V y, bool dst_signed, Mas
 namespace avx2 {
 
 using V = __m256;
-using Mask = int;  // the tail's channel count (AVX2 has no byte masks)
+// the tail's channel count n (AVX2 has no byte masks), plus kAfterBlock where a full block
+// precedes the tail in the pixel (then the 8 bytes ending at the tail's last one are in the tensor)
+using Mask = int;
+constexpr int kAfterBlock = 16;
 constexpr int L = 8;
 // 2 rows x 6 pixels = 12 accumulators, the source vector, the zero point and a weight in 16
 // registers (the f32 kernel's AVX2 3x3 tile size)
 constexpr int kR[2] = {6, 4}, kRows[2] = {2, 2};  // [K == 5]
-inline Mask tail_mask(int n) { return n; }
+inline Mask tail_mask(int n, bool after_block) { return n | (after_block ? kAfterBlock : 0); }
 inline V vzero() { return _mm256_setzero_ps(); }
 inline V vset1(float f) { return _mm256_set1_ps(f); }
 inline V vload(const float* p) { return _mm256_loadu_ps(p); }
@@ -119,15 +122,26 @@ inline V keep(V v) {
   return v;
 }
 // 8 source bytes (TAIL: the first n, copied: nothing past them is read) as f32
-template <bool SSRC, bool TAIL> inline V load_src(const uint8_t* p, Mask n) {
+// (after a full block: the 8 bytes ending at the tail's last, shifted down, one load instead of
+// a byte copy, which made a 20-channel 15x15 5x5 shape 2.3x oneDNN's time)
+template <bool SSRC, bool TAIL> inline V load_src(const uint8_t* p, Mask m) {
   uint64_t bytes = 0;
-  std::memcpy(&bytes, p, TAIL ? static_cast<size_t>(n) : 8);
+  const int n = m & (kAfterBlock - 1);
+  if (!TAIL) {
+    std::memcpy(&bytes, p, 8);
+  } else if (m & kAfterBlock) {
+    std::memcpy(&bytes, p + n - 8, 8);
+    bytes >>= 8 * (8 - n);  // (n is 1..7)
+  } else {
+    std::memcpy(&bytes, p, static_cast<size_t>(n));
+  }
   const __m128i b = _mm_cvtsi64_si128(static_cast<long long>(bytes));
   return _mm256_cvtepi32_ps(SSRC ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b));
 }
 // y (clamped to the destination's range, so each pack below is exact) rounded to bytes, ties
 // to even
-template <bool TAIL> inline void store_dst(uint8_t* p, V y, bool dst_signed, Mask n) {
+template <bool TAIL> inline void store_dst(uint8_t* p, V y, bool dst_signed, Mask m) {
+  const int n = m & (kAfterBlock - 1);
   const __m256i i = _mm256_cvtps_epi32(y);
   const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(i), _mm256_extracti128_si256(i, 1));
   const __m128i b = dst_signed ? _mm_packs_epi16(w, w) : _mm_packus_epi16(w, w);

@@ -5,6 +5,7 @@ between the stem and the head. Values against the reference, on either kind of h
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import numpy as np
@@ -140,5 +141,8 @@ def test_max_pool_of_nhwc_propagates_nan_in_one_pass(core: opforge.Core, kernel:
         # walked by output rows (stop 16); a 3-wide window at column stride 1 by columns (stop 17)
         cols = kernel[1] == 3 and strides[1] == 1 and dilations[1] == 1
         assert [r.exec_type for r in rows] == ["max_nhwc_cols:avx512" if cols else "max_nhwc_rows:avx512"]
-    else:  # (ONEDNN_MAX_CPU_ISA=AVX2: oneDNN's pooling and the NaN scan)
+    elif load_core().cpu_isa().startswith("avx2") and os.environ.get("OPFORGE_CPU_POOL_AVX2", "1") != "0":
+        # (an AVX2 host, or ONEDNN_MAX_CPU_ISA=AVX2: the row walk's AVX2 build, stop 22)
+        assert [r.exec_type for r in rows] == ["max_nhwc_rows:avx2"]
+    else:  # (no AVX2, or its switch off: oneDNN's pooling and the NaN scan)
         assert not rows[0].exec_type.startswith("max_nhwc")

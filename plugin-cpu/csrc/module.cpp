@@ -32,6 +32,7 @@
 #include "core/dnnl_util.hpp"  // alloc_run_buffer
 #include "core/executor.hpp"
 #include "core/host_isa.hpp"
+#include "core/keep_warm.hpp"
 #include "core/threading.hpp"
 #include "core/isa_clones.hpp"
 #include "opforge_cpu/kernel_abi.h"
@@ -780,6 +781,15 @@ PYBIND11_MODULE(_core, m) {
   // "omp" or "tbb": the threading runtime this build's oneDNN and loops run on (CMake option
   // OPFORGE_CPU_THREADING)
   m.def("threading_runtime", []() { return std::string(threading_runtime()); });
+  // The TBB build's keep-warm cold-start waits so far in this process (core/keep_warm.hpp):
+  // {"waited": runs that waited for a spinner on another CPU, "timed_out": waits that ran out}
+  m.def("keep_warm_waits", []() {
+    const KeepWarmWaits w = keep_warm_waits();
+    py::dict d;
+    d["waited"] = w.waited;
+    d["timed_out"] = w.timed_out;
+    return d;
+  });
   // The instruction set oneDNN dispatches to here (cpuid, capped by DNNL_MAX_CPU_ISA): the
   // benchmark prints it, and INFERENCE_PRECISION_HINT=bf16 needs a native bf16 one.
   m.def("cpu_isa", []() -> std::string {

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -85,6 +86,52 @@ def test_one_thread_and_the_switch_start_none(tmp_path: Path) -> None:
     off, _ = run_child(tmp_path, 2, {"OPFORGE_CPU_KEEP_WARM": "0"})
     assert one["idle_threads"] == 0, one
     assert off["idle_threads"] == 0, off
+
+
+#: three cold starts (the spinners asleep before each run), then the cold-start wait counters
+#: and the build's threading runtime (keep_warm.cpp, "Why the TBB build waits")
+COLD_CHILD = r"""
+import json, sys, time
+import numpy as np, opforge
+from opforge_cpu._loader import load_core
+
+core = opforge.Core()
+cm = core.compile_model(core.read_model(sys.argv[1]), "CPU", {"INFERENCE_NUM_THREADS": 2})
+x = np.load(sys.argv[2])
+req = cm.create_infer_request()
+outs = []
+for _ in range(3):
+    time.sleep(0.05)  # past the 2 ms tail: the spinners sleep, the other vCPU may halt
+    outs.append(np.asarray(req.infer({"x": x})[0]).copy())
+c = load_core()
+print(json.dumps({"runtime": c.threading_runtime(), **c.keep_warm_waits(),
+                  "equal": all(bool(np.array_equal(outs[0], o)) for o in outs)}))
+"""
+
+
+def cold_starts(tmp_path: Path, env: dict[str, str]) -> dict[str, Any]:
+    model = conv_model(tmp_path / "m.onnx")
+    np.save(tmp_path / "x.npy", np.random.default_rng(0).standard_normal((1, 16, 40, 40)).astype(np.float32))
+    res = subprocess.run([sys.executable, "-c", COLD_CHILD, str(model), str(tmp_path / "x.npy")],
+                         env=dict(os.environ, **env), capture_output=True, text=True, timeout=180, check=True)
+    info: dict[str, Any] = json.loads(res.stdout.strip().splitlines()[-1])
+    return info
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs a second CPU for a spinner to wait for")
+def test_tbb_build_waits_for_a_spinner_on_another_cpu_at_a_cold_start(tmp_path: Path) -> None:
+    on = cold_starts(tmp_path, {})
+    off = cold_starts(tmp_path, {"OPFORGE_CPU_KEEP_WARM_WAIT": "0"})
+    assert on["equal"] and off["equal"], (on, off)
+    assert off["waited"] == 0 and off["timed_out"] == 0, off
+    if on["runtime"] == "tbb":
+        # every run found the spinners asleep (the 50 ms pause), so each waited, and only
+        # until the other CPU's spinner ran (100 us at most; a timed-out wait is counted)
+        assert on["waited"] >= 3, on
+        assert on["timed_out"] <= on["waited"], on
+    else:
+        # the OpenMP build does not wait: its workers are placed again at every region
+        assert on["waited"] == 0 and on["timed_out"] == 0, on
 
 
 def test_results_do_not_depend_on_the_spinners(tmp_path: Path) -> None:

@@ -28,6 +28,16 @@ void keep_warm_end();
 // Whether the spinners are used in this process (the switch, and SCHED_IDLE being available).
 bool keep_warm_enabled();
 
+// The TBB build's cold-start wait (keep_warm.cpp, "Why the TBB build waits"): how many runs
+// found no spinner awake on another CPU and waited for one, and how many of those waits ran
+// out (kWaitNs) before one was running. Always 0 in the OpenMP build and under
+// OPFORGE_CPU_KEEP_WARM_WAIT=0. For tests and measurements.
+struct KeepWarmWaits {
+  long long waited = 0;
+  long long timed_out = 0;
+};
+KeepWarmWaits keep_warm_waits();
+
 // RAII form of begin/end.
 class KeepWarmScope {
  public:

@@ -47,11 +47,6 @@ bool f32_3x3_relu() {
   return on;
 }
 
-bool dense_nhwc(const dnnl::memory::desc& md) {
-  return md.get_ndims() == 4 &&
-         md == dnnl::memory::desc(md.get_dims(), md.get_data_type(), dnnl::memory::format_tag::acdb);
-}
-
 // The fused ops as the kernel's post-ops (oneDNN's order: out_scale, then the fused list), or
 // false for one it does not run.
 bool dw_post_ops(const NodeDesc& n, std::vector<DwPostOp>& post) {
@@ -101,6 +96,11 @@ bool dw_geometry(const NodeDesc& n, const dnnl::convolution_forward::primitive_d
 }
 
 }  // namespace
+
+bool dense_nhwc(const dnnl::memory::desc& md) {
+  return md.get_ndims() == 4 &&
+         md == dnnl::memory::desc(md.get_dims(), md.get_data_type(), dnnl::memory::format_tag::acdb);
+}
 
 std::unique_ptr<DwConvBf16> plan_dw_conv_bf16(const NodeDesc& n, const dnnl::convolution_forward::primitive_desc& pd) {
   // AVX512_BF16 in the CPU and in oneDNN's effective ISA (host_isa.hpp: ONEDNN_MAX_CPU_ISA=AVX2

@@ -11,6 +11,10 @@
 
 namespace opforge_cpu {
 
+// Whether `md` is a dense channels-last (nhwc) 4D tensor: what our depthwise and grouped
+// kernels read and write in a primitive's place (also the int8 one, quantized_dw_conv.cpp).
+bool dense_nhwc(const dnnl::memory::desc& md);
+
 // The kernel for GroupConvolution node `n` whose chosen bf16 primitive is `pd`, reading and
 // writing exactly pd's source and destination (so the neighbours see what oneDNN would have
 // given), or nullptr (then oneDNN's primitive runs): OPFORGE_CPU_DW_KERNEL=0 (read once), a host

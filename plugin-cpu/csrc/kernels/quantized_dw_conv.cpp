@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/dw_conv_int8.hpp"
+#include "core/dw_conv_plan.hpp"
 #include "core/env_switch.hpp"
 
 namespace opforge_cpu {
@@ -27,11 +28,6 @@ bool enabled() {
   // measurements
   static const bool on = env_switch_on("OPFORGE_CPU_INT8_DW");
   return on;
-}
-
-bool dense_nhwc(const dnnl::memory::desc& md) {
-  return md.get_ndims() == 4 &&
-         md == dnnl::memory::desc(md.get_dims(), md.get_data_type(), dnnl::memory::format_tag::acdb);
 }
 
 bool starts_with(const char* s, const char* prefix) { return s != nullptr && std::string(s).rfind(prefix, 0) == 0; }

@@ -51,21 +51,7 @@ bool f32_3x3_relu() {
 // false for one it does not run.
 bool dw_post_ops(const NodeDesc& n, std::vector<DwPostOp>& post) {
   if (n.attrs.has("out_scale")) post.push_back({DwPostOp::linear, static_cast<float>(n.attrs.f("out_scale")), 0.f});
-  for (const FusedOp& f : n.attrs.fused_ops("post_ops")) {
-    const KernelEntry* e = find_kernel(f.type);
-    if (!e || !e->post_op || !f.attrs) return false;
-    const Eltwise el = e->post_op(*f.attrs);
-    switch (el.alg) {
-      case dnnl::algorithm::eltwise_relu: post.push_back({DwPostOp::relu, el.alpha, 0.f}); break;
-      case dnnl::algorithm::eltwise_clip:
-      case dnnl::algorithm::eltwise_clip_v2: post.push_back({DwPostOp::clip, el.alpha, el.beta}); break;
-      case dnnl::algorithm::eltwise_linear: post.push_back({DwPostOp::linear, el.alpha, el.beta}); break;
-      case dnnl::algorithm::eltwise_swish: post.push_back({DwPostOp::swish, el.alpha, 0.f}); break;
-      case dnnl::algorithm::eltwise_hardswish: post.push_back({DwPostOp::hardswish, el.alpha, el.beta}); break;
-      default: return false;
-    }
-  }
-  return true;
+  return append_dw_post_ops(n.attrs.fused_ops("post_ops"), post);
 }
 
 // The geometry of a depthwise convolution our kernels can run over pd's source and destination
@@ -100,6 +86,24 @@ bool dw_geometry(const NodeDesc& n, const dnnl::convolution_forward::primitive_d
 bool dense_nhwc(const dnnl::memory::desc& md) {
   return md.get_ndims() == 4 &&
          md == dnnl::memory::desc(md.get_dims(), md.get_data_type(), dnnl::memory::format_tag::acdb);
+}
+
+bool append_dw_post_ops(const std::vector<FusedOp>& fused, std::vector<DwPostOp>& post) {
+  for (const FusedOp& f : fused) {
+    const KernelEntry* e = find_kernel(f.type);
+    if (!e || !e->post_op || !f.attrs) return false;
+    const Eltwise el = e->post_op(*f.attrs);
+    switch (el.alg) {
+      case dnnl::algorithm::eltwise_relu: post.push_back({DwPostOp::relu, el.alpha, 0.f}); break;
+      case dnnl::algorithm::eltwise_clip:
+      case dnnl::algorithm::eltwise_clip_v2: post.push_back({DwPostOp::clip, el.alpha, el.beta}); break;
+      case dnnl::algorithm::eltwise_linear: post.push_back({DwPostOp::linear, el.alpha, el.beta}); break;
+      case dnnl::algorithm::eltwise_swish: post.push_back({DwPostOp::swish, el.alpha, 0.f}); break;
+      case dnnl::algorithm::eltwise_hardswish: post.push_back({DwPostOp::hardswish, el.alpha, el.beta}); break;
+      default: return false;
+    }
+  }
+  return true;
 }
 
 std::unique_ptr<DwConvBf16> plan_dw_conv_bf16(const NodeDesc& n, const dnnl::convolution_forward::primitive_desc& pd) {

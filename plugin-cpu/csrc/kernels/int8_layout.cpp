@@ -3,7 +3,10 @@
 #include "core/host_isa.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <numeric>
+
+#include "core/env_switch.hpp"
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #define OPFORGE_LOOKUP_VBMI 1
@@ -88,8 +91,72 @@ OPFORGE_VBMI void lookup_vbmi(const uint8_t* table, const uint8_t* x, uint8_t* y
 bool has_vbmi() {
   return host_has_avx512_vbmi();
 }
+
+// AVX2 has no byte permute over more than 16 entries: pshufb looks up 16 (by the low nibble of
+// each index byte) and writes 0 where the index byte has its top bit set. So the 256 entries are
+// 16 rows of 16, looked up one row after the other, and the top bit masks the rows a byte must
+// not take: two index chains, one for the bytes below 128 (rows 0-7) and one for those at or
+// above (rows 8-15, the index with its top bit flipped). Each chain subtracts 16 with signed
+// saturation per row, so a byte's index goes negative (top bit set) after its own row h and
+// stays negative (saturation, no wrap back to a valid index), and the other half's bytes are
+// negative from the start. A byte thus takes rows 0..h (8..h) of the steps table, whose XOR is
+// row h of the values (ByteTable::steps). 3 operations a row (subtract, shuffle, XOR), 48 for 32
+// bytes, against 2 loads and a store a byte for the scalar loop.
+#define OPFORGE_AVX2_TARGET __attribute__((target("avx2")))
+OPFORGE_AVX2_TARGET __attribute__((always_inline)) inline __m256i lookup32(__m256i v, const uint8_t* steps) {
+  const __m256i sixteen = _mm256_set1_epi8(16);
+  __m256i lo = v, hi = _mm256_xor_si256(v, _mm256_set1_epi8(static_cast<char>(0x80)));
+  __m256i acc = _mm256_setzero_si256();
+  for (int k = 0; k < 8; ++k) {
+    const __m256i row_lo = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(steps + 16 * k)));
+    const __m256i row_hi =
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(steps + 128 + 16 * k)));
+    acc = _mm256_xor_si256(acc, _mm256_shuffle_epi8(row_lo, lo));
+    acc = _mm256_xor_si256(acc, _mm256_shuffle_epi8(row_hi, hi));
+    lo = _mm256_subs_epi8(lo, sixteen);
+    hi = _mm256_subs_epi8(hi, sixteen);
+  }
+  return acc;
+}
+OPFORGE_AVX2_TARGET void lookup_avx2(const uint8_t* steps, const uint8_t* x, uint8_t* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {  // two independent vectors a step: the chains are 8 rows deep
+    const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i));
+    const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i + 32));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i), lookup32(a, steps));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i + 32), lookup32(b, steps));
+  }
+  for (; i + 32 <= n; i += 32)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i),
+                        lookup32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i)), steps));
+  if (i < n) {  // the last 1-31 bytes through a buffer: nothing read or written past x[n-1], y[n-1]
+    alignas(32) uint8_t buf[32] = {};
+    std::memcpy(buf, x + i, static_cast<size_t>(n - i));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(buf), lookup32(_mm256_load_si256(reinterpret_cast<const __m256i*>(buf)), steps));
+    std::memcpy(y + i, buf, static_cast<size_t>(n - i));
+  }
+}
+bool lookup_avx2_on() {
+  static const bool on = host_has_avx2_fma() && env_switch_on("OPFORGE_CPU_INT8_LOOKUP_AVX2");
+  return on;
+}
 }  // namespace
 #endif
+
+void ByteTable::set(const uint8_t* table) {
+  std::memcpy(values, table, 256);
+  for (int k = 0; k < 16; ++k)
+    for (int j = 0; j < 16; ++j)
+      steps[16 * k + j] = k == 0 || k == 8 ? values[16 * k + j] : static_cast<uint8_t>(values[16 * k + j] ^ values[16 * (k - 1) + j]);
+}
+
+const char* lookup_isa_suffix() {
+#ifdef OPFORGE_LOOKUP_VBMI
+  if (has_vbmi()) return ":avx512";
+  if (lookup_avx2_on()) return ":avx2";  // an AVX-512 host without VBMI (Skylake-SP) runs it too
+#endif
+  return "";
+}
 
 bool int8_avx512() {
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -101,11 +168,12 @@ bool int8_avx512() {
 
 const char* int8_isa_suffix() { return int8_avx512() ? ":avx512" : ""; }
 
-void lookup_bytes(const uint8_t* table, const uint8_t* x, uint8_t* y, int64_t n) {
+void lookup_bytes(const ByteTable& table, const uint8_t* x, uint8_t* y, int64_t n) {
 #ifdef OPFORGE_LOOKUP_VBMI
-  if (has_vbmi()) return lookup_vbmi(table, x, y, n);
+  if (has_vbmi()) return lookup_vbmi(table.values, x, y, n);
+  if (lookup_avx2_on()) return lookup_avx2(table.steps, x, y, n);
 #endif
-  for (int64_t i = 0; i < n; ++i) y[i] = table[x[i]];
+  for (int64_t i = 0; i < n; ++i) y[i] = table.values[x[i]];
 }
 
 void StagedInputs::add(const TensorInfo& info, const std::vector<int>& order) {

@@ -40,9 +40,24 @@ bool int8_avx512();
 // The suffix of the byte-wise kernels' impl names saying which build runs (":avx512" or "").
 const char* int8_isa_suffix();
 
-// y[i] = table[x[i]] for n bytes: 64 at a time with AVX-512 VBMI byte permutes where the CPU has
-// them (a gather the compiler cannot vectorise otherwise: ~20x faster), else one by one.
-void lookup_bytes(const uint8_t* table, const uint8_t* x, uint8_t* y, int64_t n);
+// A 256-entry byte table (indexed by an input byte, holding an output byte) with the form the
+// AVX2 lookup reads besides the values: set() fills both.
+struct ByteTable {
+  uint8_t values[256] = {};
+  // steps[16k .. 16k+15] = values[16k ..] XOR values[16(k-1) ..] (k = 1..7, 9..15), the values
+  // themselves for k = 0 and 8: the AVX2 lookup XORs the steps of rows 0..h (8..h) for a byte
+  // whose high nibble is h < 8 (>= 8), which telescopes to row h.
+  uint8_t steps[256] = {};
+  void set(const uint8_t* table);
+};
+// y[i] = table.values[x[i]] for n bytes: 64 at a time with AVX-512 VBMI byte permutes where the
+// CPU has them (a gather the compiler cannot vectorise otherwise: ~20x faster); else 32 at a time
+// with AVX2 pshufb (16 lookups of 16 entries each, 1.25-2x the scalar loop) where the host has
+// AVX2 (host_isa: an emulated AVX2 host too) unless OPFORGE_CPU_INT8_LOOKUP_AVX2=0; else one by one.
+void lookup_bytes(const ByteTable& table, const uint8_t* x, uint8_t* y, int64_t n);
+// ":avx512", ":avx2" or "": which lookup_bytes build runs here, for the impl names of the table
+// kernels (":avx512" where the other byte-wise loops run AVX-512 too, as int8_isa_suffix()).
+const char* lookup_isa_suffix();
 
 // Inputs read in one wanted dense order: in place when they already are in it, else reordered
 // into the kernel's scratch before each run.

@@ -47,7 +47,11 @@ class QuantizedConcatKernel : public StagedKernel {
       const int32_t z = static_cast<int32_t>(zps[i]);
       Table t;
       t.copy = x.dtype == out && s == s_out && z == z_out;
-      if (!t.copy) fill_table(t.values, x.dtype, s, z, out, s_out, z_out);
+      if (!t.copy) {
+        uint8_t values[256];
+        fill_table(values, x.dtype, s, z, out, s_out, z_out);
+        t.table.set(values);
+      }
       tables_.push_back(t);
       all_copy_ = all_copy_ && t.copy;
     }
@@ -57,7 +61,7 @@ class QuantizedConcatKernel : public StagedKernel {
     n.outputs[0].blocked = !same_dense_layout(ys, order, plain_order(rank));
   }
   std::string impl_name() const override {
-    return staged_name(all_copy_ ? "memcpy" : std::string("table") + int8_isa_suffix());
+    return staged_name(all_copy_ ? "memcpy" : std::string("table") + lookup_isa_suffix());
   }
 
  private:
@@ -72,7 +76,7 @@ class QuantizedConcatKernel : public StagedKernel {
           if (tables_[i].copy) {
             std::memcpy(dst, src, static_cast<size_t>(c));
           } else {
-            lookup_bytes(tables_[i].values, src, dst, c);
+            lookup_bytes(tables_[i].table, src, dst, c);
           }
           dst += c;
         }
@@ -82,7 +86,7 @@ class QuantizedConcatKernel : public StagedKernel {
 
   struct Table {
     bool copy = true;
-    uint8_t values[256] = {};  // indexed by the input's byte, holding the output's byte
+    ByteTable table;  // indexed by the input's byte, holding the output's byte
   };
   static std::vector<int> plain_order(size_t rank) {
     std::vector<int> o(rank);

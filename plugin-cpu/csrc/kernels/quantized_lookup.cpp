@@ -20,7 +20,7 @@ struct LookupBound : Bound {
 class QuantizedLookupKernel : public Kernel {
  public:
   explicit QuantizedLookupKernel(NodeDesc& n) {
-    std::memcpy(table_, n.inputs[1].const_data, 256);
+    table_.set(static_cast<const uint8_t*>(n.inputs[1].const_data));
     const TensorInfo& x = n.in(0);
     // the same layout (padding included) on both sides: one flat pass over the bytes; a blocked
     // layout is described again for the output's type only when it is a dense one
@@ -42,7 +42,7 @@ class QuantizedLookupKernel : public Kernel {
     }
   }
   size_t scratch_bytes() const override { return staged_.scratch_bytes() + 64; }
-  std::string impl_name() const override { return std::string(staged_.any() ? "reorder+table" : "table") + int8_isa_suffix(); }
+  std::string impl_name() const override { return std::string(staged_.any() ? "reorder+table" : "table") + lookup_isa_suffix(); }
   // (the table maps bytes one to one: the output may be written over the input)
   int inplace_input(int out) const override { return out == 0 && !staged_.any() ? 0 : -1; }
   std::unique_ptr<Bound> bind(const TensorView* in, size_t, const TensorView*, size_t, void* scratch) override {
@@ -56,12 +56,12 @@ class QuantizedLookupKernel : public Kernel {
     const uint8_t* x = b->staged.data.empty() ? static_cast<const uint8_t*>(in[0].data)
                                               : static_cast<const uint8_t*>(b->staged.data[0]);
     uint8_t* y = static_cast<uint8_t*>(out[0].data);
-    const uint8_t* t = table_;
+    const ByteTable& t = table_;
     parallel_range(bytes_, ctx.num_threads, [&](int64_t s, int64_t e) { lookup_bytes(t, x + s, y + s, e - s); }, 262144);
   }
 
  private:
-  uint8_t table_[256];
+  ByteTable table_;
   StagedInputs staged_;
   int64_t bytes_ = 0;
 };

@@ -11,6 +11,11 @@ compares two builds (git revisions); this compares two settings of one build, wi
         --switch OPFORGE_CPU_INT8_AVG_POOL_REGS --threads 1
 
 ``--int8`` times the QDQ copy ``int8/<name>.onnx`` instead (bench_cpu.py's int8 rows).
+``--bf16`` compiles opforge with INFERENCE_PRECISION_HINT=bf16 and OpenVINO at its default
+precision (bench_cpu.py's bf16 rows):
+
+    python plugin-cpu/benchmarks/bench_switch_ab.py tv_swin_t --models-dir /tmp/real-models-2 --bf16 \\
+        --switch OPFORGE_CPU_QKV_PICK --threads 2
 """
 
 from __future__ import annotations
@@ -36,7 +41,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                     help="time the QDQ copy int8/<name>.onnx of each model (as bench_cpu --precision int8: "
                          "the rest of the graph in f32 on every engine)")
     ap.add_argument("--on-first", action="store_true", help="time 'on' before 'off' in each round")
+    ap.add_argument("--bf16", action="store_true",
+                    help="opforge with INFERENCE_PRECISION_HINT=bf16 against OpenVINO at its default precision "
+                         "(bf16 on bf16 hosts; bench_cpu --precision bf16); ONNX Runtime f32")
     args = ap.parse_args(argv)
+    if args.bf16 and args.int8:
+        ap.error("--bf16 and --int8 together: pick one")
     if not args.switch.startswith("OPFORGE_CPU_"):
         ap.error(f"--switch {args.switch}: an OPFORGE_CPU_* variable is expected")
     return args
@@ -57,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         missing = [m for m in names if not (args.models_dir / "int8" / f"{m}.onnx").exists()]
         if missing:
             raise SystemExit(f"bench_switch_ab: no int8 copy of {', '.join(missing)} in {args.models_dir}/int8")
-    print(f"# {args.switch}: off = 0, on = 1, this checkout; {'int8 (QDQ)' if args.int8 else 'f32'}; "
+    print(f"# {args.switch}: off = 0, on = 1, this checkout; {'int8 (QDQ)' if args.int8 else 'bf16 (OpenVINO default)' if args.bf16 else 'f32'}; "
           f"runs={args.runs} rounds={args.rounds}; "
           f"{'/'.join(order)} first; ms medians; each engine in its own process")
     saved = os.environ.get(args.switch)
@@ -72,13 +82,13 @@ def main(argv: list[str] | None = None) -> int:
                     # the process is spawned by its first prepare(), with the environment as it is then
                     os.environ[args.switch] = "1" if setting == "on" else "0"
                     procs[setting] = EngineProcess("opforge")
-                    procs[setting].prepare(path, feeds, threads, "f32")
+                    procs[setting].prepare(path, feeds, threads, "bf16" if args.bf16 else "f32")
                 if saved is None:
                     os.environ.pop(args.switch, None)
                 else:
                     os.environ[args.switch] = saved
                 procs["openvino"] = EngineProcess("openvino")
-                procs["openvino"].prepare(path, feeds, threads, "f32")
+                procs["openvino"].prepare(path, feeds, threads, None if args.bf16 else "f32")
                 procs["onnxruntime"] = EngineProcess("onnxruntime")
                 procs["onnxruntime"].prepare(path, feeds, threads)
                 l0 = os.getloadavg()[0]

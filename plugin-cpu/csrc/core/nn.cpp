@@ -252,6 +252,16 @@ class WindowKernel : public Kernel {
       if (ym[i] == S::inf) y[i] = S::nan;
   }
   std::unique_ptr<Bound> bind(const TensorView* in, size_t n_in, const TensorView* out, size_t, void* scratch) override {
+    // a picked operand (MatMul pick_a/pick_b) starts in_offset_ bytes into its stored tensor:
+    // every use of its pointer below (memory objects, the attention chunks' own conversion)
+    // takes the shifted one
+    std::vector<TensorView> shifted;
+    if (!in_offset_.empty()) {
+      shifted.assign(in, in + n_in);
+      for (size_t i = 0; i < std::min(n_in, in_offset_.size()); ++i)
+        if (in_offset_[i]) shifted[i].data = static_cast<char*>(shifted[i].data) + in_offset_[i];
+      in = shifted.data();
+    }
     auto b = std::make_unique<ConvBound>();
     auto& eng = cpu_engine();
     char* s = static_cast<char*>(scratch);
@@ -335,6 +345,7 @@ class WindowKernel : public Kernel {
   }
 
   dnnl::primitive prim_;
+  std::vector<size_t> in_offset_;  // bytes into input i where its operand starts (a picked one)
   dnnl::reorder src_reorder_;
   bool has_src_reorder_ = false;
   dnnl::reorder wei_reorder_;
@@ -1062,9 +1073,9 @@ dnnl::memory::desc matrix_md(const Shape& s, int rank, bool transpose) {
 
 // The operand read in place through strides when it is the Transpose (`perm`) of a stored
 // tensor of shape `s` (emit.py _folded_transpose), padded to `rank`, then as matrix_md.
-static dnnl::memory::desc permuted_md(const Shape& s, const std::vector<int64_t>& perm, int rank, bool transpose) {
+static dnnl::memory::desc permuted_md(const Shape& s, const Shape& st0, const std::vector<int64_t>& perm, int rank,
+                                      bool transpose) {
   if (perm.size() != s.size()) throw CompileFailure("MatMul: the folded Transpose's order does not match its input's rank");
-  const Shape st0 = strides_of(s);
   Shape dims, st;
   for (int64_t p : perm) {
     if (p < 0 || p >= static_cast<int64_t>(s.size())) throw CompileFailure("MatMul: bad folded Transpose order");
@@ -1080,6 +1091,34 @@ static dnnl::memory::desc permuted_md(const Shape& s, const std::vector<int64_t>
   }
   return dnnl::memory::desc(dnnl::memory::dims(dims.begin(), dims.end()), dnnl::memory::data_type::f32,
                             dnnl::memory::dims(st.begin(), st.end()));
+}
+
+static dnnl::memory::desc permuted_md(const Shape& s, const std::vector<int64_t>& perm, int rank, bool transpose) {
+  return permuted_md(s, strides_of(s), perm, rank, transpose);
+}
+
+// pick_a / pick_b = [axis, index] (emit.py _folded_pick): the operand is slice `index` along
+// `axis` of the stored f32 tensor `s` (torchvision Swin's qkv[0], qkv[1], qkv[2]: a Gather of one
+// constant index each, which copied a third of the projection per part). It is read in place:
+// the stored tensor's strides without that axis, `offset_bytes` into it.
+struct PickedOperand {
+  Shape shape, strides;
+  size_t offset_bytes = 0;
+};
+static PickedOperand picked_operand(const Shape& s, const std::vector<int64_t>& pick) {
+  if (pick.size() != 2 || s.size() < 2) throw CompileFailure("MatMul: a picked operand needs [axis, index] of a rank >= 2 tensor");
+  const int64_t axis = pick[0], index = pick[1];
+  if (axis < 0 || axis >= static_cast<int64_t>(s.size()) || index < 0 || index >= s[axis])
+    throw CompileFailure("MatMul: the picked operand's axis or index is out of range");
+  const Shape st = strides_of(s);
+  PickedOperand p;
+  for (size_t d = 0; d < s.size(); ++d) {
+    if (static_cast<int64_t>(d) == axis) continue;
+    p.shape.push_back(s[d]);
+    p.strides.push_back(st[d]);
+  }
+  p.offset_bytes = static_cast<size_t>(index * st[axis]) * sizeof(float);
+  return p;
 }
 
 // A dense bf16 layout of `md`'s dims in which the dimension `md` reads with unit stride stays
@@ -1133,12 +1172,36 @@ std::unique_ptr<Kernel> make_dnnl_matmul(NodeDesc& n) {
     a = {rows, a.back()};
     b = {b[b.size() - 2], b.back()};
   }
-  int rank = static_cast<int>(std::max(a.size(), b.size()));
   // Stored shapes (before transposition) pad to rank; logical dims come from the descriptors.
   // perm_a/perm_b: the operand is a Transpose of the stored tensor, read through its strides.
-  const auto perm_a = n.attrs.ints("perm_a", {}), perm_b = n.attrs.ints("perm_b", {});
-  auto amd = perm_a.empty() ? matrix_md(a, rank, ta) : permuted_md(a, perm_a, rank, ta);
-  auto bmd_user = perm_b.empty() ? matrix_md(b, rank, tb) : permuted_md(b, perm_b, rank, tb);
+  auto perm_a = n.attrs.ints("perm_a", {}), perm_b = n.attrs.ints("perm_b", {});
+  // pick_a/pick_b: the operand is one slice of the stored tensor (picked_operand), then permuted
+  // as above (an identity order when none is folded: the code below then takes the strided
+  // paths, the ones that convert any source layout); bf16 only (the WindowKernel offsets it)
+  const auto pick_a = n.attrs.ints("pick_a", {}), pick_b = n.attrs.ints("pick_b", {});
+  std::optional<PickedOperand> pa, pb;
+  if (!pick_a.empty() || !pick_b.empty()) {
+    // (a folded Softmax converts input 0 itself: never picked)
+    if (!n.attrs.b("bf16", false) || ta || tb || n.is_const(1) || n.in(0).shape.size() != a.size() ||
+        n.in(1).shape.size() != b.size() || (!pick_a.empty() && (n.attrs.b("softmax_a", false) || n.in(0).blocked)) ||
+        (!pick_b.empty() && n.in(1).blocked))
+      throw CompileFailure("MatMul: a picked operand needs a bf16 MatMul of two plain f32 run-time operands");
+    if (!pick_a.empty()) {
+      pa = picked_operand(a, pick_a);
+      a = pa->shape;
+      if (perm_a.empty()) for (size_t d = 0; d < a.size(); ++d) perm_a.push_back(static_cast<int64_t>(d));
+    }
+    if (!pick_b.empty()) {
+      pb = picked_operand(b, pick_b);
+      b = pb->shape;
+      if (perm_b.empty()) for (size_t d = 0; d < b.size(); ++d) perm_b.push_back(static_cast<int64_t>(d));
+    }
+  }
+  int rank = static_cast<int>(std::max(a.size(), b.size()));
+  auto amd = perm_a.empty() ? matrix_md(a, rank, ta) : pa ? permuted_md(a, pa->strides, perm_a, rank, ta) : permuted_md(a, perm_a, rank, ta);
+  auto bmd_user = perm_b.empty() ? matrix_md(b, rank, tb)
+                  : pb                ? permuted_md(b, pb->strides, perm_b, rank, tb)
+                                      : permuted_md(b, perm_b, rank, tb);
   auto ad = amd.get_dims(), bd = bmd_user.get_dims();
   dnnl::memory::dims cd(rank);
   for (int i = 0; i < rank - 2; ++i) cd[i] = std::max(ad[i], bd[i]);
@@ -1269,17 +1332,23 @@ std::unique_ptr<Kernel> make_dnnl_matmul(NodeDesc& n) {
         bpd = mk(abf, bbf);
       }
       // (a folded Softmax and a bf16 source need the bf16 kernel: oneDNN's reference one is slow,
-      // still right)
-      ok = !is_reference_impl(bpd) || softmax_a || src_bf16;
+      // still right; so does a picked operand, which only this kernel offsets)
+      ok = !is_reference_impl(bpd) || softmax_a || src_bf16 || pa || pb;
     } catch (const dnnl::error& e) {
-      if (softmax_a || src_bf16)
-        throw CompileFailure(std::string("MatMul with a folded Softmax or a bf16 source: oneDNN has no bf16 kernel: ") +
-                             e.what());
+      if (softmax_a || src_bf16 || pa || pb)
+        throw CompileFailure(
+            std::string("MatMul with a folded Softmax, a bf16 source or a picked operand: oneDNN has no bf16 kernel: ") +
+            e.what());
       ok = false;
     }
     if (ok) {
       auto k = std::make_unique<WindowKernel>();
       k->finish(dnnl::matmul(bpd), bpd, a_user);
+      if (pa || pb) {
+        k->in_offset_.assign(2, 0);
+        if (pa) k->in_offset_[0] = pa->offset_bytes;
+        if (pb) k->in_offset_[1] = pb->offset_bytes;
+      }
       if (bpd.dst_desc().get_data_type() == dnnl::memory::data_type::bf16) {
         n.outputs[0].md = bpd.dst_desc();
         n.outputs[0].blocked = true;

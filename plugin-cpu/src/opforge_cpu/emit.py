@@ -31,6 +31,12 @@ _WIDE_SOFTMAX_ADD = os.environ.get("OPFORGE_CPU_WIDE_SOFTMAX_ADD", "1") != "0"
 _QSCALE_FOLD = os.environ.get("OPFORGE_CPU_QSCALE_FOLD", "1") != "0"
 
 
+def _qkv_pick() -> bool:
+    """A bf16 attention MatMul reads Swin's qkv[i] Gather in place (Emitter._folded_pick); read
+    at each compile, as passes/qkv_split.py reads OPFORGE_CPU_QKV_SPLIT."""
+    return os.environ.get("OPFORGE_CPU_QKV_PICK", "1") != "0"
+
+
 def index_mapped(node: Node, builtin: Collection[str]) -> bool:
     """Whether standard ``node`` is lowered to one IndexMap kernel (when its parameters are
     constants): an op that only rearranges its input 0 (``Op.rearranges_input``) and has no C++
@@ -229,6 +235,8 @@ class Emitter:
             return  # that MatMul adds it to the scores as it computes the softmax
         if t in ("Multiply", "Divide") and self._prescale_reader(node) is not None:
             return  # its bf16 MatMul scales its result instead (emit_fused)
+        if t == "Gather" and self._pick_reader(node) is not None:
+            return  # its bf16 MatMul reads the slice in place (emit_fused, _folded_pick)
         if t == "MaxPool":
             need = len(node.output_specs) > 1 and bool(self.uses.get(node.output(1)))
             attrs = attrs_dict(node) | {"need_indices": need, "plain_layout": need}
@@ -393,6 +401,10 @@ class Emitter:
                 if (add := self._softmax_add(softmax)) is not None:
                     operands[0], addend = add
                     fused.insert(0, softmax.inputs[0].node.name)
+            for k, key in ((0, "pick_a"), (1, "pick_b")):
+                if not (k == 0 and softmax_a) and (pick := self._folded_pick(node, operands[k])) is not None:
+                    fused.insert(0, operands[k].node.name)
+                    operands[k], perms[key] = pick
         ins = [self.tensor(i) for i in operands] + extra
         sum_input = base + (1 if has_bias else 0) if has_sum else -1
         attrs = attrs_dict(node) | {"has_bias": has_bias, "sum_input": sum_input, "post_ops": post} | perms
@@ -568,6 +580,68 @@ class Emitter:
             if (x.element_type is Type.f32 and x.node.constant_value() is None
                     and (c := self._scalar_factor(m, x)) is not None):
                 return x, c
+        return None
+
+    def _folded_pick(self, mm: Node, operand: Output) -> tuple[Output, list[int]] | None:
+        """(the stored tensor, [axis, index]) of a Gather of one constant scalar index that
+        produces ``operand`` (what bf16 MatMul ``mm`` of two run-time operands reads, after its
+        folded Transpose and prescale) and is read by nothing else: torchvision Swin's qkv[0],
+        qkv[1], qkv[2] (taken from the projection's own axis by passes/qkv_split.py), each a copy
+        of a third of the projection, 1.3 ms of tv_swin_t's 18.8 at 2 threads in bf16. The
+        MatMul reads the slice in place through the stored tensor's strides (core/nn.cpp
+        picked_operand); its conversion to bf16, which it does anyway, moves the values.
+        OPFORGE_CPU_QKV_PICK=0: not folded."""
+        g = operand.node
+        if (not _qkv_pick() or not self.bf16 or mm.type_name != "MatMul" or not mm.op.is_standard
+                or find_plugin_kernel(self.kernels, mm) is not None or mm.inputs[0] == mm.inputs[1]
+                or any(x.node.constant_value() is not None or x.element_type is not Type.f32 for x in mm.inputs)
+                or g.type_name != "Gather" or not g.op.is_standard or g.id in self.absorbed
+                or find_plugin_kernel(self.kernels, g) is not None or int(getattr(g.attrs, "batch_dims", 0)) != 0
+                or len(self.uses.get(operand, [])) != 1):
+            return None
+        data = g.inputs[0]
+        shape = data.partial_shape
+        if (data.element_type is not Type.f32 or data.node.constant_value() is not None or not shape.is_static
+                or data in self.bf16_matmul_results or data in self.bf16_copies):
+            return None
+        dims = [int(d) for d in shape.to_tuple()]
+        index, axis = g.inputs[1].node.constant_value(), g.inputs[2].node.constant_value()
+        if index is None or axis is None or np.asarray(index).ndim != 0 or np.asarray(axis).size != 1 or len(dims) < 3:
+            return None
+        a, i = int(np.asarray(axis).reshape(-1)[0]), int(index)
+        a = a + len(dims) if a < 0 else a
+        if not 0 <= a < len(dims):
+            return None
+        i = i + dims[a] if i < 0 else i
+        if not 0 <= i < dims[a]:
+            return None
+        return data, [a, i]
+
+    def _pick_reader(self, g: Node) -> Node | None:
+        """The bf16 MatMul that reads Gather ``g``'s slice in place (``_folded_pick``), through
+        the Multiply and Transpose it folds in (``_folded_prescale``, ``_folded_transpose``)."""
+        if not _qkv_pick() or not self.bf16 or g.type_name != "Gather":
+            return None
+        cur = g.output(0)
+        for _ in range(3):
+            u = single_user(self.uses, cur)
+            if u is None:
+                return None
+            if u.type_name == "MatMul":
+                for k in (0, 1):
+                    if k == 0 and self._folded_softmax(u, u.inputs[0]):
+                        continue
+                    read = u.inputs[k]
+                    if (folded := self._folded_transpose(u, read)) is not None:
+                        read = folded[0]
+                    if (ps := self._folded_prescale(u, k, read)) is not None:
+                        read = ps[0]
+                    if read == g.output(0) and self._folded_pick(u, read) is not None:
+                        return u
+                return None
+            if u.type_name not in ("Transpose", "Multiply", "Divide"):
+                return None
+            cur = u.output(0)
         return None
 
     def _folded_softmax(self, mm: Node, operand: Output) -> bool:

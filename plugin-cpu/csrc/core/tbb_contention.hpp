@@ -14,10 +14,13 @@
 // threads took 1.4x the OpenMP build, whose threads spin briefly and then sleep on a futex (a
 // wake-up keeps their share).
 //
-// What this does: once a millisecond of multi-threaded steps the caller reads one worker's
-// /proc schedstat; a worker that waited (runnable, not running) for more than a quarter of that
-// time starts *loaded mode* for kLoadedModeNs (renewed while it lasts). In loaded mode the
-// sched_yield calls of libtbb (its one import of it, redirected at the first multi-threaded run
+// What this does: every 20 ms of multi-threaded steps the caller reads one worker's and its own
+// /proc schedstat; when *both* waited (runnable, not running) for more than 40 % of that time,
+// *loaded mode* starts for kLoadedModeNs (renewed while it lasts). Both: with one busy loop the
+// caller has a CPU of its own, and there a yielding worker is the better one (the caller takes
+// every chunk at full speed; a spinning worker starts chunks and is preempted inside them, and
+// the caller waits for them: resnet18 1.5x with the worker's wait alone as the rule). In the
+// mode the sched_yield calls of libtbb (its one import of it, redirected at the first multi-threaded run
 // by rewriting libtbb's GOT entry) spin 32 pauses instead, so TBB's waiting threads keep their
 // fair share of the CPU they are queued on; outside it they call sched_yield as before, so a
 // quiet host runs exactly what it ran (spinning instead of yielding costs 10-28 % there: TBB's
@@ -51,8 +54,8 @@ std::unique_ptr<tbb::task_scheduler_observer> tbb_contention_watch(tbb::task_are
 // once per thread). A no-op in the OpenMP build and with the switch off.
 void tbb_contention_observe();
 
-// Before each step that runs on more than one thread: a clock read, and once a millisecond one
-// worker's /proc schedstat (round robin over the workers seen).
+// Before each step that runs on more than one thread: a clock read, and every 20 ms one
+// worker's /proc schedstat (round robin over the workers seen) and the calling thread's.
 void tbb_contention_before_step();
 
 // Whether the switch is on (TBB build) / libtbb's sched_yield is redirected now.

@@ -12,6 +12,12 @@ loaded-host case of docs/kernel-library.md, "oneDNN and our loops on TBB".
         --env tbb=/tmp/tbb-venv/bin/python --model /tmp/bench-models/onnx/mobilenet_v2.onnx \\
         --threads 2 --precision f32 --runs 24 --rounds 6 [--hog 1]
 
+``--ort`` adds ONNX Runtime (under the first environment's Python) to the rounds;
+``--precision int8`` times the QDQ copies (``--model /tmp/bench-models/int8/resnet18.onnx``)
+with every engine at its f32 hint, as bench_cpu.py's int8 rows. A build named twice with
+``--set`` (``--env tbb=... --env tbboff=... --set tbboff:OPFORGE_CPU_TBB_UNSTACK=0``) is a
+same-build A/B of a switch in the same rounds.
+
 A model's inputs come from ``ref/<m>.npz`` beside its ``onnx/`` folder (``in.<name>`` arrays, as
 bench_cpu.py reads them).
 """
@@ -41,8 +47,12 @@ import bench_cpu
 engine, path, threads, precision = sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
 data = np.load(sys.argv[6])
 feeds = {k.removeprefix("in."): data[k] for k in data.files if k.startswith("in.")}
+if precision == "int8":
+    precision = "f32"  # a QDQ model: the graph decides what runs in int8, the rest f32 (as bench_cpu)
 if engine == "openvino":
     infer, _, prec = bench_cpu.prepare_openvino(path, feeds, threads, None if precision == "bf16" else "f32")
+elif engine == "onnxruntime":
+    infer, _, prec = bench_cpu.prepare_ort(path, feeds, threads)
 else:
     infer, _, prec = bench_cpu.prepare_opforge(path, feeds, threads, precision)
     from opforge_cpu._loader import load_core
@@ -86,7 +96,11 @@ def main() -> int:
                     help="an opforge build: its name and its environment's Python (the first also runs OpenVINO)")
     ap.add_argument("--model", type=Path, action="append", required=True)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--precision", choices=["f32", "bf16"], default="f32")
+    ap.add_argument("--precision", choices=["f32", "bf16", "int8"], default="f32",
+                    help="int8: give the QDQ copies (int8/<m>.onnx); every engine runs them with an f32 hint, "
+                         "so the graph's QDQ pairs decide what runs in int8 (as bench_cpu.py)")
+    ap.add_argument("--ort", action="store_true", help="time ONNX Runtime (f32, under the first environment's "
+                                                          "Python) in the same rounds too")
     ap.add_argument("--runs", type=int, default=24)
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--set", action="append", default=[], metavar="NAME:VAR=VALUE",
@@ -112,6 +126,9 @@ def main() -> int:
                 children[name] = Child(python, "opforge", model, args.threads, args.precision, ref,
                                        child_env.get(name))
             children["openvino"] = Child(first_python, "openvino", model, args.threads, args.precision, ref)
+            if args.ort:
+                children["onnxruntime"] = Child(first_python, "onnxruntime", model, args.threads, args.precision,
+                                                ref)
             order = list(children.items())
             if args.reverse:
                 order.reverse()
@@ -129,10 +146,16 @@ def main() -> int:
             for c in children.values():
                 c.close()
         ov = med["openvino"]
-        cells = "  ".join(f"{k} {v:.3f} ms ({v / ov:.2f})" for k, v in med.items() if k != "openvino")
+        cells = "  ".join(f"{k} {v:.3f} ms ({v / ov:.2f})" for k, v in med.items()
+                          if k not in ("openvino", "onnxruntime"))
         names = list(envs)
         pair = f"  {names[1]}/{names[0]} {med[names[1]] / med[names[0]]:.3f}" if len(names) >= 2 else ""
-        print(f"{model.stem:22s} {cells}  openvino {ov:.3f} ms [{children['openvino'].precision}]{pair}", flush=True)
+        ort = ""
+        if "onnxruntime" in med:  # each build over ONNX Runtime's median of the same rounds
+            ort = f"  onnxruntime {med['onnxruntime']:.3f} ms (" + " ".join(
+                f"{n} {med[n] / med['onnxruntime']:.2f}" for n in names) + ")"
+        print(f"{model.stem:22s} {cells}  openvino {ov:.3f} ms [{children['openvino'].precision}]{pair}{ort}",
+              flush=True)
     return 0
 
 

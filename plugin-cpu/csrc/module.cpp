@@ -33,6 +33,7 @@
 #include "core/executor.hpp"
 #include "core/host_isa.hpp"
 #include "core/keep_warm.hpp"
+#include "core/tbb_contention.hpp"
 #include "core/threading.hpp"
 #include "core/isa_clones.hpp"
 #include "opforge_cpu/kernel_abi.h"
@@ -788,6 +789,21 @@ PYBIND11_MODULE(_core, m) {
     py::dict d;
     d["waited"] = w.waited;
     d["timed_out"] = w.timed_out;
+    return d;
+  });
+  // The TBB build's loaded mode so far in this process (core/tbb_contention.hpp): {"enabled":
+  // the switch, "redirected": libtbb's sched_yield goes through us, "checks": looks at a
+  // worker's schedstat, "loaded_modes": times loaded mode began, "spun_yields": yields spun
+  // instead of made, "workers": TBB workers seen}
+  m.def("tbb_contention_stats", []() {
+    const TbbContentionStats s = tbb_contention_stats();
+    py::dict d;
+    d["enabled"] = tbb_contention_enabled();
+    d["redirected"] = tbb_contention_redirected();
+    d["checks"] = s.checks;
+    d["loaded_modes"] = s.loaded_modes;
+    d["spun_yields"] = s.spun_yields;
+    d["workers"] = s.workers;
     return d;
   });
   // The instruction set oneDNN dispatches to here (cpuid, capped by DNNL_MAX_CPU_ISA): the

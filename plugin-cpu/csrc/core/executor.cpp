@@ -13,6 +13,7 @@
 #include "core/primitive_log.hpp"
 #include "core/step_threads.hpp"
 #include "core/threading.hpp"
+#include "core/tbb_contention.hpp"
 
 namespace opforge_cpu {
 
@@ -443,6 +444,10 @@ void Program::run(State& st, const std::vector<const void*>& inputs, const std::
   // The other vCPUs stay busy (SCHED_IDLE) while the steps run, so waking the runtime's worker
   // for the next parallel step does not pay a halted vCPU's wake-up (keep_warm.hpp).
   KeepWarmScope warm(num_threads_);
+  // TBB build: record the workers that join this thread's arenas, and look before multi-threaded
+  // steps whether they wait for a CPU; while they do, TBB's waiting threads spin instead of
+  // calling sched_yield (tbb_contention.hpp).
+  if (num_threads_ > 1) tbb_contention_observe();
   auto run_step = [&](size_t s) {
     const Step& step = steps_[s];
     ctx.num_threads = step.threads;
@@ -471,7 +476,10 @@ void Program::run(State& st, const std::vector<const void*>& inputs, const std::
     size_t end = s + 1;
     while (end < steps_.size() && steps_[end].threads == steps_[s].threads) ++end;
     with_threads(steps_[s].threads, [&] {
-      for (size_t i = s; i < end; ++i) run_step(i);
+      for (size_t i = s; i < end; ++i) {
+        if (steps_[i].threads > 1) tbb_contention_before_step();
+        run_step(i);
+      }
     });
     s = end;
   }

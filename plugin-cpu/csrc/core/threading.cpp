@@ -1,5 +1,7 @@
 #include "core/threading.hpp"
 
+#include "core/tbb_contention.hpp"
+
 #include <sched.h>
 
 #include <map>
@@ -30,10 +32,20 @@ tbb::task_arena& threading_arena(int threads) {
   // Per calling thread (and TBB worker: a chunk task enters its thread's one-slot arena): two
   // Python threads running programs at once each get their own arenas, whose workers TBB's
   // scheduler shares out (never more than the machine's concurrency in all).
-  thread_local std::map<int, std::unique_ptr<tbb::task_arena>> arenas;
+  // An arena of more than one slot gets an observer that records the workers entering it, so
+  // that Program::run can see one waiting for a CPU (core/tbb_contention.hpp). Member order:
+  // the observer is destroyed before its arena.
+  struct Scope {
+    std::unique_ptr<tbb::task_arena> arena;
+    std::unique_ptr<tbb::task_scheduler_observer> watch;
+  };
+  thread_local std::map<int, Scope> arenas;
   auto& a = arenas[threads];
-  if (!a) a = std::make_unique<tbb::task_arena>(threads, 1);
-  return *a;
+  if (!a.arena) {
+    a.arena = std::make_unique<tbb::task_arena>(threads, 1);
+    if (threads > 1) a.watch = tbb_contention_watch(*a.arena);
+  }
+  return *a.arena;
 }
 
 #else

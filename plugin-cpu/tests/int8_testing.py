@@ -4,7 +4,10 @@ test_cpu_int8.py for why one step)."""
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -159,3 +162,18 @@ def run_qdq_graph(path: Path, x: np.ndarray) -> np.ndarray:
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     sess = ort.InferenceSession(str(reference_model(path)), so, providers=["CPUExecutionProvider"])
     return np.asarray(sess.run(None, {sess.get_inputs()[0].name: x})[0])
+
+
+def run_child(child: str, args: list[str], isa: str | None, switches: dict[str, str]) -> dict[str, Any]:
+    """Runs the script ``child`` with ``args`` in a fresh Python under ``ONEDNN_MAX_CPU_ISA=isa``
+    (none: the host's own ISA; the cap is read once a process, hence the child) and the given
+    ``OPFORGE_CPU_INT8_*`` switches (any others of the parent's environment dropped); returns the
+    JSON object of its last output line."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ONEDNN_MAX_CPU_ISA", "OPFORGE_CPU_INT8_"))}
+    if isa:
+        env["ONEDNN_MAX_CPU_ISA"] = isa
+    env |= switches
+    done = subprocess.run([sys.executable, "-c", child, *args], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    res: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return res

@@ -14,10 +14,6 @@ nothing."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -28,7 +24,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 pytest.importorskip("onnxruntime.quantization")
 
-from int8_testing import output_scale, quantize, save_model
+from int8_testing import output_scale, quantize, run_child, save_model
 
 CHILD = textwrap.dedent("""
     import json, sys
@@ -57,15 +53,9 @@ CHILD = textwrap.dedent("""
 def _run(q: Path, x: np.ndarray, tmp_path: Path, isa: str | None, **switches: str) -> dict[str, object]:
     """Runs ``q`` on opforge in a child process (ONNX Runtime beside it for "steps")."""
     np.save(tmp_path / "x.npy", x)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ONEDNN_MAX_CPU_ISA", "OPFORGE_CPU_INT8_"))}
-    if isa:
-        env["ONEDNN_MAX_CPU_ISA"] = isa
-    env |= switches
     got = tmp_path / f"got_{q.stem}_{isa}_{'_'.join(f'{k}{v}' for k, v in switches.items())}.npy"
-    done = subprocess.run([sys.executable, "-c", CHILD, str(Path(__file__).parent), str(q), str(tmp_path / "x.npy"),
-                           str(got)], env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    res: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    res: dict[str, object] = run_child(CHILD, [str(Path(__file__).parent), str(q), str(tmp_path / "x.npy"), str(got)],
+                                       isa, switches)
     res["got"] = np.load(got)
     return res
 

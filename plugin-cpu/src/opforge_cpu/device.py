@@ -34,6 +34,7 @@ from opforge_cpu.data_dependent import DataDependentProgram
 from opforge_cpu.emit import Emitter, contiguous
 from opforge_cpu.passes.head_slice import SliceBeforeTranspose
 from opforge_cpu.passes.int8 import Int8Fusion
+from opforge_cpu.passes.int8.s8_shift import S8SourceShift
 from opforge_cpu.passes.parallel_residual import ParallelResidual
 from opforge_cpu.passes.permute_chain import PermuteChainFusion
 from opforge_cpu.passes.qkv_split import QkvSplitBeforeTranspose
@@ -240,12 +241,13 @@ class CpuExecutable(PlannedExecutable[CpuPlan]):
         head split taken before it (passes/head_slice.py), a Reshape/Transpose chain as one
         Transpose (passes/permute_chain.py), timm's fused QKV split taken before its head
         Transpose (passes/qkv_split.py), a parallel block's (m + a) + x residual as two MatMul
-        sums (passes/parallel_residual.py), then f32 compute for f16/bf16/f64 nodes without a
-        kernel of their type."""
+        sums (passes/parallel_residual.py), u8 sources for the int8 convolutions of s8 tensors
+        on a host without VNNI (passes/int8/s8_shift.py), then f32 compute for f16/bf16/f64
+        nodes without a kernel of their type."""
         return [FoldBatchNormIntoConvolution(), FuseGeluErf(), FuseGeluTanh(), MergeTransposes(), FuseLayerNormToMVN(),
                 FuseRMSNormalization(), FuseSwish(), Int8Fusion(), ShuffleChannelsFusion(),
                 RoPEFusion(), SliceBeforeTranspose(), PermuteChainFusion(), QkvSplitBeforeTranspose(), ParallelResidual(),
-                LowerPrecision(self._core, self._kernels)]
+                S8SourceShift(), LowerPrecision(self._core, self._kernels)]
 
     def build_plan(self, model: Model) -> CpuPlan:
         check_output_sizes(model)

@@ -26,7 +26,8 @@ one scale, i.e. when the int8 form loses nothing. Anything else stays f32 and ru
 
 The modules: ``qdq_patterns`` recognises the (de)quantize and requantize decompositions;
 ``weights`` recovers int8 weights; ``no_vnni`` keeps full-range weights in f32 where the kernels
-would saturate; one module per rewrite (``quantized_op``, ``quantize_dequantize``,
+would saturate; ``s8_shift`` (a planning pass of its own, after these) gives the convolutions
+of s8 tensors u8 bytes + 128 on hosts without VNNI; one module per rewrite (``quantized_op``, ``quantize_dequantize``,
 ``residual_sum``, ``max_pool``, ``avg_pool``, ``concat``, ``lookup``, ``eltwise``, ``movement``,
 ``interpolate``, ``scale_shift``),
 applied in the order ``Int8Fusion`` lists them.

@@ -1,4 +1,4 @@
-"""s8 sources on hosts without VNNI: the convolutions read u8 bytes shifted by us instead.
+"""s8 sources on hosts without VNNI: convolutions and MatMuls read u8 bytes shifted by us instead.
 
 On such hosts (``no_vnni.pairs_saturate``) oneDNN 3.2's int8 convolutions (dense, grouped and
 depthwise) and deconvolutions, given an **s8** source, shift it to u8 themselves and halve the
@@ -10,8 +10,10 @@ with a zero point they halve nothing (the weights are 7-bit already), so this pa
 x_u8 = x_s8 + 128 with the source zero point moved by +128, the same real value
 s * (x_s8 - z) = s * (x_u8 - (z + 128)). oneDNN's source zero point (or its fold into the bias
 over a source the kernel pads with the zero point, quantized_convolution.cpp) keeps the padding a
-real 0. oneDNN's int8 matmul (``gemm:jit`` / ``brg:avx512_core`` there) is exact on s8 sources
-and needs no shift, but reads a shifted tensor as well.
+real 0. oneDNN's int8 matmul is exact on s8 sources there (``gemm:jit`` / ``brg:avx512_core``),
+but the AVX2 ``gemm:jit`` of an s8 source is slow: MobileNetV2's 1 x 1280 x 1000 classifier took
+8.7 ms capped to AVX2 (1 thread), 0.087 ms over the shifted u8 bytes (0.128 on the u8 QDQ copy),
+so MatMuls get u8 sources too (AVX-512 without VNNI: 0.031 / 0.027 ms, either is fine).
 
 Where the bytes come from matters for the cost. The shift is free where the producer and every
 reader of the s8 tensor take it in their attributes: a Quantize, a quantized convolution/MatMul
@@ -24,7 +26,7 @@ shifted bytes on (both commute with + 128), and a residual operand has its convo
 type, so the tensors they connect shift together: a ResNet's residual chain (a convolution's
 output that is the next one's source and the residual operand of the one after) is one such
 component. A component with anything else in it (a model output, a Pad...) is left as it is, and
-each convolution reading an s8 tensor of it reads it through a 256-entry table instead
+each convolution or MatMul reading an s8 tensor of it reads it through a 256-entry table instead
 (QuantizedLookup, b -> b ^ 0x80: one pass over the tensor).
 
 ``OPFORGE_CPU_INT8_S8_SHIFT=0`` keeps the behaviour before stop 24 (the 6-bit weights)."""
@@ -60,8 +62,9 @@ from opforge_cpu.passes.int8.qdq_patterns import is_op
 S8_SHIFT = os.environ.get("OPFORGE_CPU_INT8_S8_SHIFT", "1") != "0"
 #: the byte shift: an s8 value v is the u8 byte v + 128, i.e. its bit pattern with the sign flipped
 SHIFT = 128
-#: ops whose s8 source oneDNN halves the weights for without VNNI
-_HALVING = (QuantizedConvolution, QuantizedConvolutionBackpropData)
+#: the ops given u8 sources: those whose s8 source oneDNN halves the weights for without VNNI,
+#: and the MatMul, exact on s8 but slow there (see the module docstring)
+_TARGETS = (QuantizedConvolution, QuantizedConvolutionBackpropData, QuantizedMatMul)
 #: ops reading input 0 with src_zero_point and writing with dst_zero_point / output_type
 _SRC_DST = (QuantizedConvolution, QuantizedConvolutionBackpropData, QuantizedMatMul, QuantizedAvgPool,
             QuantizedInterpolate, QuantizedScaleShift)
@@ -192,7 +195,7 @@ def _shift_component(comp: set[Output], uses: dict[Output, list[tuple[Node, int]
 
 
 def _table_shift(t: Output, readers: list[Node]) -> None:
-    """``readers`` (convolutions at port 0) read ``t`` through a QuantizedLookup that writes its
+    """``readers`` (convolutions and MatMuls at port 0) read ``t`` through a QuantizedLookup that writes its
     bytes + 128 as u8, with their source zero points moved by +128."""
     table = np.arange(256, dtype=np.uint8) ^ np.uint8(0x80)  # the byte of s8 v -> v + 128
     shift = Node.create(QuantizedLookup, [t, _const(table, f"{t.node.name}/s8_to_u8/table")], {},
@@ -204,12 +207,12 @@ def _table_shift(t: Output, readers: list[Node]) -> None:
 
 
 def shift_s8_sources(model: Model) -> bool:
-    """Gives every quantized (de)convolution reading an s8 tensor a u8 one (see the module
-    docstring), on a host without VNNI with the switch on; whether anything changed."""
+    """Gives every quantized (de)convolution and MatMul reading an s8 tensor a u8 one (see the
+    module docstring), on a host without VNNI with the switch on; whether anything changed."""
     if not (S8_SHIFT and pairs_saturate()):
         return False
     ops = model.get_ordered_ops()
-    seeds = [n.inputs[0] for n in ops if _is_any(n, _HALVING) and n.inputs[0].element_type is Type.i8]
+    seeds = [n.inputs[0] for n in ops if _is_any(n, _TARGETS) and n.inputs[0].element_type is Type.i8]
     if not seeds:
         return False
     order = {n.id: k for k, n in enumerate(ops)}
@@ -223,7 +226,7 @@ def shift_s8_sources(model: Model) -> bool:
             _shift_component(comp, uses, order)
             done |= comp
         else:
-            _table_shift(seed, [u for u, port in uses.get(seed, []) if _is_any(u, _HALVING) and port == 0])
+            _table_shift(seed, [u for u, port in uses.get(seed, []) if _is_any(u, _TARGETS) and port == 0])
             done.add(seed)
     return True
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -125,3 +126,45 @@ def test_one_thread_steps_wake_no_worker(tmp_path: Path) -> None:
     assert steps == [1], steps
     assert after_small == before, (before, after_small)
     assert after_big > after_small, (after_small, after_big)
+
+
+MISSING_TBB_CHILD = r"""
+import sys
+sys.path.insert(0, sys.argv[1])
+from opforge_cpu._loader import load_core
+try:
+    load_core()
+except ImportError as err:
+    print("ImportError:", err)
+else:
+    print("loaded")
+"""
+
+
+def test_a_missing_tbb_wheel_is_named(tmp_path: Path) -> None:
+    """A TBB build whose libtbb.so.12 is out of reach (the tbb wheel not installed, or installed
+    with ``pip install --target``, which leaves its library outside the RUNPATH) fails to import
+    with an ImportError that says which wheel to install, not an OSError from loading oneDNN by
+    path (stop 24). The child runs a copy of the package with ``python -S`` (no site-packages, so
+    no tbb distribution to preload from)."""
+    if load_core().threading_runtime() != "tbb":
+        pytest.skip("the OpenMP build needs no tbb wheel")
+    if "libtbb.so.12" in subprocess.run(["ldconfig", "-p"], capture_output=True, text=True).stdout:
+        pytest.skip("this system has a libtbb.so.12 of its own, so nothing is missing")
+    import opforge_cpu
+
+    copy = tmp_path / "opforge_cpu"
+    copy.mkdir()
+    # an editable install keeps the Python files in the checkout and the compiled ones in
+    # site-packages: the copy takes both
+    for folder in {Path(opforge_cpu.__file__).parent, Path(load_core().__file__).parent}:
+        for item in folder.iterdir():
+            if item.is_file() and (item.suffix in (".py", ".so") or ".so." in item.name):
+                shutil.copy2(item, copy / item.name)
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_LIBRARY_PATH", "LD_PRELOAD", "PYTHONPATH")}
+    res = subprocess.run([sys.executable, "-S", "-c", MISSING_TBB_CHILD, str(tmp_path)], env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr[-2000:]
+    out = res.stdout.strip()
+    assert out.startswith("ImportError:"), out
+    assert "pip install 'tbb==2021.13.1'" in out and "libtbb.so.12 (wheel tbb)" in out, out

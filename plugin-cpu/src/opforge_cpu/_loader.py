@@ -124,14 +124,19 @@ def load_core() -> ModuleType:
         from opforge_cpu import _core  # type: ignore[attr-defined]  # compiled at install
     except ImportError as first:
         missing = _preload_tbb_runtime() if "libtbb" in str(first) else []
-        _preload_onednn()
         try:
+            # loading oneDNN by path fails with an OSError, not an ImportError, when its own
+            # dependencies (libtbb) are missing: a --target install leaves the tbb wheel's
+            # library out of reach (stop 24, on the device machine); say what to install
+            _preload_onednn()
             from opforge_cpu import _core  # type: ignore[attr-defined]  # compiled at install
-        except ImportError as err:
+        except (ImportError, OSError) as err:
             if missing:
                 raise ImportError(
                     f"{err}: this opforge-cpu was built on TBB (OPFORGE_CPU_THREADING=tbb) and needs "
                     f"the wheel tbb (pip install 'tbb==2021.13.1'); missing: {', '.join(missing)}"
                 ) from err
+            if isinstance(err, OSError):
+                raise ImportError(f"opforge-cpu's compiled executor cannot be loaded: {err}") from err
             raise
     return _core

@@ -180,6 +180,40 @@ def test_network_shifts_its_s8_tensors_without_extra_passes(tmp_path: Path, isa:
         np.testing.assert_array_equal(res["got"], exact["got"])
 
 
+def test_shufflenet_unit_shifts_through_split_and_channel_shuffle(tmp_path: Path) -> None:
+    """A ShuffleNetV2 unit: Split of the channels, a convolution branch, Concat, the channel
+    shuffle (Reshape, Transpose, Reshape) on the bytes, a convolution. The split halves and the
+    shuffled tensor are element moves of shifted bytes: no shift table, and capped the bytes are
+    native opforge's on the 7-bit model."""
+    rng = np.random.default_rng(47)
+    shape = (1, 16, 8, 8)
+    mk = helper.make_node
+    nodes = [
+        mk("Conv", ["x", "w0"], ["c0"], pads=[1, 1, 1, 1]),
+        mk("Split", ["c0", "halves"], ["s0", "s1"], axis=1),
+        mk("Conv", ["s1", "w1"], ["c1"], pads=[1, 1, 1, 1]), mk("Relu", ["c1"], ["r1"]),
+        mk("Concat", ["s0", "r1"], ["cat"], axis=1),
+        mk("Reshape", ["cat", "grouped"], ["g"]), mk("Transpose", ["g"], ["t"], perm=[0, 2, 1, 3, 4]),
+        mk("Reshape", ["t", "flat"], ["sh"]),
+        mk("Conv", ["sh", "w2"], ["y"], pads=[1, 1, 1, 1]),
+    ]
+    inits = [_w(rng, "w0", (16, 16, 3, 3)), _w(rng, "w1", (8, 8, 3, 3)), _w(rng, "w2", (8, 16, 3, 3)),
+             numpy_helper.from_array(np.array([8, 8], np.int64), "halves"),
+             numpy_helper.from_array(np.array([1, 2, 8, 8, 8], np.int64), "grouped"),
+             numpy_helper.from_array(np.array([1, 16, 8, 8], np.int64), "flat")]
+    src = save_model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
+                     [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 8, 8])], inits, tmp_path / "unit.onnx",
+                     opset=18)
+    q = quantize(src, tmp_path / "unit_q.onnx", shape, True, "i8")
+    x = np.random.default_rng(48).standard_normal(shape).astype(np.float32)
+    capped = _run(q, x, tmp_path, "AVX2")
+    assert capped["shift_tables"] == 0 and capped["ran"].count("QuantizedConvolution") == 3, capped["ran"]
+    assert "Dequantize" in capped["ran"] and capped["ran"].count("Quantize") == 1, capped["ran"]
+    assert capped["steps"] <= 1.0 + 1e-4 and capped["exact"] >= 0.99, (capped["steps"], capped["exact"])
+    exact = _run(seven_bit_copy(q, tmp_path / "unit_q7.onnx"), x, tmp_path, None)
+    np.testing.assert_array_equal(capped["got"], exact["got"])
+
+
 def test_s8_model_output_keeps_its_bytes_and_the_reader_shifts_through_a_table(tmp_path: Path) -> None:
     """QLinearConv -> an int8 model output that a second QLinearConv also reads: that tensor must
     keep its s8 bytes, so without VNNI the second convolution reads it through one shift table

@@ -62,13 +62,15 @@ dnnl::primitive_attr default_attr() {
   return a;
 }
 
-void append_post_ops(dnnl::post_ops& ops, const Attrs& attrs) {
+void append_post_ops(dnnl::post_ops& ops, const Attrs& attrs, size_t drop_fused_tail) {
   if (attrs.i("sum_input", -1) >= 0) ops.append_sum(1.f);
   // a constant scalar Multiply/Divide the emitter folded in (attention's 1/sqrt(d), emit.py
   // _scalar_factor); never after a bias or sum in the graph, so its place here is right
   if (attrs.has("out_scale"))
     ops.append_eltwise(dnnl::algorithm::eltwise_linear, static_cast<float>(attrs.f("out_scale")), 0.f);
-  append_fused_ops(ops, attrs.fused_ops("post_ops"));
+  std::vector<FusedOp> fused = attrs.fused_ops("post_ops");
+  fused.resize(fused.size() - std::min(drop_fused_tail, fused.size()));
+  append_fused_ops(ops, fused);
 }
 
 void append_fused_ops(dnnl::post_ops& ops, const std::vector<FusedOp>& fused) {

@@ -25,8 +25,10 @@ dnnl::memory::dims to_dims(const Shape& s);
 // The post-ops of a fused Convolution/MatMul node: oneDNN's sum over the residual input first
 // when "sum_input" >= 0 (the fusion pass only takes a residual Add before any activation), then
 // each fused activation of "post_ops" ((op type, attributes) pairs), built by the post-op its
-// kernel registered. Throws CompileFailure for an op that registered none.
-void append_post_ops(dnnl::post_ops& ops, const Attrs& attrs);
+// kernel registered. Throws CompileFailure for an op that registered none. `drop_fused_tail`
+// leaves out that many of the last fused activations (a kernel that runs them itself after the
+// primitive: nn.cpp's Swish pass).
+void append_post_ops(dnnl::post_ops& ops, const Attrs& attrs, size_t drop_fused_tail = 0);
 // Only the fused activations (a quantized kernel's tail, which takes no sum).
 void append_fused_ops(dnnl::post_ops& ops, const std::vector<FusedOp>& fused);
 

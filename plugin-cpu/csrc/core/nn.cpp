@@ -12,6 +12,7 @@
 #include "core/matmul_row_split.hpp"
 #include "core/primitive_log.hpp"
 #include "core/softmax_rows.hpp"
+#include "core/swish_pass.hpp"
 #include "core/threading.hpp"
 
 #include <algorithm>
@@ -173,6 +174,13 @@ class WindowKernel : public Kernel {
       return;
     }
     prim_.execute(*ctx.stream, b->args);
+    if (swish_pass_) {
+      // the Swish the primitive was built without (see swish_pass.cpp), over its whole
+      // destination: a blocked layout's zero channel padding stays zero (0 / (1 + 1))
+      ctx.stream->wait();
+      swish_inplace(static_cast<float*>(b->args.at(DNNL_ARG_DST).get_data_handle()),
+                    static_cast<int64_t>(dst_md_.get_size() / sizeof(float)), swish_alpha_, ctx.num_threads);
+    }
     if (nan_max_) propagate_nan(ctx, b->args);
   }
 
@@ -397,6 +405,10 @@ class WindowKernel : public Kernel {
     impl_ += "+attn" + std::to_string(split.chunks.size());
     attn_ = std::move(split);
   }
+  // an f32 1x1 convolution whose trailing Swish (alpha swish_alpha_) runs as our pass after the
+  // primitive instead of as its post-op (conv_swish_pass_on_this_host)
+  bool swish_pass_ = false;
+  float swish_alpha_ = 1.f;
   bool nan_max_ = false;  // a max pooling: see propagate_nan
   bool has_exact_ = false;  // a regrouped convolution (regroup_bf16) and its exact twin
   dnnl::primitive exact_prim_;
@@ -758,8 +770,27 @@ std::unique_ptr<Kernel> make_dnnl_conv(NodeDesc& n, bool grouped) {
     }
   }
   std::unique_ptr<Grouped4ConvF32> grouped4;  // see grouped4_conv_f32_candidate
+  // An f32 1x1 convolution ending in a Swish (EfficientNet's expand convolutions, SiLU written as
+  // x * Sigmoid(x)) on a host where our pass beats oneDNN 3.2's eltwise_swish post-op
+  // (swish_pass.cpp): the primitive without its last post-op, the Swish after it (run).
+  std::optional<float> swish_alpha;
+  if (!bf16 && !grouped && !residual_bf16 && conv_swish_pass_on_this_host() &&
+      std::all_of(ws.begin() + 2, ws.end(), [](int64_t d) { return d == 1; })) {
+    const std::vector<FusedOp> fused = n.attrs.fused_ops("post_ops");
+    const KernelEntry* e = fused.empty() ? nullptr : find_kernel(fused.back().type);
+    if (e && e->post_op && fused.back().attrs) {
+      const Eltwise el = e->post_op(*fused.back().attrs);
+      if (el.alg == dnnl::algorithm::eltwise_swish) swish_alpha = el.alpha;
+    }
+  }
   if (!bf16) {
     attr = f32_attr;
+    if (swish_alpha) {
+      dnnl::post_ops without_swish;
+      append_post_ops(without_swish, n.attrs, 1);
+      attr = default_attr();
+      attr.set_post_ops(without_swish);
+    }
     residual_binary = residual_bf16;  // (an f32 convolution after all, over a bf16 residual)
     if (residual_binary) {
       attr = residual_attr();
@@ -858,6 +889,11 @@ std::unique_ptr<Kernel> make_dnnl_conv(NodeDesc& n, bool grouped) {
     k->dw_ = plan_dw_conv_f32(n, pd);
   }
   if (grouped4) k->dw_ = std::move(grouped4);
+  if (swish_alpha) {
+    k->swish_pass_ = true;
+    k->swish_alpha_ = *swish_alpha;
+    k->impl_ += swish_pass_exec_suffix();
+  }
   if (k->dw_) k->impl_ = k->dw_->exec_type();
   if (bf16 && !k->split_ && !k->dw_) {
     // with OPFORGE_CPU_CONV_ROWS=1 (measured, not enabled: conv_row_split.cpp), any other (3x3,

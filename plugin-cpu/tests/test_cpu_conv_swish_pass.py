@@ -39,10 +39,13 @@ def _cpuinfo() -> tuple[set[str], str]:
 
 _FLAGS, _VENDOR = _cpuinfo()
 _CAP = os.environ.get("ONEDNN_MAX_CPU_ISA", "ALL").upper()
-# whether the pass runs in this process (the rule of conv_swish_pass_on_this_host)
-PASS = (os.environ.get("OPFORGE_CPU_CONV_SWISH_PASS", "1") != "0" and _VENDOR == "AuthenticAMD"
-        and "avx512f" in _FLAGS and (_CAP in {"ALL", "DEFAULT"} or _CAP.startswith("AVX512_CORE")))
-MARK = "+swish:avx512"
+# which build of the pass runs in this process (the rule of conv_swish_pass_on_this_host): an AMD
+# CPU, the switch on, AVX-512 unless oneDNN's ISA is capped below AVX512_CORE, else AVX2+FMA
+_AMD = _VENDOR == "AuthenticAMD"
+_AVX512 = "avx512f" in _FLAGS and (_CAP in {"ALL", "DEFAULT"} or _CAP.startswith("AVX512_CORE"))
+_AVX2 = {"avx2", "fma"} <= _FLAGS and _CAP not in {"SSE41", "AVX"}
+PASS = os.environ.get("OPFORGE_CPU_CONV_SWISH_PASS", "1") != "0" and _AMD and (_AVX512 or _AVX2)
+MARK = "+swish:avx512" if _AVX512 else "+swish:avx2"
 
 
 def run(path: Path, x: np.ndarray, threads: int, precision: str = "f32") -> tuple[list[np.ndarray], dict[str, str]]:
@@ -148,25 +151,47 @@ _CHILD = ("import sys, numpy as np; sys.path.insert(0, sys.argv[3]); from test_c
           "np.save(sys.argv[2] + '.out.npy', g[0]); print(repr(sorted(t.values())))")
 
 
-@pytest.mark.skipif(not PASS, reason="the Swish pass does not run in this process")
-def test_swish_pass_switch_off(tmp_path: Path) -> None:
-    # OPFORGE_CPU_CONV_SWISH_PASS=0 in a child process: oneDNN's post-op, no mark; both outputs
-    # within f32 rounding of ONNX Runtime and of each other
+def _children(tmp_path: Path, envs: dict[str, dict[str, str]]) -> tuple[dict[str, np.ndarray], dict[str, str],
+                                                                         np.ndarray]:
+    """A 1x1 convolution with SiLU (16 -> 96, 28x28 after a 3x3 one) run in one child process per
+    environment of ``envs``: their outputs and exec types by name, and ONNX Runtime's output."""
     g = Graph(12)
     y = g.act(g.conv(g.act(g.conv("x", 3, 16, 3), "relu"), 16, 96), "silu")
     path = g.save(tmp_path / "m.onnx", (1, 3, 28, 28), [g.conv(y, 96, 24)])
     x = g.rng.standard_normal((1, 3, 28, 28)).astype(np.float32)
     np.save(tmp_path / "x.npy", x)
-    outs = {}
-    for setting in ("0", "1"):
+    outs, types = {}, {}
+    for name, env in envs.items():
         res = subprocess.run([sys.executable, "-c", _CHILD, str(path), str(tmp_path / "x.npy"),
                               str(Path(__file__).parent)],
-                             env=dict(os.environ, OPFORGE_CPU_CONV_SWISH_PASS=setting), capture_output=True,
-                             text=True, timeout=120, check=True)
-        assert (MARK in res.stdout) == (setting == "1"), res.stdout
-        outs[setting] = np.load(str(tmp_path / "x.npy") + ".out.npy")
-    want = ort_run(path, x)[0]
+                             env=dict(os.environ, **env), capture_output=True, text=True, timeout=120, check=True)
+        outs[name], types[name] = np.load(str(tmp_path / "x.npy") + ".out.npy"), res.stdout
+    return outs, types, ort_run(path, x)[0]
+
+
+@pytest.mark.skipif(not PASS, reason="the Swish pass does not run in this process")
+def test_swish_pass_switch_off(tmp_path: Path) -> None:
+    # OPFORGE_CPU_CONV_SWISH_PASS=0 in a child process: oneDNN's post-op, no mark; both outputs
+    # within f32 rounding of ONNX Runtime and of each other
+    outs, types, want = _children(tmp_path, {"off": {"OPFORGE_CPU_CONV_SWISH_PASS": "0"},
+                                             "on": {"OPFORGE_CPU_CONV_SWISH_PASS": "1"}})
+    assert "+swish" not in types["off"] and MARK in types["on"], types
     scale = float(np.abs(want).max())
     for got in outs.values():
         assert np.abs(got - want).max() / scale < 2e-5
-    assert np.abs(outs["0"] - outs["1"]).max() / scale < 2e-5
+    assert np.abs(outs["off"] - outs["on"]).max() / scale < 2e-5
+
+
+@pytest.mark.skipif(not (_AMD and {"avx2", "fma"} <= _FLAGS), reason="the AVX2 build runs on AMD hosts with AVX2")
+def test_swish_pass_avx2_build(tmp_path: Path) -> None:
+    # ONEDNN_MAX_CPU_ISA=AVX2 in a child process (an emulated AVX2 host): the 8-lane build after
+    # brgconv_1x1:avx2, within f32 rounding of ONNX Runtime and of oneDNN's post-op (switch off)
+    outs, types, want = _children(tmp_path, {
+        "on": {"ONEDNN_MAX_CPU_ISA": "AVX2", "OPFORGE_CPU_CONV_SWISH_PASS": "1"},
+        "off": {"ONEDNN_MAX_CPU_ISA": "AVX2", "OPFORGE_CPU_CONV_SWISH_PASS": "0"}})
+    assert "+swish:avx2" in types["on"] and "avx512" not in types["on"], types
+    assert "+swish" not in types["off"], types
+    scale = float(np.abs(want).max())
+    for got in outs.values():
+        assert np.abs(got - want).max() / scale < 2e-5
+    assert np.abs(outs["off"] - outs["on"]).max() / scale < 2e-5

@@ -26,18 +26,34 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing as mp
 import os
 import statistics
 import sys
 import tempfile
 from collections import defaultdict
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any, TypeVar
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_cpu import host_header, models_in, profile_openvino, top_node_types
 from engine_process import EngineProcess, interleaved_medians_remote
+
+T = TypeVar("T")
+
+
+def in_child(fn: Callable[..., T], *args: Any) -> T:
+    """fn(*args) in a fresh (spawned) process: each profile runs in its own, so no engine's
+    thread pool or earlier thread count is left in the process of another's (bench_cpu.py times
+    each engine in its own process for the same reason). On the Zen 5 VM, 2-thread profiles still
+    read as slow as 1-thread ones in some minutes, for both engines alike (the VM's second vCPU
+    busy elsewhere): compare the engines' 2-thread sums of one run only, and check with --wall."""
+    with ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn")) as pool:
+        return pool.submit(fn, *args).result()
 
 
 def wall_medians(path: Path, feeds: dict[str, np.ndarray], threads: int, runs: int) -> dict[str, float]:
@@ -188,8 +204,8 @@ def main(argv: list[str] | None = None) -> int:
     rank = {n: i for i, n in enumerate(order)}
     print(host_header())
     for threads in args.threads:
-        of_steps = profile_opforge_steps(path, feeds, threads, args.runs)
-        ort_steps = charge_reorders(profile_ort_steps(path, feeds, threads, args.runs), producer, op_type)
+        of_steps = in_child(profile_opforge_steps, path, feeds, threads, args.runs)
+        ort_steps = charge_reorders(in_child(profile_ort_steps, path, feeds, threads, args.runs), producer, op_type)
         of_group: dict[str, float] = defaultdict(float)
         ort_group: dict[str, float] = defaultdict(float)
         of_kinds: dict[str, set[str]] = defaultdict(set)
@@ -228,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
             ort_kind[kind] += ms
         print("ONNX Runtime by op: " + ", ".join(f"{k} {v:.3f}" for k, v in sorted(ort_kind.items(), key=lambda kv: -kv[1])))
         if args.openvino:
-            rows = profile_openvino(path, feeds, threads)
+            rows = in_child(profile_openvino, path, feeds, threads)
             print("OpenVINO f32: " + top_node_types(rows, 8))
         if args.steps:
             for name, kind, exec_type, ms in of_steps:

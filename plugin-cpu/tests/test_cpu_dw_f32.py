@@ -23,8 +23,9 @@ import pytest
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
-from cpu_testing import infer_twice  # noqa: E402
 from test_cpu_dw_kernel import Graph, assert_non_finite_like_ort, non_finite_case, ort_run  # noqa: E402
+from test_cpu_dw_kernel import f32_check as check  # noqa: E402
+from test_cpu_dw_kernel import f32_run as run  # noqa: E402
 
 
 def _flags() -> set[str]:
@@ -55,19 +56,6 @@ HAS_AVX2 = {"avx2", "fma"} <= _FLAGS
 RELU3 = os.environ.get("OPFORGE_CPU_DW_F32_3X3_RELU", "1") != "0"
 
 
-def run(path: Path, x: np.ndarray, threads: int) -> tuple[list[np.ndarray], dict[str, str]]:
-    got, rows = infer_twice(path, {"x": x}, threads, "f32")
-    return got, {r.node_name: r.exec_type for r in rows}
-
-
-def check(path: Path, x: np.ndarray) -> dict[str, str]:
-    """The same bytes at 1 and 2 threads, within f32 rounding of ONNX Runtime; the exec types."""
-    one, _ = run(path, x, 1)
-    two, types = run(path, x, 2)
-    for a, b, w in zip(one, two, ort_run(path, x), strict=True):
-        np.testing.assert_array_equal(b, a)
-        assert np.abs(a - w).max() / float(np.abs(w).max()) < 2e-5, np.abs(a - w).max() / float(np.abs(w).max())
-    return types
 
 
 def count(types: dict[str, str], name: str | None = None) -> int:

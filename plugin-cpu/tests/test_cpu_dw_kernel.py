@@ -22,7 +22,7 @@ from opforge_cpu._loader import load_core
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
-from cpu_testing import ONEDNN_HAS_AMX  # noqa: E402
+from cpu_testing import ONEDNN_HAS_AMX, infer_twice  # noqa: E402
 from cpu_testing import bf16_run as run  # noqa: E402
 from onnx_graph import OnnxGraph  # noqa: E402  (after onnx is known to be there)
 
@@ -91,6 +91,23 @@ def check(path: Path, x: np.ndarray) -> tuple[list[np.ndarray], dict[str, str]]:
         scale = float(np.abs(w).max())
         assert np.abs(a - w).max() / scale < 3e-2, np.abs(a - w).max() / scale
     return two, types
+
+
+def f32_run(path: Path, x: np.ndarray, threads: int, precision: str = "f32") -> tuple[list[np.ndarray], dict[str, str]]:
+    """The outputs of two inferences' second and the exec type of each node (test_cpu_dw_f32.py,
+    test_cpu_conv_swish_pass.py)."""
+    got, rows = infer_twice(path, {"x": x}, threads, precision)
+    return got, {r.node_name: r.exec_type for r in rows}
+
+
+def f32_check(path: Path, x: np.ndarray) -> dict[str, str]:
+    """The same bytes at 1 and 2 threads, within f32 rounding of ONNX Runtime; the exec types."""
+    one, _ = f32_run(path, x, 1)
+    two, types = f32_run(path, x, 2)
+    for a, b, w in zip(one, two, ort_run(path, x), strict=True):
+        np.testing.assert_array_equal(b, a)
+        assert np.abs(a - w).max() / float(np.abs(w).max()) < 2e-5, np.abs(a - w).max() / float(np.abs(w).max())
+    return types
 
 
 def dw_count(types: dict[str, str]) -> int:

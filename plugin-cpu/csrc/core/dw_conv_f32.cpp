@@ -49,9 +49,8 @@ struct Rows3Fns {
 #pragma GCC target("avx512f,fma")
 namespace avx512 {
 
-using V = __m512;
-using Mask = __mmask16;
-constexpr int L = 16;
+#include "core/f32_avx512_ops.inc"
+
 // 2 x 8 accumulators, 2 x kw weights and 2 source vectors of 32 registers: two channel blocks a
 // tile read 128 contiguous bytes a source pixel (one thread, 20 MobileNet/EfficientNet shapes:
 // 0.91 of oneDNN's brdgmm_dw summed, one block a tile 0.98; four blocks of 4 pixels 1.15)
@@ -63,26 +62,6 @@ constexpr int kNB = 2, kR = 8;
 // 3 x 6 0.56-0.76, 4 x 4 0.55-0.83 (level); at stride 2 2 x 8 0.80-1.05, 2 x 12 0.94-1.08,
 // 3 x 6 0.91-1.06, 4 x 4 0.95-1.08, 2 x 4 x 2 blocks 1.06-1.56, 1 x 8 x 2 blocks 1.01-1.81
 constexpr int kR3[3] = {0, 8, 8}, kNB3[3] = {0, 1, 1}, kRows3[3] = {0, 2, 2};
-inline Mask tail_mask(int n) { return static_cast<Mask>((1u << n) - 1u); }
-inline V vzero() { return _mm512_setzero_ps(); }
-inline V vset1(float f) { return _mm512_set1_ps(f); }
-inline V vload(const float* p) { return _mm512_loadu_ps(p); }
-inline V vload_tail(const float* p, Mask m) { return _mm512_maskz_loadu_ps(m, p); }
-inline V vfma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
-inline void vstore(float* p, V v) { _mm512_storeu_ps(p, v); }
-inline void vstore_tail(float* p, V v, Mask m) { _mm512_mask_storeu_ps(p, m, v); }
-inline V vmax(V a, V b) { return _mm512_max_ps(a, b); }  // b where either is NaN
-inline V vmin(V a, V b) { return _mm512_min_ps(a, b); }
-inline V vmul(V a, V b) { return _mm512_mul_ps(a, b); }
-inline V vdiv(V a, V b) { return _mm512_div_ps(a, b); }
-inline V vadd(V a, V b) { return _mm512_add_ps(a, b); }
-inline V vsub(V a, V b) { return _mm512_sub_ps(a, b); }
-inline V vpos_or(V x, V other, V zero) {  // x > 0 ? x : other (a NaN x: other)
-  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, zero, _CMP_GT_OQ), other, x);
-}
-// 2^n * p (overflow to inf, denormals below)
-inline V vscale2(V p, V fn) { return _mm512_scalef_ps(p, fn); }
-inline V vround(V x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
 
 #include "core/dw_conv_f32_act.inc"
 #include "core/dw_conv_f32_tile.inc"

@@ -41,30 +41,7 @@ bool amd_cpu() {
 #pragma GCC target("avx512f,fma")
 namespace avx512 {
 
-// the vector primitives dw_conv_f32_act.inc is written over (dw_conv_f32.cpp's AVX-512 set)
-using V = __m512;
-using Mask = __mmask16;
-constexpr int L = 16;
-inline Mask tail_mask(int n) { return static_cast<Mask>((1u << n) - 1u); }
-inline V vzero() { return _mm512_setzero_ps(); }
-inline V vset1(float f) { return _mm512_set1_ps(f); }
-inline V vload(const float* p) { return _mm512_loadu_ps(p); }
-inline V vload_tail(const float* p, Mask m) { return _mm512_maskz_loadu_ps(m, p); }
-inline V vfma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
-inline void vstore(float* p, V v) { _mm512_storeu_ps(p, v); }
-inline void vstore_tail(float* p, V v, Mask m) { _mm512_mask_storeu_ps(p, m, v); }
-inline V vmax(V a, V b) { return _mm512_max_ps(a, b); }  // b where either is NaN
-inline V vmin(V a, V b) { return _mm512_min_ps(a, b); }
-inline V vmul(V a, V b) { return _mm512_mul_ps(a, b); }
-inline V vdiv(V a, V b) { return _mm512_div_ps(a, b); }
-inline V vadd(V a, V b) { return _mm512_add_ps(a, b); }
-inline V vsub(V a, V b) { return _mm512_sub_ps(a, b); }
-inline V vpos_or(V x, V other, V zero) {
-  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, zero, _CMP_GT_OQ), other, x);
-}
-inline V vscale2(V p, V fn) { return _mm512_scalef_ps(p, fn); }
-inline V vround(V x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
-
+#include "core/f32_avx512_ops.inc"
 #include "core/dw_conv_f32_act.inc"
 #include "core/swish_pass_loop.inc"
 

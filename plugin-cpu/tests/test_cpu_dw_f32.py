@@ -23,7 +23,13 @@ import pytest
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
-from test_cpu_dw_kernel import Graph, assert_non_finite_like_ort, non_finite_case, ort_run  # noqa: E402
+from test_cpu_dw_kernel import (  # noqa: E402
+    F32_CHILD,
+    Graph,
+    assert_non_finite_like_ort,
+    non_finite_case,
+    ort_run,
+)
 from test_cpu_dw_kernel import f32_check as check  # noqa: E402
 from test_cpu_dw_kernel import f32_run as run  # noqa: E402
 
@@ -156,10 +162,7 @@ def test_dw_f32_nan_and_inf_like_ort(tmp_path: Path) -> None:
     assert_non_finite_like_ort(got, path, x, 2e-5)
 
 
-# a child process: the f32 outputs at 2 threads and the exec types of the model in argv[1]
-_CHILD = ("import sys, numpy as np; sys.path.insert(0, sys.argv[3]); from test_cpu_dw_f32 import run; "
-          "from pathlib import Path; g, t = run(Path(sys.argv[1]), np.load(sys.argv[2]), 2); "
-          "np.save(sys.argv[2] + '.out.npy', g[0]); print(repr(sorted(t.values())))")
+_CHILD = F32_CHILD  # the f32 output at 2 threads and the exec types, in a child process
 
 
 def _child(tmp_path: Path, env: dict[str, str], k: int = 5, stride: int = 1,

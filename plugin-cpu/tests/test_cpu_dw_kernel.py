@@ -100,6 +100,14 @@ def f32_run(path: Path, x: np.ndarray, threads: int, precision: str = "f32") -> 
     return got, {r.node_name: r.exec_type for r in rows}
 
 
+#: a child process (argv: model, input .npy, this folder): the f32 output at 2 threads, saved as
+#: <input>.out.npy, and the sorted exec types printed (the switch-off / ISA-cap cases of
+#: test_cpu_dw_f32.py and test_cpu_conv_swish_pass.py, whose environment is read once a process)
+F32_CHILD = ("import sys, numpy as np; sys.path.insert(0, sys.argv[3]); from test_cpu_dw_kernel import f32_run; "
+             "from pathlib import Path; g, t = f32_run(Path(sys.argv[1]), np.load(sys.argv[2]), 2); "
+             "np.save(sys.argv[2] + '.out.npy', g[0]); print(repr(sorted(t.values())))")
+
+
 def f32_check(path: Path, x: np.ndarray) -> dict[str, str]:
     """The same bytes at 1 and 2 threads, within f32 rounding of ONNX Runtime; the exec types."""
     one, _ = f32_run(path, x, 1)

@@ -17,6 +17,9 @@ bf16 arithmetic, f32 elsewhere; the column says which). ONNX Runtime runs f32 in
 ``--precision int8`` (a default where int8 models exist) runs the QDQ copy ``int8/<m>.onnx`` of a
 model (``make_real_models.py --int8``, ``shared/bench/make_int8.py``) on all three engines, the
 rest of the graph in f32, and compares opforge's output with ONNX Runtime's int8 output.
+``--precision int8dyn`` (a default where such copies exist) does the same with ``int8dyn/<m>.onnx``,
+ONNX Runtime's dynamic quantization (``make_real_models.py --int8dyn``: DynamicQuantizeLinear +
+MatMulInteger, activation scales computed at run time), its documented int8 recipe for transformers.
 
 ``--models-dir`` runs every ``onnx/<m>.onnx`` with its ``ref/<m>.npz`` of a folder made by
 ``make_real_models.py`` (a held-out set of real models) or ``shared/bench/make_models.py``. Each
@@ -417,18 +420,25 @@ def host_header() -> str:
             f"native bf16: {'yes' if core.native_bf16() else 'no'}; {os.cpu_count()} CPUs; load average {load}")
 
 
-def default_precisions(have_int8: bool) -> list[str]:
-    """Every mode this host can run: f32, bf16 where the CPU has bf16 arithmetic, int8 where
-    int8 models were given."""
+#: the quantized modes: precision -> the subfolder of its copies (they take the f32 model's inputs)
+QUANTIZED = {"int8": "int8", "int8dyn": "int8dyn"}
+
+
+def default_precisions(have_int8: bool, have_int8dyn: bool = False) -> list[str]:
+    """Every mode this host can run: f32, bf16 where the CPU has bf16 arithmetic, int8 / int8dyn
+    where such models were given."""
     from opforge_cpu._loader import load_core
 
-    return ["f32", *(["bf16"] if load_core().native_bf16() else []), *(["int8"] if have_int8 else [])]
+    return ["f32", *(["bf16"] if load_core().native_bf16() else []), *(["int8"] if have_int8 else []),
+            *(["int8dyn"] if have_int8dyn else [])]
 
 
-def int8_files(folder: Path, names: list[str]) -> dict[str, Path]:
-    """The QDQ copies ``int8/<m>.onnx`` (make_real_models.py --int8, shared/bench make_int8.py)
-    of the models ``names`` that have one; they take the f32 model's inputs."""
-    return {n: folder / "int8" / f"{n}.onnx" for n in names if (folder / "int8" / f"{n}.onnx").exists()}
+def int8_files(folder: Path, names: list[str], mode: str = "int8") -> dict[str, Path]:
+    """The quantized copies ``<mode>/<m>.onnx`` of the models ``names`` that have one: ``int8``
+    the QDQ copies (make_real_models.py --int8, shared/bench make_int8.py), ``int8dyn`` ONNX
+    Runtime's dynamic quantization (make_real_models.py --int8dyn)."""
+    sub = QUANTIZED[mode]
+    return {n: folder / sub / f"{n}.onnx" for n in names if (folder / sub / f"{n}.onnx").exists()}
 
 
 def models_in(folder: Path) -> dict[str, tuple[Path, dict[str, np.ndarray]]]:
@@ -456,15 +466,17 @@ def top_node_types(rows: list[tuple[str, float]], top: int) -> str:
     return ", ".join(f"{t} {ms:.2f} ({100 * ms / total:.0f}%)" for t, ms in ranked) + f"; total {total:.2f} ms"
 
 
-def profile_opforge(path: Path, feeds: dict[str, np.ndarray], threads: int, runs: int = 5) -> list[tuple[str, float]]:
-    """(node type, ms) of opforge's executed rows, the median run of ``runs``."""
+def profile_opforge(path: Path, feeds: dict[str, np.ndarray], threads: int, runs: int = 5,
+                    precision: str = "f32") -> list[tuple[str, float]]:
+    """(node type, ms) of opforge's executed rows, the median run of ``runs``; ``precision`` the
+    row's mode (the quantized modes run their copy with the f32 hint, as the table times them)."""
     import opforge
 
     core = opforge.Core()
-    # f32, as OpenVINO's profile below (the CPU's default is bf16 on bf16 hosts)
+    # f32 unless asked, as OpenVINO's profile below (the CPU's default is bf16 on bf16 hosts)
     compiled = core.compile_model(core.read_model(str(path)), "CPU",
                                   {"INFERENCE_NUM_THREADS": threads, "ENABLE_PROFILING": True,
-                                   "INFERENCE_PRECISION_HINT": "f32"})
+                                   "INFERENCE_PRECISION_HINT": "f32" if precision in QUANTIZED else precision})
     req = compiled.create_infer_request()
     samples = []
     for _ in range(runs):
@@ -474,17 +486,21 @@ def profile_opforge(path: Path, feeds: dict[str, np.ndarray], threads: int, runs
     return sorted(samples, key=lambda s: s[0])[len(samples) // 2][1]
 
 
-def profile_openvino(path: Path, feeds: dict[str, np.ndarray], threads: int, runs: int = 5) -> list[tuple[str, float]]:
-    """(node type, ms) of OpenVINO f32's executed rows, the median run of ``runs``."""
+def profile_openvino(path: Path, feeds: dict[str, np.ndarray], threads: int, runs: int = 5,
+                     precision: str = "f32") -> list[tuple[str, float]]:
+    """(node type, ms) of OpenVINO's executed rows, the median run of ``runs``: f32, or for
+    ``precision="bf16"`` OpenVINO's default precision, as the bf16 rows of the table time it."""
     import openvino as ov
 
     crash = openvino_crash(path)
     if crash:
         raise RuntimeError(crash)
 
-    compiled = ov.Core().compile_model(str(path), "CPU", {
-        "INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": 1,
-        "INFERENCE_PRECISION_HINT": "f32", "PERF_COUNT": True})
+    config: dict[str, Any] = {"INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": 1,
+                              "PERF_COUNT": True}
+    if precision != "bf16":
+        config["INFERENCE_PRECISION_HINT"] = "f32"
+    compiled = ov.Core().compile_model(str(path), "CPU", config)
     req = compiled.create_infer_request()
     samples = []
     for _ in range(runs):
@@ -517,14 +533,17 @@ def main() -> int:
                          "the first run after the pause between engines, which finds the vCPUs halted)")
     ap.add_argument("--models-dir", type=Path, help="every onnx/<m>.onnx + ref/<m>.npz of a folder "
                     "(make_real_models.py or make_models.py output)")
-    ap.add_argument("--precision", nargs="+", choices=["f32", "bf16", "int8"],
+    ap.add_argument("--precision", nargs="+", choices=["f32", "bf16", "int8", "int8dyn"],
                     help="f32: opforge f32 vs OpenVINO f32; bf16: opforge bf16 vs OpenVINO's default "
                          "precision (bf16 on hosts with bf16), ONNX Runtime f32; int8: the QDQ copy "
-                         "int8/<m>.onnx on all three engines (the rest of the graph in f32). "
-                         "Default: f32, bf16 where the host has native bf16, int8 where int8 models exist.")
+                         "int8/<m>.onnx on all three engines (the rest of the graph in f32); int8dyn: the "
+                         "dynamically quantized copy int8dyn/<m>.onnx, likewise. Default: f32, bf16 where "
+                         "the host has native bf16, int8 / int8dyn where such models exist.")
     ap.add_argument("--profile", type=int, default=0, metavar="N",
-                    help="top node types by time, opforge and OpenVINO f32 at the first thread count, of "
-                         "the N models slowest against OpenVINO f32")
+                    help="top node types by time, opforge and OpenVINO at the first thread count, of "
+                         "the N models slowest against the faster peer, in --profile-precision")
+    ap.add_argument("--profile-precision", choices=["f32", "bf16", "int8", "int8dyn"], default="f32",
+                    help="the rows --profile ranks and profiles (default f32; it must be one of --precision)")
     ap.add_argument("--only", nargs="*", help="model names to run")
     ap.add_argument("--same-process", action="store_true",
                     help="time all three engines in this process (their thread pools then compete: "
@@ -551,10 +570,12 @@ def main() -> int:
             models[name] = (p, make(p))
     if args.only:
         models = {k: v for k, v in models.items() if k in args.only}
-    int8_models = {**(int8_files(args.models, list(models)) if args.models else {}),
-                   **(int8_files(args.models_dir, list(models)) if args.models_dir else {})}
+    # precision -> model -> its quantized copy
+    quantized = {mode: {**(int8_files(args.models, list(models), mode) if args.models else {}),
+                        **(int8_files(args.models_dir, list(models), mode) if args.models_dir else {})}
+                 for mode in QUANTIZED}
 
-    args.precision = args.precision or default_precisions(bool(int8_models))
+    args.precision = args.precision or default_precisions(bool(quantized["int8"]), bool(quantized["int8dyn"]))
     failures: dict[str, str] = {}  # "model engine precision" -> the error, listed at the end
     ratios: dict[tuple[str, int, str], list[float]] = {}  # (precision, threads, peer) -> opforge/peer
     of_vs_ov: dict[str, float] = {}  # model -> opforge / OpenVINO f32 at the first thread count
@@ -568,14 +589,14 @@ def main() -> int:
           f"{'of/ov':>8}{'of/ort':>8}{'err vs ort':>12}{'maxabs':>9}{'load':>6}")
     for name, (path, feeds) in models.items():
         for prec in args.precision:
-            if prec == "int8" and name not in int8_models:
+            if prec in QUANTIZED and name not in quantized[prec]:
                 continue
-            run_path = int8_models[name] if prec == "int8" else path
+            run_path = quantized[prec][name] if prec in QUANTIZED else path
             for t in args.threads:
                 prepared: dict[str, Prepared] = {}
                 extra: dict[str, tuple[Any, ...]] = {
                     # int8 rows: the QDQ graph decides what runs in int8; the rest in f32 everywhere
-                    "opforge": ("f32" if prec == "int8" else prec,),
+                    "opforge": ("f32" if prec in QUANTIZED else prec,),
                     # bf16 rows: OpenVINO at its own default precision, not forced
                     "openvino": (None if prec == "bf16" else "f32",),
                     "onnxruntime": (),
@@ -612,14 +633,17 @@ def main() -> int:
                 if "opforge" in res and "openvino" in res and "onnxruntime" in res:
                     best = min(res["openvino"], res["onnxruntime"])
                     ratios.setdefault((prec, t, "the better peer"), []).append(res["opforge"] / best)
-                if prec == "f32" and t == args.threads[0] and "opforge" in res and "openvino" in res:
-                    of_vs_ov[name] = res["opforge"] / res["openvino"]
-                of_prec = prepared["opforge"][2] if "opforge" in prepared and prec != "int8" else prec
+                peers = [res[k] for k in ("openvino", "onnxruntime") if k in res]
+                if prec == args.profile_precision and t == args.threads[0] and "opforge" in res and peers:
+                    of_vs_ov[name] = res["opforge"] / min(peers)
+                of_prec = prepared["opforge"][2] if "opforge" in prepared and prec not in QUANTIZED else prec
                 print(f"{name:<{width}}{of_prec:>6}{t:>4}{cols}{r_ov}{r_ort}{rel:>12}{diff:>9}"
                       f"{os.getloadavg()[0]:>6.1f}", flush=True)
                 prepared.clear()
     for proc in procs.values():
         proc.close()
+    if args.profile_precision in QUANTIZED:  # profile the quantized copies the rows ran
+        models = {n: (quantized[args.profile_precision].get(n, p), f) for n, (p, f) in models.items()}
     print_summary(models, args, failures, ratios, of_vs_ov)
     return 0
 
@@ -627,7 +651,8 @@ def main() -> int:
 def print_summary(models: dict[str, tuple[Path, dict[str, np.ndarray]]], args: argparse.Namespace,
                   failures: dict[str, str], ratios: dict[tuple[str, int, str], list[float]],
                   of_vs_ov: dict[str, float]) -> None:
-    """Geometric means of the ratios, the failures, and the profiles of the slowest models."""
+    """Geometric means of the ratios, the failures, and the profiles of the slowest models
+    (``of_vs_ov``: model -> opforge / the faster peer, ``--profile-precision``, first thread count)."""
     print("\n# geometric mean of opforge / peer (rows where both ran)")
     for (prec, t, peer), rs in sorted(ratios.items()):
         slower = sum(r > 1.0 for r in rs)
@@ -638,14 +663,16 @@ def print_summary(models: dict[str, tuple[Path, dict[str, np.ndarray]]], args: a
         print(f"  {what}: {err[:500]}")
     if args.profile:
         t = args.threads[0]
+        prec = args.profile_precision
         worst = sorted(of_vs_ov, key=lambda m: -of_vs_ov[m])[:args.profile]
-        print(f"\n# top node types by time, f32 {t} thread(s), the {len(worst)} models slowest against OpenVINO")
+        print(f"\n# top node types by time, {prec} {t} thread(s), the {len(worst)} models slowest against "
+              "the faster peer")
         for name in worst:
             path, feeds = models[name]
-            print(f"  {name} (opforge/OpenVINO {of_vs_ov[name]:.2f}x)")
+            print(f"  {name} (opforge/the faster peer {of_vs_ov[name]:.2f}x)")
             for engine, fn in (("opforge", profile_opforge), ("openvino", profile_openvino)):
                 try:
-                    print(f"    {engine:<9}{top_node_types(fn(path, feeds, t), 5)}", flush=True)
+                    print(f"    {engine:<9}{top_node_types(fn(path, feeds, t, precision=prec), 5)}", flush=True)
                 except Exception as err:  # noqa: BLE001 - a profile that fails must not hide the others
                     print(f"    {engine:<9}profiling failed: {type(err).__name__}: {str(err)[:300]}")
 

@@ -17,11 +17,26 @@ Three routes:
   from a config, never from the hub) -> ``torch.onnx.export``; the models and the export live in
   ``torch_models.py``, run with ``--torch-python`` (or $TORCH_PYTHON), a Python with torch, since
   torch is not a project dependency (setup in ``torch_models.py``'s docstring).
+* torch, the third held-out set (stop 25, ``--family torch3``, written to ``/tmp/real-models-3``):
+  15 more torchvision/timm/Hugging Face architectures in none of the sets tuned on before
+  (segmentation with bilinear Resize, fused MBConv, ghost modules, PoolFormer, LeViT, MLP-Mixer,
+  MobileBERT, SqueezeBERT's grouped Conv1d, DeBERTa-v2's relative attention, Wav2Vec2, CLIP text,
+  the real T5 encoder, SegFormer), same route as the second set.
 
 Layout (the one of ``shared/bench/make_models.py``, so ``bench_cpu.py --models-dir`` reads both)::
 
     onnx/<m>.onnx     ref/<m>.npz (inputs "in.<name>", source output "out")     manifest.json
-    int8/<m>.onnx     with --int8: QDQ copies of the float-input models (ONNX Runtime's quantizer)
+    int8/<m>.onnx     with --int8: QDQ copies (ONNX Runtime's static quantizer, per-channel s8
+                      weights, u8 activations); token-id models too: the ids stay int64 and the
+                      calibration feeds draw them from the vocabulary of the embedding they index,
+                      with all-ones attention masks (``calibration_batches``)
+    int8dyn/<m>.onnx  with --int8dyn: ``quantize_dynamic(weight_type=QInt8)`` copies (ONNX Runtime's
+                      documented int8 recipe for transformers: DynamicQuantizeLinear + MatMulInteger)
+                      of the models with more weight MatMul/Gemm than Conv nodes
+
+``--quantize-only [NAME ...]`` makes nothing and writes the --int8 / --int8dyn copies of models
+already in a folder (e.g. bert_small of ``/tmp/bench-models``, which shared/bench/make_int8.py
+skips), keeping the int8 copies already there.
 
 paddle2onnx is not a project dependency: it is imported when it is importable, otherwise run with
 ``--paddle2onnx-python`` (or $PADDLE2ONNX_PYTHON), a Python that has it, e.g. a venv under /tmp::
@@ -36,6 +51,10 @@ Without it the paddle models are skipped (said on stderr) and the onnx.helper on
         [--list] [--int8] [--paddle2onnx-python /tmp/p2o-venv/bin/python]
     python plugin-cpu/benchmarks/make_real_models.py --family torch --out /tmp/real-models-2 --int8
         --torch-python /tmp/torch-venv/bin/python
+    python plugin-cpu/benchmarks/make_real_models.py --family torch3 --int8 --int8dyn
+        --torch-python /tmp/torch-venv/bin/python          # -> /tmp/real-models-3
+    python plugin-cpu/benchmarks/make_real_models.py --out /tmp/bench-models --quantize-only bert_small
+        --int8 --int8dyn
 """
 
 from __future__ import annotations
@@ -60,6 +79,9 @@ import numpy as np
 
 SEED = 0
 OPSET = 17
+#: each family's held-out set (the last --family given picks the folder when --out is not)
+DEFAULT_OUT = {"paddle": Path("/tmp/real-models"), "onnx": Path("/tmp/real-models"),
+               "torch": Path("/tmp/real-models-2"), "torch3": Path("/tmp/real-models-3")}
 
 
 @dataclasses.dataclass
@@ -548,7 +570,7 @@ def _torch(spec: torch_models.TorchSpec) -> None:
         route = json.loads(done.stdout.strip().splitlines()[-1])["route"]
         return Built(onnx_path, inputs, ref, route)
 
-    model(spec.name, "torch", spec.about)(build)
+    model(spec.name, spec.family, spec.about)(build)
 
 
 for _spec in torch_models.TORCH_MODELS.values():
@@ -629,21 +651,66 @@ def generate(out: Path, names: list[str], opts: Options, log: Callable[[str], No
     return manifest
 
 
-def quantize(out: Path, names: list[str], log: Callable[[str], None]) -> dict[str, Any]:
-    """QDQ int8 copies ``int8/<m>.onnx`` of the models in ``out`` whose inputs are all float
-    (ONNX Runtime's static quantizer: per-channel s8 weights, u8 activations, MinMax over 8
-    seeded N(0,1) calibration inputs; the layout of shared/bench/make_int8.py). Recorded in the
-    manifest's ``int8`` entry of each model with ORT int8 vs the f32 reference; a model the
-    quantizer rejects is logged and left out."""
+def _vocab_sizes(path: Path) -> dict[str, int]:
+    """Graph input -> the row count of the embedding table it indexes (a Gather whose data is an
+    initializer and whose indices are that input), for the integer inputs that feed one."""
+    import onnx
+
+    g = onnx.load(str(path), load_external_data=False).graph
+    tables = {t.name: int(t.dims[0]) for t in g.initializer if t.dims}
+    inputs = {i.name for i in g.input}
+    return {n.input[1]: tables[n.input[0]] for n in g.node
+            if n.op_type == "Gather" and len(n.input) == 2 and n.input[1] in inputs and n.input[0] in tables}
+
+
+def calibration_batches(path: Path, inputs: dict[str, np.ndarray], count: int = 8) -> list[dict[str, np.ndarray]]:
+    """``count`` seeded calibration feeds shaped like ``inputs``: float inputs N(0,1); an integer
+    input named like a mask all ones (every token attended, as the reference feeds); token ids
+    uniform over the vocabulary of the embedding table they index; any other integer input (no
+    table found) its reference value, unchanged. Integer inputs stay integers: only the
+    activations after the embedding are calibrated."""
+    rng = np.random.default_rng(SEED + 3)
+    vocab = _vocab_sizes(path)
+    batches = []
+    for _ in range(count):
+        feed = {}
+        for k, v in inputs.items():
+            if np.issubdtype(v.dtype, np.floating):
+                feed[k] = rng.standard_normal(v.shape).astype(v.dtype)
+            elif "mask" in k.lower():
+                feed[k] = np.ones(v.shape, v.dtype)
+            elif k in vocab:
+                feed[k] = rng.integers(0, vocab[k], v.shape).astype(v.dtype)
+            else:
+                feed[k] = v.copy()
+        batches.append(feed)
+    return batches
+
+
+def _weight_matmuls_and_convs(path: Path) -> tuple[int, int]:
+    """(MatMul/Gemm nodes with an initializer as B, Conv nodes) of a model."""
+    import onnx
+
+    g = onnx.load(str(path), load_external_data=False).graph
+    consts = {t.name for t in g.initializer} | {o for n in g.node if n.op_type == "Constant" for o in n.output}
+    mm = sum(1 for n in g.node if n.op_type in ("MatMul", "Gemm") and len(n.input) > 1 and n.input[1] in consts)
+    return mm, sum(1 for n in g.node if n.op_type == "Conv")
+
+
+def quantize(out: Path, names: list[str], log: Callable[[str], None], overwrite: bool = True) -> dict[str, Any]:
+    """QDQ int8 copies ``int8/<m>.onnx`` of the models in ``out`` (ONNX Runtime's static
+    quantizer: per-channel s8 weights, u8 activations, MinMax over 8 seeded calibration feeds from
+    ``calibration_batches``: N(0,1) images, token ids over the vocabulary with an all-ones mask;
+    the layout of shared/bench/make_int8.py). Recorded in the manifest's ``int8`` entry of each
+    model with ORT int8 vs the f32 reference; a model the quantizer rejects is logged and left out.
+    ``overwrite=False`` keeps an int8 copy that is already there (another tool's)."""
     import onnxruntime as ort
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
     class Calibration(CalibrationDataReader):  # type: ignore[misc]  # untyped base class
-        def __init__(self, inputs: dict[str, np.ndarray]) -> None:
-            rng = np.random.default_rng(SEED + 3)
-            self.batches = iter([{k: rng.standard_normal(v.shape).astype(v.dtype) for k, v in inputs.items()}
-                                 for _ in range(8)])
+        def __init__(self, batches: list[dict[str, np.ndarray]]) -> None:
+            self.batches = iter(batches)
 
         def get_next(self) -> dict[str, np.ndarray] | None:
             return next(self.batches, None)
@@ -658,16 +725,19 @@ def quantize(out: Path, names: list[str], log: Callable[[str], None]) -> dict[st
             continue
         data = np.load(out / entry["ref"])
         inputs = {k.removeprefix("in."): data[k] for k in data.files if k.startswith("in.")}
-        if not all(v.dtype == np.float32 for v in inputs.values()):
-            continue  # token-id models: nothing to calibrate an int8 input on
         t0 = time.perf_counter()
         dst = out / "int8" / f"{name}.onnx"
+        if dst.exists() and not overwrite:
+            log(f"{name}: int8 copy kept ({dst} exists)")
+            continue
+        ids = [k for k, v in inputs.items() if not np.issubdtype(v.dtype, np.floating)]
+        calibration = calibration_batches(out / entry["onnx"], inputs)
         with tempfile.TemporaryDirectory(prefix=f"opforge-q-{name}-") as tmp:
             pre = Path(tmp) / "pre.onnx"
             try:
                 # static shapes: ONNX shape inference suffices (symbolic would need sympy)
                 quant_pre_process(str(out / entry["onnx"]), str(pre), skip_symbolic_shape=True)
-                quantize_static(str(pre), str(dst), Calibration(inputs), quant_format=QuantFormat.QDQ,
+                quantize_static(str(pre), str(dst), Calibration(calibration), quant_format=QuantFormat.QDQ,
                                 per_channel=True, activation_type=QuantType.QUInt8,
                                 weight_type=QuantType.QInt8)
             except Exception as err:  # noqa: BLE001 - one model the quantizer rejects must not stop the others
@@ -675,11 +745,62 @@ def quantize(out: Path, names: list[str], log: Callable[[str], None]) -> dict[st
                 continue
         y = _onnxruntime(dst, inputs)
         diff = float(np.max(np.abs(y.astype(np.float64) - data["out"])))
+        feeds = ("8 seeded N(0,1) inputs" if not ids else
+                 f"8 seeded feeds ({', '.join(ids)}: ids uniform over the embedding's vocabulary, masks all ones)")
         entry["int8"] = {"onnx": str(dst.relative_to(out)), "onnx_sha256": _sha256(dst),
                          "route": "onnxruntime.quantization quantize_static QDQ, per-channel s8 weights, "
-                                  "u8 activations, MinMax over 8 seeded N(0,1) inputs",
+                                  f"u8 activations, MinMax over {feeds}",
                          "ort_int8_vs_f32_ref_max_abs_diff": diff}
-        log(f"{name}: int8 QDQ, ORT int8 vs f32 reference {diff:.2e} (max|ref| {entry['ref_max_abs']:.3g}) "
+        log(f"{name}: int8 QDQ, ORT int8 vs f32 reference {diff:.2e} (max|ref| {np.max(np.abs(data['out'])):.3g}) "
+            f"({time.perf_counter() - t0:.1f}s)")
+    manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    return dict(manifest)
+
+
+def quantize_dynamic(out: Path, names: list[str], log: Callable[[str], None]) -> dict[str, Any]:
+    """``int8dyn/<m>.onnx``: ONNX Runtime's *dynamic* quantization, its documented int8 recipe for
+    transformers (``quantize_dynamic(weight_type=QInt8)``, every default op type: MatMul with a
+    constant weight -> DynamicQuantizeLinear + MatMulInteger + scale Mul, Conv -> ConvInteger,
+    embedding Gather -> a dequantized s8 table), of the models in ``out`` that are mostly MatMul:
+    more MatMul/Gemm nodes with a constant weight than Conv nodes (transformers, MLP mixers; CNNs
+    are left to the static ``int8`` copies). No calibration: activation scales are computed at run
+    time. Recorded in the manifest's ``int8dyn`` entry with ORT int8dyn vs the f32 reference."""
+    import onnxruntime as ort
+    from onnxruntime.quantization import QuantType
+    from onnxruntime.quantization import quantize_dynamic as ort_quantize_dynamic
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    manifest_path = out / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    (out / "int8dyn").mkdir(exist_ok=True)
+    ort.set_default_logger_severity(3)
+    for name in names:
+        entry = manifest["models"].get(name)
+        if entry is None:
+            continue
+        src = out / entry["onnx"]
+        matmuls, convs = _weight_matmuls_and_convs(src)
+        if matmuls <= convs:
+            continue  # a CNN: its int8 is the static QDQ copy
+        data = np.load(out / entry["ref"])
+        inputs = {k.removeprefix("in."): data[k] for k in data.files if k.startswith("in.")}
+        t0 = time.perf_counter()
+        dst = out / "int8dyn" / f"{name}.onnx"
+        with tempfile.TemporaryDirectory(prefix=f"opforge-qd-{name}-") as tmp:
+            pre = Path(tmp) / "pre.onnx"
+            try:
+                quant_pre_process(str(src), str(pre), skip_symbolic_shape=True)
+                ort_quantize_dynamic(str(pre), str(dst), weight_type=QuantType.QInt8)
+            except Exception as err:  # noqa: BLE001 - one model the quantizer rejects must not stop the others
+                log(f"{name}: int8dyn NOT MADE: {type(err).__name__}: {str(err)[:300]}")
+                continue
+        y = _onnxruntime(dst, inputs)
+        diff = float(np.max(np.abs(y.astype(np.float64) - data["out"])))
+        entry["int8dyn"] = {"onnx": str(dst.relative_to(out)), "onnx_sha256": _sha256(dst),
+                            "route": "onnxruntime.quantization quantize_dynamic(weight_type=QInt8), default op "
+                                     f"types ({matmuls} weight MatMul/Gemm, {convs} Conv in the f32 model)",
+                            "ort_int8dyn_vs_f32_ref_max_abs_diff": diff}
+        log(f"{name}: int8dyn, ORT int8dyn vs f32 reference {diff:.2e} (max|ref| {np.max(np.abs(data['out'])):.3g}) "
             f"({time.perf_counter() - t0:.1f}s)")
     manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
     return dict(manifest)
@@ -687,15 +808,23 @@ def quantize(out: Path, names: list[str], log: Callable[[str], None]) -> dict[st
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", type=Path, default=Path("/tmp/real-models"))
+    ap.add_argument("--out", type=Path, help="where to write (default: the family's folder, "
+                    f"{', '.join(f'{k}: {v}' for k, v in DEFAULT_OUT.items())})")
     ap.add_argument("--only", nargs="+", choices=sorted(MODELS), metavar="MODEL", help="models to make")
-    ap.add_argument("--family", nargs="+", choices=["paddle", "onnx", "torch"], default=["paddle", "onnx"],
+    ap.add_argument("--family", nargs="+", choices=["paddle", "onnx", "torch", "torch3"], default=["paddle", "onnx"],
                     help="which routes to make without --only: paddle and onnx are the first held-out set "
-                         "(/tmp/real-models), torch the second, wider one (/tmp/real-models-2)")
+                         "(/tmp/real-models), torch the second, wider one (/tmp/real-models-2), torch3 the "
+                         "third (/tmp/real-models-3, stop 25)")
     ap.add_argument("--list", action="store_true", help="print the models and exit")
     ap.add_argument("--opset", type=int, default=OPSET)
-    ap.add_argument("--int8", action="store_true", help="also write QDQ int8 copies (int8/<m>.onnx) of the "
-                    "models with float inputs, made with ONNX Runtime's static quantizer")
+    ap.add_argument("--int8", action="store_true", help="also write QDQ int8 copies (int8/<m>.onnx), made "
+                    "with ONNX Runtime's static quantizer (token-id models calibrated on seeded ids)")
+    ap.add_argument("--int8dyn", action="store_true", help="also write int8dyn/<m>.onnx, ONNX Runtime's "
+                    "quantize_dynamic(weight_type=QInt8) copies of the models that are mostly MatMul")
+    ap.add_argument("--quantize-only", nargs="*", metavar="NAME",
+                    help="make nothing: write the --int8 / --int8dyn copies of models already in --out's "
+                         "manifest.json (all, or the NAMEs; any make_models.py folder, e.g. /tmp/bench-models), "
+                         "keeping int8 copies that are already there")
     ap.add_argument("--paddle2onnx-python", default=os.environ.get("PADDLE2ONNX_PYTHON"),
                     help="a Python with paddle2onnx, used when this one cannot import it")
     ap.add_argument("--torch-python", default=os.environ.get("TORCH_PYTHON"),
@@ -712,12 +841,23 @@ def main() -> int:
     def log(msg: str) -> None:
         print(f"[{time.perf_counter() - t0:6.1f}s] {msg}", file=sys.stderr, flush=True)
 
+    out = (args.out or DEFAULT_OUT[args.family[-1]]).resolve()
+    if args.quantize_only is not None:
+        names = args.quantize_only or sorted(json.loads((out / "manifest.json").read_text())["models"])
+        if args.int8:
+            quantize(out, names, log, overwrite=False)
+        if args.int8dyn:
+            quantize_dynamic(out, names, log)
+        log(f"quantized {', '.join(names)} in {out}")
+        return 0
     opts = Options(args.opset, args.paddle2onnx_python, args.torch_python)
     names = args.only or [name for name, spec in MODELS.items() if spec.family in args.family]
-    manifest = generate(args.out.resolve(), names, opts, log)
+    manifest = generate(out, names, opts, log)
     if args.int8:
-        quantize(args.out.resolve(), names, log)
-    log(f"{len(manifest['models'])} models in {args.out}; not built: {sorted(manifest['failed']) or 'none'}")
+        quantize(out, names, log)
+    if args.int8dyn:
+        quantize_dynamic(out, names, log)
+    log(f"{len(manifest['models'])} models in {out}; not built: {sorted(manifest['failed']) or 'none'}")
     return 1 if manifest["failed"] else 0
 
 

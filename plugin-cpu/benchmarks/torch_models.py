@@ -40,17 +40,20 @@ class TorchSpec:
     name: str
     about: str
     build: Callable[[], tuple[Any, dict[str, np.ndarray], str]]  # (module, inputs, what)
+    #: which held-out set: "torch" (the second, /tmp/real-models-2) or "torch3" (the third,
+    #: /tmp/real-models-3, stop 25: architectures in none of the sets tuned on before)
+    family: str = "torch"
 
 
 #: every torch model, filled by @torch_model below (the list make_real_models.py registers)
 TORCH_MODELS: dict[str, TorchSpec] = {}
 
 
-def torch_model(name: str, about: str) -> Callable[[Callable[[], tuple[Any, dict[str, np.ndarray], str]]],
-                                                   Callable[[], tuple[Any, dict[str, np.ndarray], str]]]:
+def torch_model(name: str, about: str, family: str = "torch") -> Callable[
+        [Callable[[], tuple[Any, dict[str, np.ndarray], str]]], Callable[[], tuple[Any, dict[str, np.ndarray], str]]]:
     def register(fn: Callable[[], tuple[Any, dict[str, np.ndarray], str]]) -> Callable[
             [], tuple[Any, dict[str, np.ndarray], str]]:
-        TORCH_MODELS[name] = TorchSpec(name, about, fn)
+        TORCH_MODELS[name] = TorchSpec(name, about, fn, family)
         return fn
     return register
 
@@ -82,24 +85,30 @@ def _calibrate_batch_norm(net: Any, shape: tuple[int, ...]) -> None:
     net.eval()
 
 
-def _vision(name: str, factory: Callable[[], Any], size: int, about: str, what: str) -> None:
+def _vision(name: str, factory: Callable[[], Any], size: int, about: str, what: str, family: str = "torch",
+            key: str | None = None) -> None:
+    """``key``: the model returns a dict (torchvision segmentation: ``{"out": ...}``); export that entry."""
     def build() -> tuple[Any, dict[str, np.ndarray], str]:
         import torch
 
         torch.manual_seed(SEED)
         net = factory()
+        if key is not None:
+            net = _FirstTensor.wrap(net, key)
         shape = (1, 3, size, size)
         _calibrate_batch_norm(net, shape)
         return net, {"x": _image(shape)}, f"{what}, BN calibrated"
 
-    torch_model(name, about)(build)
+    torch_model(name, about, family)(build)
 
 
-def _tv(arch: str) -> Callable[[], Any]:
+def _tv(arch: str, module: str = "", **kwargs: Any) -> Callable[[], Any]:
+    """``module``: a torchvision.models submodule ("segmentation"); ``kwargs`` go to the factory."""
     def make() -> Any:
         import torchvision
 
-        return getattr(torchvision.models, arch)(weights=None)
+        where = getattr(torchvision.models, module) if module else torchvision.models
+        return getattr(where, arch)(weights=None, **kwargs)
     return make
 
 
@@ -159,7 +168,10 @@ class _FirstTensor:
 
 
 def _hf(name: str, about: str, config_kind: str, model_kind: str, config: dict[str, Any],
-        inputs: Callable[[], dict[str, np.ndarray]], part: str | None = None) -> None:
+        inputs: Callable[[], dict[str, np.ndarray]], part: str | None = None, family: str = "torch",
+        key: str = "last_hidden_state") -> None:
+    """``inputs`` in the order of the model's forward() arguments (they are passed positionally);
+    ``key``: the output exported (``logits`` for a task head)."""
     def build() -> tuple[Any, dict[str, np.ndarray], str]:
         import torch
         import transformers
@@ -170,9 +182,9 @@ def _hf(name: str, about: str, config_kind: str, model_kind: str, config: dict[s
         what = f"transformers.{model_kind}({config_kind}(**{config})){'.' + part if part else ''}"
         if part:  # e.g. the encoder of an encoder-decoder model
             net = getattr(net, part)
-        return _FirstTensor.wrap(net, "last_hidden_state"), inputs(), f"{what} random init, eager attention"
+        return _FirstTensor.wrap(net, key), inputs(), f"{what} random init, eager attention"
 
-    torch_model(name, about)(build)
+    torch_model(name, about, family)(build)
 
 
 _hf("hf_distilbert", "Hugging Face DistilBERT, 6 layers, hidden 768, 12 heads, seq 128 (input_ids only)",
@@ -203,6 +215,88 @@ _hf("hf_gpt_neox_small", "Hugging Face GPT-NeoX-style decoder: 4 layers, hidden 
     # with a mask, as HF pipelines call it (without one, transformers 5 traces its packed-sequence
     # check through aten::diff, which the TorchScript exporter lacks)
     lambda: {"input_ids": _ids(128, 8000), "attention_mask": np.ones((1, 128), np.int64)})
+
+
+# ------------------------------------------------------------------------------ the third set (stop 25)
+# Architectures in none of the sets tuned on before (benchmark set, sets 1 and 2), picked for ops
+# those sets lack; ``make_real_models.py --family torch3`` writes them to /tmp/real-models-3.
+def _mask_ids(seq: int, vocab: int) -> dict[str, np.ndarray]:
+    """input_ids + an all-ones attention_mask (forward()'s first two arguments), as pipelines call it."""
+    return {"input_ids": _ids(seq, vocab), "attention_mask": np.ones((1, seq), np.int64)}
+
+
+_vision("tv_lraspp_mobilenet_v3", _tv("lraspp_mobilenet_v3_large", "segmentation", weights_backbone=None,
+                                      num_classes=21), 320,
+        "torchvision LR-ASPP MobileNetV3-Large segmentation on 1x3x320x320: dilated depthwise backbone, "
+        "hardswish, SE, AvgPool branch with Sigmoid gate, bilinear Resize (x2) to the input size",
+        "torchvision.models.segmentation.lraspp_mobilenet_v3_large(weights=None, weights_backbone=None, "
+        "num_classes=21)['out']", family="torch3", key="out")
+_vision("tv_regnet_x_400mf", _tv("regnet_x_400mf"), 224, "torchvision RegNetX-400MF: grouped 3x3 Conv "
+        "(group width 16) without SE, ReLU", "torchvision.models.regnet_x_400mf(weights=None)", family="torch3")
+_vision("tv_efficientnet_v2_s", _tv("efficientnet_v2_s"), 224, "torchvision EfficientNetV2-S at 224: fused "
+        "MBConv (full 3x3 Conv expand) stages, then MBConv with SE and depthwise, SiLU",
+        "torchvision.models.efficientnet_v2_s(weights=None)", family="torch3")
+_vision("timm_ghostnet_100", _timm("ghostnet_100"), 224, "timm GhostNet 1.0: ghost modules (1x1 Conv + cheap "
+        "depthwise, Concat + Slice), hard-sigmoid SE, ReLU", "timm.create_model('ghostnet_100', pretrained=False)",
+        family="torch3")
+_vision("timm_rexnet_100", _timm("rexnet_100"), 224, "timm ReXNet 1.0: inverted residuals whose skip Add "
+        "covers only the first channels (Slice + Concat), SiLU, ReLU6, SE",
+        "timm.create_model('rexnet_100', pretrained=False)", family="torch3")
+_vision("timm_poolformer_s12", _timm("poolformer_s12"), 224, "timm PoolFormer-S12: AvgPool token mixer "
+        "(count_include_pad=False) minus input, GroupNorm(1 group) as InstanceNorm-like ops, 1x1 Conv MLP with erf "
+        "GELU, layer scale", "timm.create_model('poolformer_s12', pretrained=False)", family="torch3")
+_vision("timm_levit_128s", _timm("levit_128s"), 224, "timm LeViT-128S: Conv stem with hardswish, attention "
+        "on 14x14/7x7 tokens with BatchNorm'd Linear (MatMul + Mul/Add), learnt attention bias (Gather), "
+        "subsampling attention", "timm.create_model('levit_128s', pretrained=False)", family="torch3")
+_vision("timm_mixer_s16", _timm("mixer_s16_224"), 224, "timm MLP-Mixer S/16: patch Conv, token-mixing MLP "
+        "over the transposed 196 tokens and channel MLP, LayerNorm, erf GELU (no attention, no Softmax)",
+        "timm.create_model('mixer_s16_224', pretrained=False)", family="torch3")
+_hf("hf_mobilebert", "Hugging Face MobileBERT sized down: 6 layers, bottleneck 128 inside 512, 4 heads, 4 stacked "
+    "FFNs, NoNorm (Mul + Add instead of LayerNorm), ReLU, embedding Conv-free trigram Concat, seq 128, mask",
+    "MobileBertConfig", "MobileBertModel",
+    {"vocab_size": 8000, "hidden_size": 512, "num_hidden_layers": 6, "num_attention_heads": 4,
+     "intermediate_size": 512, "embedding_size": 128, "true_hidden_size": 128, "intra_bottleneck_size": 128},
+    lambda: _mask_ids(128, 8000), family="torch3")
+_hf("hf_squeezebert", "Hugging Face SqueezeBERT sized down: 4 layers, hidden 768, 12 heads, every projection a "
+    "grouped 1x1 Conv1d (groups 4) on channels-first activations, seq 128",
+    "SqueezeBertConfig", "SqueezeBertModel",
+    {"vocab_size": 8000, "hidden_size": 768, "num_hidden_layers": 4, "num_attention_heads": 12,
+     "intermediate_size": 3072, "embedding_size": 768},
+    lambda: _mask_ids(128, 8000), family="torch3")
+_hf("hf_deberta_v2", "Hugging Face DeBERTa-v2 sized down: 4 layers, hidden 384, 6 heads, disentangled "
+    "relative attention (c2p/p2c GatherElements over log buckets), shared keys, seq 128, mask",
+    "DebertaV2Config", "DebertaV2Model",
+    {"vocab_size": 8000, "hidden_size": 384, "num_hidden_layers": 4, "num_attention_heads": 6,
+     "intermediate_size": 1536, "relative_attention": True, "position_buckets": 64, "max_relative_positions": -1,
+     "pos_att_type": ["p2c", "c2p"], "norm_rel_ebd": "layer_norm", "share_att_key": True,
+     "max_position_embeddings": 512},
+    lambda: _mask_ids(128, 8000), family="torch3")
+_hf("hf_wav2vec2", "Hugging Face Wav2Vec2 sized down on 1 s of 16 kHz audio: 7-layer Conv1d feature encoder "
+    "(256 ch, GroupNorm on the first), grouped positional Conv1d (kernel 128, 16 groups), 4 post-LN "
+    "transformer layers d 384, 49 frames",
+    "Wav2Vec2Config", "Wav2Vec2Model",
+    {"hidden_size": 384, "num_hidden_layers": 4, "num_attention_heads": 6, "intermediate_size": 1536,
+     "conv_dim": [256] * 7, "feat_extract_norm": "group", "do_stable_layer_norm": False},
+    lambda: {"input_values": _image((1, 16000))}, family="torch3")
+_hf("hf_clip_text", "Hugging Face CLIP text encoder sized down: 4 layers, hidden 384, 6 heads, causal mask, "
+    "quick-GELU (x * Sigmoid(1.702 x)), seq 77",
+    "CLIPTextConfig", "CLIPTextModel",
+    {"vocab_size": 8000, "hidden_size": 384, "intermediate_size": 1536, "num_hidden_layers": 4,
+     "num_attention_heads": 6, "max_position_embeddings": 77},
+    lambda: {"input_ids": _ids(77, 8000)}, family="torch3")
+_hf("hf_t5_encoder", "Hugging Face T5 encoder (real T5, not set 1's onnx.helper stand-in): 4 layers, d 256, "
+    "8 heads, gated-GELU FFN 1024, RMSNorm, bucketed relative position bias (Log, Min, Where, Gather), seq 128, mask",
+    "T5Config", "T5EncoderModel",
+    {"vocab_size": 8000, "d_model": 256, "d_kv": 32, "d_ff": 1024, "num_layers": 4, "num_heads": 8,
+     "feed_forward_proj": "gated-gelu"},
+    lambda: _mask_ids(128, 8000), family="torch3")
+_hf("hf_segformer", "Hugging Face SegFormer-B0 with its all-MLP decode head on 1x3x256x256: overlapping patch "
+    "Conv, efficient attention (spatial-reduction Conv on K/V), Mix-FFN depthwise Conv, bilinear Resize of 4 "
+    "scales, Concat, BN",
+    "SegformerConfig", "SegformerForSemanticSegmentation",
+    {"num_channels": 3, "hidden_sizes": [32, 64, 160, 256], "depths": [2, 2, 2, 2],
+     "num_attention_heads": [1, 2, 5, 8], "sr_ratios": [8, 4, 2, 1], "decoder_hidden_size": 256, "num_labels": 19},
+    lambda: {"pixel_values": _image((1, 3, 256, 256))}, family="torch3", key="logits")
 
 
 def export(name: str, onnx_path: Path, npz_path: Path, opset: int) -> dict[str, Any]:

@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
                                          {DNNL_ARG_BIAS, memory(bmd, eng, bb.data())}, {DNNL_ARG_DST, memory(dmd, eng, y1.data())},
                                          {DNNL_ARG_SCRATCHPAD, memory(pd.scratchpad_desc(), eng, scr.data())}};
     opforge_cpu::DwConvBf16 dw({N, c.C, H, W, OH, OW, k, k, s, s, p, p}, wf.data(), bf.data(),
-                               {{opforge_cpu::DwPostOp::clip, 0.f, 6.f}}, true);
+                               {{opforge_cpu::PostOp::clip, 0.f, 6.f}}, true);
     std::vector<double> ta, tb;
     for (int r = 0; r < runs + 5; ++r) {
       auto t0 = std::chrono::steady_clock::now();

@@ -70,8 +70,8 @@ int main(int argc, char** argv) {
     memory sm(smd, eng, x.data()), dm(dmd, eng, y1.data()), bm(bmd, eng, bf.data()), scr(pd.scratchpad_desc(), eng);
     convolution_forward prim(pd);
     opforge_cpu::DwConvF32 dw({N, c.C, H, W, OH, OW, k, k, s, s, p, p}, wf.data(), bf.data(),
-                              {swish ? opforge_cpu::DwPostOp{opforge_cpu::DwPostOp::swish, 1.f, 0.f}
-                                     : opforge_cpu::DwPostOp{opforge_cpu::DwPostOp::clip, 0.f, 6.f}},
+                              {swish ? opforge_cpu::PostOp{opforge_cpu::PostOp::swish, 1.f, 0.f}
+                                     : opforge_cpu::PostOp{opforge_cpu::PostOp::clip, 0.f, 6.f}},
                               kisa);
     auto run_dnnl = [&] {
       prim.execute(st, {{DNNL_ARG_SRC, sm}, {DNNL_ARG_WEIGHTS, wpk}, {DNNL_ARG_BIAS, bm}, {DNNL_ARG_DST, dm},
@@ -80,8 +80,8 @@ int main(int argc, char** argv) {
     };
     // the 3x3 multi-row tile (dw_conv_f32_tile3.inc) where it runs the shape
     opforge_cpu::DwConvF32 dw3({N, c.C, H, W, OH, OW, k, k, s, s, p, p}, wf.data(), bf.data(),
-                               {swish ? opforge_cpu::DwPostOp{opforge_cpu::DwPostOp::swish, 1.f, 0.f}
-                                      : opforge_cpu::DwPostOp{opforge_cpu::DwPostOp::clip, 0.f, 6.f}},
+                               {swish ? opforge_cpu::PostOp{opforge_cpu::PostOp::swish, 1.f, 0.f}
+                                      : opforge_cpu::PostOp{opforge_cpu::PostOp::clip, 0.f, 6.f}},
                                kisa, true);
     auto run_of = [&] { dw.run(x.data(), y2.data(), threads); };
     auto run_of3 = [&] { dw3.run(x.data(), y3.data(), threads); };

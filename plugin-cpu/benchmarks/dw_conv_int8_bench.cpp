@@ -110,9 +110,9 @@ int main(int argc, char** argv) {
     q.bias = bf.data();
     q.dst_scale = sdst;
     q.dst_zero_point = zdst;
-    std::vector<opforge_cpu::DwPostOp> post;
-    if (mode == 0) post.push_back({opforge_cpu::DwPostOp::clip, 0.f, 6.f});
-    if (mode == 2) post.push_back({opforge_cpu::DwPostOp::relu, 0.f, 0.f});
+    std::vector<opforge_cpu::PostOp> post;
+    if (mode == 0) post.push_back({opforge_cpu::PostOp::clip, 0.f, 6.f});
+    if (mode == 2) post.push_back({opforge_cpu::PostOp::relu, 0.f, 0.f});
     opforge_cpu::DwConvInt8 dw({N, c.C, H, W, OH, OW, k, k, s, s, p, p}, wq.data(), q, post, kisa);
     auto run_dnnl = [&] {
       prim.execute(st, args);

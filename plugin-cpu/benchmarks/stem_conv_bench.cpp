@@ -65,7 +65,7 @@ int main(int argc, char** argv) {
   StemGeometry g;
   g.n = N; g.c = C; g.h = H; g.w = W; g.o = O; g.oh = OH; g.ow = OW;
   g.kh = g.kw = K; g.sh = g.sw = S; g.pt = g.pl = P;
-  StemConvCompute sc(g, StemDstLayout{0}, w.data(), b.data(), {StemPostOp{StemPostOp::relu, 0.f, 0.f}});
+  StemConvCompute sc(g, StemDstLayout{0}, w.data(), b.data(), {PostOp{PostOp::relu, 0.f, 0.f}});
   const size_t ny = pd.dst_desc().get_size() / sizeof(float);
   float* y2 = static_cast<float*>(std::aligned_alloc(64, (ny * sizeof(float) + 63) / 64 * 64));
   auto run_onednn = [&] {

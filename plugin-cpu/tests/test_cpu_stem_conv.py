@@ -47,6 +47,8 @@ def stem_model(path: Path, c: int, o: int, k: tuple[int, int], strides: tuple[in
         h = g.node("Clip", [h, g.const(-0.3), g.const(0.4)])
     elif act == "Sigmoid":
         h = g.node("Sigmoid", [h])
+    elif act == "HardSwish":  # MobileNetV3's stem
+        h = g.node("HardSwish", [h])
     elif act == "SiLU":  # EfficientNet's stem: x * sigmoid(x), fused as Swish
         h = g.node("Mul", [h, g.node("Sigmoid", [h])])
     elif act == "ReluClip":  # two fused activations: the tile's per-register loop, not its clamp
@@ -154,15 +156,15 @@ def test_stem_nan_inf(tmp_path: Path, act: str) -> None:
 
 
 @avx512
-@pytest.mark.parametrize("case", ["k5", "k7", "c5", "sigmoid", "pad_ge_kernel"])
+@pytest.mark.parametrize("case", ["k5", "k7", "c5", "sigmoid", "hardswish", "pad_ge_kernel"])
 def test_stem_rule_keeps_onednn(tmp_path: Path, case: str) -> None:
     """More than 9 taps (7x7/2 lost to oneDNN), more than 4 channels, an activation it does not
-    run; padding as wide as the kernel, where oneDNN picks gemm with a plain destination (a
-    layout the stem kernel does not write)."""
+    run (Sigmoid) or was not faster with (HardSwish, stop 25); padding as wide as the kernel,
+    where oneDNN picks gemm with a plain destination (a layout the stem kernel does not write)."""
     c = 5 if case == "c5" else 3
     k = {"k5": (5, 5), "k7": (7, 7), "pad_ge_kernel": (2, 2)}.get(case, (3, 3))
     pads = [2] * 4 if case == "pad_ge_kernel" else [k[0] // 2] * 4
-    act = "Sigmoid" if case == "sigmoid" else "Relu"
+    act = {"sigmoid": "Sigmoid", "hardswish": "HardSwish"}.get(case, "Relu")
     path = stem_model(tmp_path / "m.onnx", c, 32, k, (2, 2), pads, (1, 1), (16, 16), act, seed=3)
     x = np.random.default_rng(3).standard_normal((1, c, 16, 16)).astype(np.float32)
     check(path, x, stem=False)

@@ -47,28 +47,28 @@ template <bool TAIL> inline V load_bf16(const uint16_t* p, __mmask16 m) {
 inline V vexp(V x) { return exp512(x); }
 
 // oneDNN's eltwise post-ops with its parameters; NaN stays NaN in each (as ONNX Runtime's).
-template <int R> inline void apply_post(V* acc, const DwPostOp* ops, int n) {
+template <int R> inline void apply_post(V* acc, const PostOp* ops, int n) {
   for (int o = 0; o < n; ++o) {
     const V alpha = _mm512_set1_ps(ops[o].alpha), beta = _mm512_set1_ps(ops[o].beta);
     const V zero = _mm512_setzero_ps(), one = _mm512_set1_ps(1.f);
     switch (ops[o].kind) {
-      case DwPostOp::relu:
+      case PostOp::relu:
         for (int r = 0; r < R; ++r)
           acc[r] = ops[o].alpha == 0.f ? _mm512_max_ps(zero, acc[r])
                                        : _mm512_mask_blend_ps(_mm512_cmp_ps_mask(acc[r], zero, _CMP_GT_OQ),
                                                               _mm512_mul_ps(acc[r], alpha), acc[r]);
         break;
-      case DwPostOp::clip:
+      case PostOp::clip:
         for (int r = 0; r < R; ++r) acc[r] = _mm512_min_ps(beta, _mm512_max_ps(alpha, acc[r]));
         break;
-      case DwPostOp::linear:
+      case PostOp::linear:
         for (int r = 0; r < R; ++r) acc[r] = _mm512_fmadd_ps(acc[r], alpha, beta);
         break;
-      case DwPostOp::swish:  // x * sigmoid(alpha x)
+      case PostOp::swish:  // x * sigmoid(alpha x)
         for (int r = 0; r < R; ++r)
           acc[r] = _mm512_div_ps(acc[r], _mm512_add_ps(one, vexp(_mm512_mul_ps(acc[r], _mm512_sub_ps(zero, alpha)))));
         break;
-      case DwPostOp::hardswish:  // x * clip(alpha x + beta, 0, 1)
+      case PostOp::hardswish:  // x * clip(alpha x + beta, 0, 1)
         for (int r = 0; r < R; ++r)
           acc[r] = _mm512_mul_ps(acc[r], _mm512_min_ps(one, _mm512_max_ps(zero, _mm512_fmadd_ps(acc[r], alpha, beta))));
         break;
@@ -98,7 +98,7 @@ struct RowArgs {
   const float* b;       // the block's bias [16]
   int64_t c, iw, kw, sw, pad_left;
   int64_t iy0, ky0, ky1;  // the window's first source row (may be < 0), kernel rows inside the image
-  const DwPostOp* post;
+  const PostOp* post;
   int npost;
   bool bf16;
   __mmask16 mask;
@@ -295,7 +295,7 @@ bool DwConvBf16::shape_supported(int64_t kw, int64_t sw) {
   return tile_fns(kw, sw, f);
 }
 
-DwConvBf16::DwConvBf16(const DwGeometry& g, const float* weights, const float* bias, std::vector<DwPostOp> post,
+DwConvBf16::DwConvBf16(const DwGeometry& g, const float* weights, const float* bias, std::vector<PostOp> post,
                        bool dst_bf16)
     : g_(g), blocks_((g.channels + 15) / 16), post_(std::move(post)), dst_bf16_(dst_bf16) {
   const int64_t taps = g.kh * g.kw;

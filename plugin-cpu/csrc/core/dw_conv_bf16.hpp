@@ -14,7 +14,7 @@ class DwConvBf16 final : public DwConvKernel {
  public:
   // weights: [C, kh, kw] f32 (the ONNX [C, 1, kh, kw] bytes; rounded to bf16 here); bias: [C]
   // f32 or nullptr (kept in f32: oneDNN's brdgmm_dw took a bf16 destination only with a bf16 bias).
-  DwConvBf16(const DwGeometry& g, const float* weights, const float* bias, std::vector<DwPostOp> post, bool dst_bf16);
+  DwConvBf16(const DwGeometry& g, const float* weights, const float* bias, std::vector<PostOp> post, bool dst_bf16);
   // src: [N, IH, IW, C] bf16 bits; dst: [N, OH, OW, C] bf16 bits or f32. Output rows are split
   // into chunks that up to `threads` threads claim (chunk_pool.hpp); every output is computed
   // the same way whichever thread computes it (1 vs 2 threads bit-exact).
@@ -35,7 +35,7 @@ class DwConvBf16 final : public DwConvKernel {
   int64_t pairs_;               // whole pairs of blocks (32 channels) run by tile_pair
   std::vector<float> weights_pair_;  // [pair][kh][kw][32]: even channels, then odd ones
   std::vector<float> bias_pair_;     // [pair][32], the same order
-  std::vector<DwPostOp> post_;
+  std::vector<PostOp> post_;
   bool dst_bf16_;
 };
 

@@ -32,7 +32,7 @@ struct F32Row {
   int64_t c, iw, pad_left, taps;
   int64_t iy0, ky0, ky1;  // the window's first source row (may be < 0), kernel rows inside the image
   int64_t full_blocks;    // blocks of L channels without the partial one
-  const DwPostOp* post;
+  const PostOp* post;
   int npost;
   int tail;        // channels in the partial last block (0: none)
   int64_t ih, ow;  // the 3x3 tile's (dw_conv_f32_tile3.inc): source height, output row width
@@ -114,7 +114,7 @@ bool DwConvF32::tile3_supported(const DwGeometry& g) {
   return g.kh == 3 && g.kw == 3 && g.sh == g.sw && (g.sw == 1 || g.sw == 2);
 }
 
-DwConvF32::DwConvF32(const DwGeometry& g, const float* weights, const float* bias, std::vector<DwPostOp> post, Isa isa,
+DwConvF32::DwConvF32(const DwGeometry& g, const float* weights, const float* bias, std::vector<PostOp> post, Isa isa,
                      bool tile3)
     : g_(g), isa_(isa), lanes_(isa == Isa::avx512 ? 16 : 8), tile3_(tile3 && tile3_supported(g)), post_(std::move(post)) {
   blocks_ = (g.channels + lanes_ - 1) / lanes_;

@@ -17,7 +17,7 @@ class DwConvF32 final : public DwConvKernel {
   // weights: [C, kh, kw] f32 (the ONNX [C, 1, kh, kw] bytes); bias: [C] f32 or nullptr.
   // tile3: the 3x3 multi-row tile (dw_conv_f32_tile3.inc) where tile3_supported(g), else the
   // general one; both give the same bits.
-  DwConvF32(const DwGeometry& g, const float* weights, const float* bias, std::vector<DwPostOp> post, Isa isa,
+  DwConvF32(const DwGeometry& g, const float* weights, const float* bias, std::vector<PostOp> post, Isa isa,
             bool tile3 = false);
   // src: [N, IH, IW, C] f32; dst: [N, OH, OW, C] f32; output-row chunks (run_dw_rows).
   void run(const void* src, void* dst, int threads) const override;
@@ -40,7 +40,7 @@ class DwConvF32 final : public DwConvKernel {
   int64_t blocks_;              // channel blocks of lanes_
   std::vector<float> weights_;  // [block][kh][kw][lanes], zero past the last channel
   std::vector<float> bias_;     // [block][lanes]
-  std::vector<DwPostOp> post_;
+  std::vector<PostOp> post_;
 };
 
 }  // namespace opforge_cpu

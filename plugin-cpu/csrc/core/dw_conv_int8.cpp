@@ -32,7 +32,7 @@ struct I8Row {
   int64_t iy0;          // the first output row's window's first source row (may be < 0)
   int64_t full_blocks;  // blocks of L channels without the partial one
   int tail;             // channels in the partial last block (0: none)
-  const DwPostOp* post;
+  const PostOp* post;
   int npost;
   bool dst_signed;
   float zp_src, dst_mul, zp_dst, lo, hi;
@@ -174,14 +174,14 @@ std::string DwConvInt8::why_not(const DwGeometry& g) {
   return "";
 }
 
-std::string DwConvInt8::why_not(const std::vector<DwPostOp>& post) {
-  for (const DwPostOp& p : post)
-    if (p.kind != DwPostOp::relu && p.kind != DwPostOp::clip && p.kind != DwPostOp::linear)
+std::string DwConvInt8::why_not(const std::vector<PostOp>& post) {
+  for (const PostOp& p : post)
+    if (p.kind != PostOp::relu && p.kind != PostOp::clip && p.kind != PostOp::linear)
       return "a fused Swish/HardSwish (the kernel runs ReLU, Clip and linear ones)";
   return "";
 }
 
-DwConvInt8::DwConvInt8(const DwGeometry& g, const int8_t* weights, const DwInt8Quant& q, std::vector<DwPostOp> post, Isa isa)
+DwConvInt8::DwConvInt8(const DwGeometry& g, const int8_t* weights, const DwInt8Quant& q, std::vector<PostOp> post, Isa isa)
     : g_(g),
       isa_(isa),
       lanes_(isa == Isa::avx512 ? 16 : 8),

@@ -31,7 +31,7 @@ class DwConvInt8 final : public DwConvKernel {
   enum class Isa { avx2, avx512 };
   // weights: [C, kh, kw] s8 (the ONNX [C, 1, 1, kh, kw] bytes); post: ReLU, Clip and linear
   // only (after the bias, in order; a destination shift of the zero-point fold is a linear one).
-  DwConvInt8(const DwGeometry& g, const int8_t* weights, const DwInt8Quant& q, std::vector<DwPostOp> post, Isa isa);
+  DwConvInt8(const DwGeometry& g, const int8_t* weights, const DwInt8Quant& q, std::vector<PostOp> post, Isa isa);
   // src: [N, IH, IW, C] u8/s8; dst: [N, OH, OW, C] u8/s8; output-row chunks (run_dw_rows).
   void run(const void* src, void* dst, int threads) const override;
   const char* exec_type() const override { return isa_ == Isa::avx512 ? "dw:avx512_int8" : "dw:avx2_int8"; }
@@ -42,7 +42,7 @@ class DwConvInt8 final : public DwConvKernel {
   // "" when a tile runs g (a 3x3 or 5x5 kernel, the same stride 1 or 2 both ways, padding >= 0),
   // else why not; and "" when the post-ops are ones the kernel runs.
   static std::string why_not(const DwGeometry& g);
-  static std::string why_not(const std::vector<DwPostOp>& post);
+  static std::string why_not(const std::vector<PostOp>& post);
 
  private:
   DwGeometry g_;
@@ -54,7 +54,7 @@ class DwConvInt8 final : public DwConvKernel {
   std::vector<float> weights_;  // [block][kh][kw][lanes] (small integers, exact), zero past the last channel
   std::vector<float> scale_;    // [block][lanes]: src_scale * wei_scale[c] (oneDNN's product)
   std::vector<float> bias_;     // [block][lanes]
-  std::vector<DwPostOp> post_;
+  std::vector<PostOp> post_;
 };
 
 }  // namespace opforge_cpu

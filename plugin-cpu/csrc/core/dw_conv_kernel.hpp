@@ -9,14 +9,9 @@
 
 #include "core/chunk_pool.hpp"
 #include "core/env_switch.hpp"
+#include "core/post_op.hpp"
 
 namespace opforge_cpu {
-
-// One fused activation after the bias, with oneDNN's eltwise parameters (alpha, beta).
-struct DwPostOp {
-  enum Kind { relu, clip, linear, swish, hardswish } kind;
-  float alpha, beta;
-};
 
 struct DwGeometry {
   int64_t batch, channels, ih, iw, oh, ow, kh, kw, sh, sw, pad_top, pad_left;

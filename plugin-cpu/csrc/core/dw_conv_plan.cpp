@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/env_switch.hpp"
+#include "core/fused_post_ops.hpp"
 #include "core/host_isa.hpp"
 
 namespace opforge_cpu {
@@ -49,15 +50,15 @@ bool f32_3x3_relu() {
 
 // The fused ops as the kernel's post-ops (oneDNN's order: out_scale, then the fused list), or
 // false for one it does not run.
-bool dw_post_ops(const NodeDesc& n, std::vector<DwPostOp>& post) {
-  if (n.attrs.has("out_scale")) post.push_back({DwPostOp::linear, static_cast<float>(n.attrs.f("out_scale")), 0.f});
-  return append_dw_post_ops(n.attrs.fused_ops("post_ops"), post);
+bool dw_post_ops(const NodeDesc& n, std::vector<PostOp>& post) {
+  if (n.attrs.has("out_scale")) post.push_back({PostOp::linear, static_cast<float>(n.attrs.f("out_scale")), 0.f});
+  return append_post_ops(n.attrs.fused_ops("post_ops"), post);
 }
 
 // The geometry of a depthwise convolution our kernels can run over pd's source and destination
 // of type `t` (dense channels-last), with its fused ops, or false.
 bool dw_geometry(const NodeDesc& n, const dnnl::convolution_forward::primitive_desc& pd, dnnl::memory::data_type t,
-                 DwGeometry& g, std::vector<DwPostOp>& post) {
+                 DwGeometry& g, std::vector<PostOp>& post) {
   using dt = dnnl::memory::data_type;
   const Shape& ws = n.in(1).shape;
   const Shape& xs = n.in(0).shape;
@@ -88,30 +89,12 @@ bool dense_nhwc(const dnnl::memory::desc& md) {
          md == dnnl::memory::desc(md.get_dims(), md.get_data_type(), dnnl::memory::format_tag::acdb);
 }
 
-bool append_dw_post_ops(const std::vector<FusedOp>& fused, std::vector<DwPostOp>& post) {
-  for (const FusedOp& f : fused) {
-    const KernelEntry* e = find_kernel(f.type);
-    if (!e || !e->post_op || !f.attrs) return false;
-    const Eltwise el = e->post_op(*f.attrs);
-    switch (el.alg) {
-      case dnnl::algorithm::eltwise_relu: post.push_back({DwPostOp::relu, el.alpha, 0.f}); break;
-      case dnnl::algorithm::eltwise_clip:
-      case dnnl::algorithm::eltwise_clip_v2: post.push_back({DwPostOp::clip, el.alpha, el.beta}); break;
-      case dnnl::algorithm::eltwise_linear: post.push_back({DwPostOp::linear, el.alpha, el.beta}); break;
-      case dnnl::algorithm::eltwise_swish: post.push_back({DwPostOp::swish, el.alpha, 0.f}); break;
-      case dnnl::algorithm::eltwise_hardswish: post.push_back({DwPostOp::hardswish, el.alpha, el.beta}); break;
-      default: return false;
-    }
-  }
-  return true;
-}
-
 std::unique_ptr<DwConvBf16> plan_dw_conv_bf16(const NodeDesc& n, const dnnl::convolution_forward::primitive_desc& pd) {
   // AVX512_BF16 in the CPU and in oneDNN's effective ISA (host_isa.hpp: ONEDNN_MAX_CPU_ISA=AVX2
   // emulates an AVX2 host, which keeps oneDNN)
   if (!enabled() || !DwConvBf16::host_supported()) return nullptr;
   DwGeometry g{};
-  std::vector<DwPostOp> post;
+  std::vector<PostOp> post;
   if (!dw_geometry(n, pd, dnnl::memory::data_type::bf16, g, post)) return nullptr;
   // Without AMX (an AMD EPYC Zen 5 VM, stop 18) oneDNN's brdgmm_dw beat ours at one thread on
   // 3x3 kernels without a Swish: 0.64-1.02 of our time per step on mobilenet_v2's 17 (ReLU6),
@@ -120,7 +103,7 @@ std::unique_ptr<DwConvBf16> plan_dw_conv_bf16(const NodeDesc& n, const dnnl::con
   // 5x5 (docs/kernel-library.md "Our bf16 depthwise kernel on a host without AMX"). The rule is
   // the f32 kernel's at AVX-512 (plan_dw_conv_f32). It is keyed on AMX because the AMX hosts of
   // stops 16-17 are where ours was measured faster: they keep every shape on ours, unchanged.
-  const bool swish = std::any_of(post.begin(), post.end(), [](const DwPostOp& p) { return p.kind == DwPostOp::swish; });
+  const bool swish = std::any_of(post.begin(), post.end(), [](const PostOp& p) { return p.kind == PostOp::swish; });
   if (bf16_host_rule() && !host_has_amx() && g.kw < 5 && !swish) return nullptr;
   const bool has_bias = n.attrs.b("has_bias", false);
   return std::make_unique<DwConvBf16>(g, static_cast<const float*>(n.inputs[1].const_data),
@@ -136,12 +119,12 @@ std::unique_ptr<DwConvF32> plan_dw_conv_f32(const NodeDesc& n, const dnnl::convo
   else if (DwConvF32::host_supported(DwConvF32::Isa::avx2)) isa = DwConvF32::Isa::avx2;
   else return nullptr;
   DwGeometry g{};
-  std::vector<DwPostOp> post;
+  std::vector<PostOp> post;
   if (!dw_geometry(n, pd, dnnl::memory::data_type::f32, g, post)) return nullptr;
   // 3x3 with ReLU / Clip / nothing: brdgmm_dw was as fast (0.8-1.4 per shape at AVX-512, 1.1-2.2
   // at AVX2); its Swish costs more than ours (3x3 with Swish 0.7-1.0 at AVX-512; at AVX2 0.84-1.02
   // at stride 1, 1.02-1.38 at stride 2). 5x5 and 7x7: 0.7-1.0 (stride-2 5x5 level) at both.
-  const bool swish = std::any_of(post.begin(), post.end(), [](const DwPostOp& p) { return p.kind == DwPostOp::swish; });
+  const bool swish = std::any_of(post.begin(), post.end(), [](const PostOp& p) { return p.kind == PostOp::swish; });
   // Stop 21: the 3x3 tile (two output rows at once, each source vector loaded once for both)
   // beat brdgmm_dw with ReLU6 on every 3x3 stride-1 shape measured (Zen 5 VM, one thread), at
   // AVX-512 (0.57-0.72 per shape) and at AVX2 (0.69-0.87); at stride 2 it was 0.80-1.05 at
@@ -150,8 +133,8 @@ std::unique_ptr<DwConvF32> plan_dw_conv_f32(const NodeDesc& n, const dnnl::convo
   // against brdgmm_dw: it keeps it. The 3x3 Swish ones take the 3x3 tile too (same bits,
   // 0.52-0.76 of brdgmm_dw at AVX-512 where the general tile was 0.60-0.90).
   const bool tile3 = f32_3x3_relu() && DwConvF32::tile3_supported(g);
-  const bool relu_like = std::all_of(post.begin(), post.end(), [](const DwPostOp& p) {
-    return p.kind == DwPostOp::relu || p.kind == DwPostOp::clip || p.kind == DwPostOp::linear;
+  const bool relu_like = std::all_of(post.begin(), post.end(), [](const PostOp& p) {
+    return p.kind == PostOp::relu || p.kind == PostOp::clip || p.kind == PostOp::linear;
   });
   const bool take_swish = swish && (isa == DwConvF32::Isa::avx512 || g.sw == 1);
   const bool take_relu = tile3 && relu_like && (isa == DwConvF32::Isa::avx512 || g.sw == 1);
@@ -188,7 +171,7 @@ std::unique_ptr<Grouped4ConvF32> plan_grouped4_conv_f32(const NodeDesc& n,
     return nullptr;
   const auto strides = pd.get_strides(), dil = pd.get_dilations(), pl = pd.get_padding_l();
   if (dil[0] != 0 || dil[1] != 0) return nullptr;
-  std::vector<DwPostOp> post;
+  std::vector<PostOp> post;
   if (!dw_post_ops(n, post)) return nullptr;
   const DwGeometry g{xs[0], xs[1], xs[2], xs[3], ys[2], ys[3], ws[3], ws[4], strides[0], strides[1], pl[0], pl[1]};
   if (!Grouped4ConvF32::shape_supported(g)) return nullptr;

@@ -15,11 +15,6 @@ namespace opforge_cpu {
 // kernels read and write in a primitive's place (also the int8 one, quantized_dw_conv.cpp).
 bool dense_nhwc(const dnnl::memory::desc& md);
 
-// Appends the fused ops `fused` (a node's "post_ops", in order) as depthwise kernel post-ops
-// (ReLU, Clip, linear, Swish, HardSwish), or returns false at the first one no kernel runs. Each
-// kernel then says which of them it takes (DwConvInt8::why_not: not Swish/HardSwish).
-bool append_dw_post_ops(const std::vector<FusedOp>& fused, std::vector<DwPostOp>& post);
-
 // The kernel for GroupConvolution node `n` whose chosen bf16 primitive is `pd`, reading and
 // writing exactly pd's source and destination (so the neighbours see what oneDNN would have
 // given), or nullptr (then oneDNN's primitive runs): OPFORGE_CPU_DW_KERNEL=0 (read once), a host

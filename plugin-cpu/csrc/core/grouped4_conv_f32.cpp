@@ -32,7 +32,7 @@ struct G4Row {
   const float* b;    // bias [C]
   int64_t c, blocks, iw, sw, pad_left, kw, taps;
   int64_t iy0, ky0, ky1;  // the window's first source row (may be < 0), kernel rows inside the image
-  const DwPostOp* post;
+  const PostOp* post;
   int npost;
 };
 
@@ -106,7 +106,7 @@ bool Grouped4ConvF32::shape_supported(const DwGeometry& g) {
 }
 
 Grouped4ConvF32::Grouped4ConvF32(const DwGeometry& g, const float* weights, const float* bias,
-                                 std::vector<DwPostOp> post)
+                                 std::vector<PostOp> post)
     : g_(g), blocks_(g.channels / 8), post_(std::move(post)) {
   const int64_t taps = g.kh * g.kw;
   weights_.assign(static_cast<size_t>(blocks_ * taps * 4 * 8), 0.f);

@@ -20,7 +20,7 @@ class Grouped4ConvF32 final : public DwConvKernel {
  public:
   // g.channels: input = output channels (a multiple of 8); weights: the ONNX [C, 4, kh, kw] f32
   // bytes (output channel c reads input channels 4 * (c / 4) .. + 3); bias: [C] f32 or nullptr.
-  Grouped4ConvF32(const DwGeometry& g, const float* weights, const float* bias, std::vector<DwPostOp> post);
+  Grouped4ConvF32(const DwGeometry& g, const float* weights, const float* bias, std::vector<PostOp> post);
   // src: [N, IH, IW, C] f32; dst: [N, OH, OW, C] f32; output-row chunks (run_dw_rows).
   void run(const void* src, void* dst, int threads) const override;
   const char* exec_type() const override { return "grouped4:avx2_f32"; }
@@ -38,7 +38,7 @@ class Grouped4ConvF32 final : public DwConvKernel {
   int64_t blocks_;              // blocks of 8 channels (two groups)
   std::vector<float> weights_;  // [block][kh][kw][input channel of the group, 4][8 output lanes]
   std::vector<float> bias_;     // [C]
-  std::vector<DwPostOp> post_;
+  std::vector<PostOp> post_;
 };
 
 }  // namespace opforge_cpu

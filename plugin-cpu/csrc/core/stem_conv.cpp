@@ -16,6 +16,7 @@
 
 #include "core/stem_conv_compute.hpp"
 #include "core/env_switch.hpp"
+#include "core/fused_post_ops.hpp"
 #include "core/host_isa.hpp"
 
 namespace opforge_cpu {
@@ -24,7 +25,7 @@ namespace {
 
 class StemConvKernel : public Kernel {
  public:
-  StemConvKernel(const StemGeometry& g, StemDstLayout dst, const float* w, const float* b, std::vector<StemPostOp> post,
+  StemConvKernel(const StemGeometry& g, StemDstLayout dst, const float* w, const float* b, std::vector<PostOp> post,
                  bool bias_packed)
       : compute_(g, dst, w, b, std::move(post)), bias_packed_(bias_packed) {}
   void run(RunContext& ctx, const TensorView* in, TensorView* out, Bound*) override {
@@ -45,28 +46,22 @@ bool stem_swish_enabled() {
   return on;
 }
 
-// The fused activations as the kernel's post-ops, or false for one it does not run.
-bool stem_post_ops(const NodeDesc& n, std::vector<StemPostOp>& post) {
+// The fused activations as the kernel's post-ops (the shared translation, fused_post_ops.hpp), or
+// false for one it does not run: HardSwish, and Swish under OPFORGE_CPU_STEM_SWISH=0.
+bool stem_post_ops(const NodeDesc& n, std::vector<PostOp>& post) {
   if (n.attrs.has("out_scale"))
-    post.push_back({StemPostOp::linear, static_cast<float>(n.attrs.f("out_scale")), 0.f});
-  for (const FusedOp& f : n.attrs.fused_ops("post_ops")) {
-    const KernelEntry* e = find_kernel(f.type);
-    if (!e || !e->post_op || !f.attrs) return false;
-    const Eltwise el = e->post_op(*f.attrs);
-    switch (el.alg) {
-      case dnnl::algorithm::eltwise_relu: post.push_back({StemPostOp::relu, el.alpha, 0.f}); break;
-      case dnnl::algorithm::eltwise_clip:
-      case dnnl::algorithm::eltwise_clip_v2: post.push_back({StemPostOp::clip, el.alpha, el.beta}); break;
-      case dnnl::algorithm::eltwise_linear: post.push_back({StemPostOp::linear, el.alpha, el.beta}); break;
-      case dnnl::algorithm::eltwise_swish:
-        // EfficientNet's stem (3->32 3x3/2 + SiLU) ran oneDNN's jit:avx512_core, 0.233 ms at one
-        // thread on the Zen 5 VM against this kernel's 0.10-0.11 with ReLU (stop 20).
-        // OPFORGE_CPU_STEM_SWISH=0: such stems keep oneDNN, for same-build A/B runs.
-        if (!stem_swish_enabled()) return false;
-        post.push_back({StemPostOp::swish, el.alpha, 0.f});
-        break;
-      default: return false;
-    }
+    post.push_back({PostOp::linear, static_cast<float>(n.attrs.f("out_scale")), 0.f});
+  if (!append_post_ops(n.attrs.fused_ops("post_ops"), post)) return false;
+  for (const PostOp& p : post) {
+    // MobileNetV3's stem (3->16 3x3/2 + HardSwish at 224x224): the tile with HardSwish was no
+    // faster than oneDNN's jit:avx512_core (stop 25, Zen 5 VM, 1 thread, median stem node over 50
+    // runs: 109-113 us vs 98-99 in mobilenet_v3_large, 91 vs 92 in mobilenet_v3_small), so it
+    // keeps oneDNN; vpost's HardSwish case is there for the shared PostOp kinds, not used.
+    if (p.kind == PostOp::hardswish) return false;
+    // EfficientNet's stem (3->32 3x3/2 + SiLU) ran oneDNN's jit:avx512_core, 0.233 ms at one
+    // thread on the Zen 5 VM against this kernel's 0.10-0.11 with ReLU (stop 20).
+    // OPFORGE_CPU_STEM_SWISH=0: such stems keep oneDNN, for same-build A/B runs.
+    if (p.kind == PostOp::swish && !stem_swish_enabled()) return false;
   }
   return true;
 }
@@ -95,7 +90,7 @@ std::unique_ptr<Kernel> make_stem_conv(const NodeDesc& n, const ConvGeometry& ge
   StemDstLayout layout;
   if (dst_md == dnnl::memory::desc(dims, dt::f32, tag::nChw16c)) layout.block = 16;
   else if (dst_md != dnnl::memory::desc(dims, dt::f32, tag::nhwc)) return nullptr;
-  std::vector<StemPostOp> post;
+  std::vector<PostOp> post;
   if (!stem_post_ops(n, post)) return nullptr;
   StemGeometry g;
   g.n = x.shape[0];

@@ -35,7 +35,7 @@ struct TileArgs {
   int64_t taps;
   const float* w;          // the block's packed weights [C][KH][KW][NV * L]
   const float* bias;       // the block's bias [NV * L]
-  const StemPostOp* post;
+  const PostOp* post;
   int npost;
   float* y;                // pixel 0's first channel of the block
   int64_t pstride, vstride;  // destination step from pixel to pixel, from vector to vector
@@ -73,10 +73,10 @@ inline V vkeep_first(V v, int n) { return _mm512_maskz_mov_ps(first(n), v); }
 inline V vexp(V x) { return exp512(x); }
 // oneDNN's eltwise semantics over n registers: NaN stays NaN (MAX/MIN return their second
 // operand when one is NaN)
-template <int N> inline void vpost(V* r, const StemPostOp& op) {
+template <int N> inline void vpost(V* r, const PostOp& op) {
   const V zero = _mm512_setzero_ps(), alpha = _mm512_set1_ps(op.alpha), beta = _mm512_set1_ps(op.beta);
   switch (op.kind) {
-    case StemPostOp::relu:
+    case PostOp::relu:
       if (op.alpha == 0.f) {
         for (int i = 0; i < N; ++i) r[i] = _mm512_max_ps(zero, r[i]);
       } else {
@@ -84,20 +84,24 @@ template <int N> inline void vpost(V* r, const StemPostOp& op) {
           r[i] = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(r[i], zero, _CMP_GT_OQ), _mm512_mul_ps(r[i], alpha), r[i]);
       }
       return;
-    case StemPostOp::clip:
+    case PostOp::clip:
       for (int i = 0; i < N; ++i) r[i] = _mm512_min_ps(beta, _mm512_max_ps(alpha, r[i]));
       return;
-    case StemPostOp::linear:
+    case PostOp::linear:
       for (int i = 0; i < N; ++i) r[i] = _mm512_fmadd_ps(r[i], alpha, beta);
       return;
-    case StemPostOp::swish:  // x * sigmoid(alpha x) = x / (1 + e^(-alpha x))
+    case PostOp::swish:  // x * sigmoid(alpha x) = x / (1 + e^(-alpha x))
       for (int i = 0; i < N; ++i)
         r[i] = _mm512_div_ps(r[i], _mm512_add_ps(_mm512_set1_ps(1.f), vexp(_mm512_mul_ps(r[i], _mm512_sub_ps(zero, alpha)))));
+      return;
+    case PostOp::hardswish:  // x * clip(alpha x + beta, 0, 1), as the depthwise kernels' (dw_conv_f32_act.inc)
+      for (int i = 0; i < N; ++i)
+        r[i] = _mm512_mul_ps(r[i], _mm512_min_ps(_mm512_set1_ps(1.f), _mm512_max_ps(zero, _mm512_fmadd_ps(r[i], alpha, beta))));
       return;
   }
 }
 // One activation on one register (the same operations as vpost).
-inline V vact(V r, const StemPostOp& op) {
+inline V vact(V r, const PostOp& op) {
   vpost<1>(&r, op);
   return r;
 }
@@ -160,7 +164,7 @@ bool regs_epilogue() {
 }  // namespace
 
 StemConvCompute::StemConvCompute(const StemGeometry& g, StemDstLayout dst, const float* weights,
-                                 const float* bias, std::vector<StemPostOp> post)
+                                 const float* bias, std::vector<PostOp> post)
     : g_(g), dst_(dst), post_(std::move(post)) {
   const int64_t vecs = (g_.o + lanes_ - 1) / lanes_;
   opad_ = vecs * lanes_;
@@ -226,10 +230,10 @@ void StemConvCompute::run_rows(const float* x, float* y, int64_t r0, int64_t r1)
   a.hi = std::numeric_limits<float>::infinity();
   if (post_.empty()) {
     a.clamp = true;
-  } else if (post_.size() == 1 && post_[0].kind == StemPostOp::relu && post_[0].alpha == 0.f) {
+  } else if (post_.size() == 1 && post_[0].kind == PostOp::relu && post_[0].alpha == 0.f) {
     a.clamp = true;
     a.lo = 0.f;
-  } else if (post_.size() == 1 && post_[0].kind == StemPostOp::clip) {
+  } else if (post_.size() == 1 && post_[0].kind == PostOp::clip) {
     a.clamp = true;
     a.lo = post_[0].alpha;
     a.hi = post_[0].beta;

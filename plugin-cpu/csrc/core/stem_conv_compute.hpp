@@ -7,14 +7,9 @@
 #include <cstdint>
 #include <vector>
 
-namespace opforge_cpu {
+#include "core/post_op.hpp"
 
-// One activation after the bias, in oneDNN's terms (eltwise_relu's slope, clip's bounds,
-// linear's alpha * x + beta, swish's x * sigmoid(alpha * x)).
-struct StemPostOp {
-  enum Kind { relu, clip, linear, swish } kind = relu;
-  float alpha = 0.f, beta = 0.f;
-};
+namespace opforge_cpu {
 
 struct StemGeometry {
   int64_t n = 1, c = 1, h = 1, w = 1;  // source [N, C, H, W], plain (NCHW) f32
@@ -34,7 +29,7 @@ class StemConvCompute {
   // weights [O, C, KH, KW] and bias [O] (or nullptr) in f32; packed here once.
   // (AVX-512 only: the caller checks the host)
   StemConvCompute(const StemGeometry& g, StemDstLayout dst, const float* weights, const float* bias,
-                  std::vector<StemPostOp> post);
+                  std::vector<PostOp> post);
   // y (the destination layout) = conv(x); on up to `threads` threads (rows of output claimed
   // from a shared counter, run_chunks); the result does not depend on the thread count.
   void run(const float* x, float* y, int threads) const;
@@ -49,7 +44,7 @@ class StemConvCompute {
   std::vector<float> w_;     // [O / lanes_ vectors][C][KH][KW][lanes_], zero-padded
   std::vector<float> bias_;  // [opad_]
   size_t w0_ = 0, b0_ = 0;   // where w_ and bias_ start (64-byte aligned)
-  std::vector<StemPostOp> post_;
+  std::vector<PostOp> post_;
   bool stream_ = false;  // non-temporal stores: see the constructor
 };
 

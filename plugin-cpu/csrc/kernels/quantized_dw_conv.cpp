@@ -18,6 +18,7 @@
 #include "core/dw_conv_int8.hpp"
 #include "core/dw_conv_plan.hpp"
 #include "core/env_switch.hpp"
+#include "core/fused_post_ops.hpp"
 
 namespace opforge_cpu {
 
@@ -35,9 +36,9 @@ bool starts_with(const char* s, const char* prefix) { return s != nullptr && std
 // The fused ops as the kernel's post-ops, in quant_attr's order (the fused list, then the
 // zero-point fold's shift), or false for one it does not run.
 // (A fused Swish/HardSwish translates, and DwConvInt8::why_not(post) then refuses it.)
-bool post_ops_of(const QuantParams& q, std::vector<DwPostOp>& post) {
-  if (!append_dw_post_ops(q.post_ops, post)) return false;
-  if (q.dst_shift != 0.f) post.push_back({DwPostOp::linear, 1.f, q.dst_shift});
+bool post_ops_of(const QuantParams& q, std::vector<PostOp>& post) {
+  if (!append_post_ops(q.post_ops, post)) return false;
+  if (q.dst_shift != 0.f) post.push_back({PostOp::linear, 1.f, q.dst_shift});
   return true;
 }
 
@@ -82,7 +83,7 @@ std::unique_ptr<Kernel> plan_quantized_dw_conv(const NodeDesc& n, const dnnl::co
   const auto strides = pd.get_strides(), dil = pd.get_dilations(), pl = pd.get_padding_l();
   if (dil[0] != 0 || dil[1] != 0) return nullptr;
   const DwGeometry g{xs[0], xs[1], xs[2], xs[3], ys[2], ys[3], ws[3], ws[4], strides[0], strides[1], pl[0], pl[1]};
-  std::vector<DwPostOp> post;
+  std::vector<PostOp> post;
   if (!post_ops_of(q, post)) return nullptr;
   if (!DwConvInt8::why_not(g).empty() || !DwConvInt8::why_not(post).empty()) return nullptr;
   // 3x3 stride 2 at AVX-512 was level with brdgmm_dw (0.86-1.03 per shape): it keeps it

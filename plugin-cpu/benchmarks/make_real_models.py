@@ -841,7 +841,10 @@ def main() -> int:
     def log(msg: str) -> None:
         print(f"[{time.perf_counter() - t0:6.1f}s] {msg}", file=sys.stderr, flush=True)
 
-    out = (args.out or DEFAULT_OUT[args.family[-1]]).resolve()
+    # without --out: the folder of the --only models' family (when they share one), else --family's
+    only_families = {MODELS[n].family for n in args.only or []}
+    family = only_families.pop() if len(only_families) == 1 else args.family[-1]
+    out = (args.out or DEFAULT_OUT[family]).resolve()
     if args.quantize_only is not None:
         names = args.quantize_only or sorted(json.loads((out / "manifest.json").read_text())["models"])
         if args.int8:

@@ -115,8 +115,15 @@ def _tv(arch: str, module: str = "", **kwargs: Any) -> Callable[[], Any]:
 def _timm(arch: str) -> Callable[[], Any]:
     def make() -> Any:
         import timm
+        import torch
 
-        return timm.create_model(arch, pretrained=False)
+        net = timm.create_model(arch, pretrained=False)
+        # timm zero-initialises some classifier heads (MLP-Mixer's): the output would be the bias,
+        # all zeros, and no engine's accuracy could be checked on it. Redraw such a head.
+        head = net.get_classifier()
+        if isinstance(head, torch.nn.Linear) and not bool(head.weight.any()):
+            torch.nn.init.normal_(head.weight, std=head.in_features ** -0.5)
+        return net
     return make
 
 

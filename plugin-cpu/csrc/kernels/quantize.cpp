@@ -62,18 +62,18 @@ class ScaledConvertKernel : public Kernel {
     }
     const int64_t n = out[0].size();
     if (quantize_) {
-      if (dst_type_ == DType::u8) quantize_loop<uint8_t>(ctx, static_cast<const float*>(b->src), out[0].ptr<uint8_t>(), n, 0.f, 255.f);
-      else quantize_loop<int8_t>(ctx, static_cast<const float*>(b->src), out[0].ptr<int8_t>(), n, -128.f, 127.f);
+      const float* x = static_cast<const float*>(b->src);
+      if (dst_type_ == DType::u8) quantize_with<uint8_t>(ctx, x, out[0].ptr<uint8_t>(), n, scale_, zero_point_, 0.f, 255.f);
+      else quantize_with<int8_t>(ctx, x, out[0].ptr<int8_t>(), n, scale_, zero_point_, -128.f, 127.f);
     } else {
       if (src_type_ == DType::u8) dequantize_loop<uint8_t>(ctx, static_cast<const uint8_t*>(b->src), out[0].ptr<float>(), n);
       else dequantize_loop<int8_t>(ctx, static_cast<const int8_t*>(b->src), out[0].ptr<float>(), n);
     }
   }
-
- private:
-  template <class Q> void quantize_loop(RunContext& ctx, const float* x, Q* y, int64_t n, float lo, float hi) const {
-    const float s = scale_;
-    const int32_t z = zero_point_;
+  // The loop with the scale and zero point given (quantize_u8 below: DynamicQuantize's scale
+  // and zero point come with each run).
+  template <class Q>
+  static void quantize_with(RunContext& ctx, const float* x, Q* y, int64_t n, float s, int32_t z, float lo, float hi) {
     const bool w = wide();
     parallel_range(n, ctx.num_threads, [&](int64_t b, int64_t e) {
 #ifdef OPFORGE_QUANTIZE_AVX512
@@ -82,6 +82,8 @@ class ScaledConvertKernel : public Kernel {
       quantize_span<Q>(x, y, b, e, s, z, lo, hi);
     });
   }
+
+ private:
   // AVX-512 builds of both loops (the build targets baseline x86-64; int8_layout.hpp): 16 lanes
   // of the same operations in the same order, so the same bytes and floats. The SSE2 quantize
   // and the compiler's SSE2 dequantize were EdgeNeXt int8's fourth and seventh largest node
@@ -200,6 +202,10 @@ float positive_scale(const NodeDesc& n) {
 std::unique_ptr<Kernel> make_scaled_convert(const TensorInfo& src, const TensorInfo& dst, bool quantize, float scale,
                                             int32_t zero_point) {
   return std::make_unique<ScaledConvertKernel>(src, dst, quantize, scale, zero_point);
+}
+
+void quantize_u8(RunContext& ctx, const float* x, uint8_t* y, int64_t n, float scale, int32_t zero_point) {
+  ScaledConvertKernel::quantize_with<uint8_t>(ctx, x, y, n, scale, zero_point, 0.f, 255.f);
 }
 
 std::string check_quantize(const NodeDesc& n) {

@@ -48,6 +48,9 @@ std::unique_ptr<Kernel> make_scaled_convert(const TensorInfo& src, const TensorI
                                             int32_t zero_point);
 // The "scale" attribute, checked positive and finite.
 float positive_scale(const NodeDesc& n);
+// The Quantize kernel's loop over n plain f32 values with a scale and zero point known only at
+// run time (DynamicQuantize): y = saturate(round_half_to_even(x / scale) + zero_point) in u8.
+void quantize_u8(RunContext& ctx, const float* x, uint8_t* y, int64_t n, float scale, int32_t zero_point);
 // Scales (weights per `wei_mask`), zero points and post-ops on a primitive attribute.
 dnnl::primitive_attr quant_attr(const QuantParams& q, int wei_mask);
 

@@ -30,7 +30,8 @@ would saturate; ``s8_shift`` (a planning pass of its own, after these) gives the
 of s8 tensors u8 bytes + 128 on hosts without VNNI; one module per rewrite (``quantized_op``, ``quantize_dequantize``,
 ``residual_sum``, ``max_pool``, ``avg_pool``, ``concat``, ``lookup``, ``eltwise``, ``movement``,
 ``interpolate``, ``scale_shift``),
-applied in the order ``Int8Fusion`` lists them.
+applied in the order ``Int8Fusion`` lists them. ``dynamic`` handles ONNX Runtime's dynamic
+quantization (DynamicQuantizeLinear and MatMulInteger, whose scales are known only at run time).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from opforge.transformations import pattern as p
 
 from opforge_cpu.passes.int8.avg_pool import AvgPoolFusion
 from opforge_cpu.passes.int8.concat import ConcatFusion
+from opforge_cpu.passes.int8.dynamic import DynamicQuantizeFusion, IntegerMatMulFusion
 from opforge_cpu.passes.int8.eltwise import EltwiseFusion
 from opforge_cpu.passes.int8.interpolate import InterpolateFusion
 from opforge_cpu.passes.int8.lookup import LookupFusion
@@ -69,7 +71,8 @@ class Int8Fusion(p.GraphRewrite):
     def __init__(self) -> None:
         super().__init__(QuantizedOpFusion(), QuantizeFusion(), DequantizeFusion(), ResidualSumFusion(),
                          MaxPoolFusion(), ConcatFusion(), LookupFusion(), EltwiseFusion(), AvgPoolFusion(),
-                         MovementFusion(), InterpolateFusion(), ScaleShiftFusion())
+                         MovementFusion(), InterpolateFusion(), ScaleShiftFusion(), DynamicQuantizeFusion(),
+                         IntegerMatMulFusion())
 
 
 def fuse_int8(model: Model) -> bool:

@@ -1,0 +1,62 @@
+"""IntegerMatMul: ONNX's MatMulInteger of a u8/i8 source [..., M, K] with a per-tensor zero point
+known at run time and constant zero-point-centred i8 weights [K, N]. Inputs: the source, the
+weights, the zero point (u8/i8 scalar, when ``has_zero_point``), the scale (f32 scalar, when the
+output is f32). Output: the exact i32 sums ``sum_k (x - zp) * w`` (wrapping like NumPy's int32
+matmul), or with ``output_type`` f32 ``f32(sums) * scale``: quantize_dynamic's Cast + Mul epilogue,
+the integer converted once, then one f32 product. Made by ``opforge_cpu.passes.int8.dynamic``;
+run by csrc/kernels/integer_mat_mul.cpp on oneDNN's int8 matmul."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import numpy as np
+from opforge.element_type import Type
+from opforge.op import CostClass, InferContext, OpAttrs, TensorSpec
+from opforge.shape import PartialShape
+
+from opforge_cpu.ops._cpu_op import CpuOp
+
+
+class IntegerMatMulAttrs(OpAttrs):
+    has_zero_point: bool = False
+    output_type: Literal["i32", "f32"] = "i32"
+
+
+class IntegerMatMul(CpuOp):
+    type_name = "IntegerMatMul"
+    Attrs = IntegerMatMulAttrs
+    cost_class = CostClass.COMPUTE
+    min_inputs = 2
+    max_inputs = 4
+
+    @classmethod
+    def infer(cls, ctx: InferContext) -> list[TensorSpec]:
+        a: IntegerMatMulAttrs = ctx.attrs  # type: ignore[assignment]
+        want = 2 + int(a.has_zero_point) + int(a.output_type == "f32")
+        if ctx.num_inputs != want:
+            raise ctx.error(f"has {ctx.num_inputs} inputs, expected {want}")
+        if ctx.input_type(0) not in (Type.u8, Type.i8) or ctx.input_type(1) is not Type.i8:
+            raise ctx.error(f"inputs are {ctx.input_type(0).ir} x {ctx.input_type(1).ir}, expected u8/i8 x i8")
+        xs, ws = ctx.input_shape(0), ctx.input_shape(1)
+        if not xs.is_static or not ws.is_static or len(ws.to_tuple()) != 2 or len(xs.to_tuple()) < 2:
+            raise ctx.error(f"shapes {xs} x {ws}: expected static [..., M, K] x [K, N]")
+        x, w = xs.to_tuple(), ws.to_tuple()
+        if x[-1] != w[0]:
+            raise ctx.error(f"inner dimensions differ: {xs} x {ws}")
+        if a.has_zero_point and ctx.input_type(2) not in (Type.u8, Type.i8):
+            raise ctx.error("the zero point must be u8 or i8")
+        if a.output_type == "f32" and ctx.input_type(want - 1) is not Type.f32:
+            raise ctx.error("the scale must be f32")
+        return [TensorSpec(Type.parse(a.output_type), PartialShape([*x[:-1], w[1]]))]
+
+    @classmethod
+    def evaluate(cls, attrs: Any, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        x = inputs[0].astype(np.int64)
+        if attrs.has_zero_point:
+            x = x - np.int64(np.asarray(inputs[2]).reshape(-1)[0])
+        acc = np.matmul(x, inputs[1].astype(np.int64)).astype(np.int32)  # modulo 2^32, as the kernel
+        if attrs.output_type == "i32":
+            return [acc]
+        scale = np.float32(np.asarray(inputs[-1]).reshape(-1)[0])
+        return [(acc.astype(np.float32) * scale).astype(np.float32)]

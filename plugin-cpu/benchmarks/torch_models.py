@@ -250,16 +250,16 @@ _vision("timm_rexnet_100", _timm("rexnet_100"), 224, "timm ReXNet 1.0: inverted 
         "covers only the first channels (Slice + Concat), SiLU, ReLU6, SE",
         "timm.create_model('rexnet_100', pretrained=False)", family="torch3")
 _vision("timm_poolformer_s12", _timm("poolformer_s12"), 224, "timm PoolFormer-S12: AvgPool token mixer "
-        "(count_include_pad=False) minus input, GroupNorm(1 group) as InstanceNorm-like ops, 1x1 Conv MLP with erf "
-        "GELU, layer scale", "timm.create_model('poolformer_s12', pretrained=False)", family="torch3")
+        "(count_include_pad=False) minus input, GroupNorm(1 group) exported as Reshape + InstanceNormalization + "
+        "Mul/Add, 1x1 Conv MLP with erf GELU, layer scale", "timm.create_model('poolformer_s12', pretrained=False)", family="torch3")
 _vision("timm_levit_128s", _timm("levit_128s"), 224, "timm LeViT-128S: Conv stem with hardswish, attention "
-        "on 14x14/7x7 tokens with BatchNorm'd Linear (MatMul + Mul/Add), learnt attention bias (Gather), "
-        "subsampling attention", "timm.create_model('levit_128s', pretrained=False)", family="torch3")
+        "on 14x14/7x7 tokens, every Linear followed by BatchNorm1d (MatMul + Flatten + BatchNormalization + "
+        "Reshape, not folded by the exporter), learnt attention bias (Gather), subsampling attention", "timm.create_model('levit_128s', pretrained=False)", family="torch3")
 _vision("timm_mixer_s16", _timm("mixer_s16_224"), 224, "timm MLP-Mixer S/16: patch Conv, token-mixing MLP "
         "over the transposed 196 tokens and channel MLP, LayerNorm, erf GELU (no attention, no Softmax)",
         "timm.create_model('mixer_s16_224', pretrained=False)", family="torch3")
 _hf("hf_mobilebert", "Hugging Face MobileBERT sized down: 6 layers, bottleneck 128 inside 512, 4 heads, 4 stacked "
-    "FFNs, NoNorm (Mul + Add instead of LayerNorm), ReLU, embedding Conv-free trigram Concat, seq 128, mask",
+    "FFNs, NoNorm (Mul + Add instead of LayerNorm), ReLU, trigram embedding (shifted Slice/Pad + Concat into a Linear), seq 128, mask",
     "MobileBertConfig", "MobileBertModel",
     {"vocab_size": 8000, "hidden_size": 512, "num_hidden_layers": 6, "num_attention_heads": 4,
      "intermediate_size": 512, "embedding_size": 128, "true_hidden_size": 128, "intra_bottleneck_size": 128},

@@ -14,6 +14,9 @@
 // unless every |w| <= 64 and the source is u8 (passes/int8/no_vnni.py).
 #include <cstring>
 #include <string>
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 
 #include "core/elementwise.hpp"
 #include "core/isa_clones.hpp"
@@ -53,6 +56,57 @@ OPFORGE_ISA_CLONES(static, "avx512f", epilogue, epilogue_rows,
                     float scale),
                    (acc, r0, r1, n, colsum, zp, to_f32, scale))
 
+// The f32 epilogue with the bias Add after the product: y = (f32(acc - zp * colsum) * scale) +
+// bias[n], two roundings as the graph's Mul and Add have. The empty asm keeps the product a
+// rounded f32 value: the build contracts a * b + c into one FMA (one rounding) otherwise.
+inline float rounded(float t) {
+  asm("" : "+x"(t));
+  return t;
+}
+void bias_rows_scalar(int32_t* acc, int64_t r0, int64_t r1, int64_t n, const int32_t* colsum, int32_t zp, float scale,
+                      const float* bias, int64_t j0) {
+  const uint32_t uzp = static_cast<uint32_t>(zp);
+  for (int64_t r = r0; r < r1; ++r) {
+    int32_t* row = acc + r * n;
+    float* frow = reinterpret_cast<float*>(row);
+    for (int64_t j = j0; j < n; ++j) {
+      const uint32_t v = static_cast<uint32_t>(row[j]) - uzp * static_cast<uint32_t>(colsum[j]);
+      frow[j] = rounded(static_cast<float>(static_cast<int32_t>(v)) * scale) + bias[j];
+    }
+  }
+}
+#if defined(__x86_64__) && defined(__GNUC__)
+// 16 columns a step (vpmulld and vpsubd wrap modulo 2^32 as the scalar form); returns the first
+// column left to the scalar loop
+__attribute__((target("avx512f"))) int64_t bias_rows_avx512(int32_t* acc, int64_t r0, int64_t r1, int64_t n,
+                                                             const int32_t* colsum, int32_t zp, float scale,
+                                                             const float* bias) {
+  const __m512i vz = _mm512_set1_epi32(zp);
+  const __m512 vs = _mm512_set1_ps(scale);
+  const int64_t whole = n / 16 * 16;
+  for (int64_t r = r0; r < r1; ++r) {
+    int32_t* row = acc + r * n;
+    float* frow = reinterpret_cast<float*>(row);
+    for (int64_t j = 0; j < whole; j += 16) {
+      const __m512i c = _mm512_loadu_si512(colsum + j);
+      const __m512i v = _mm512_sub_epi32(_mm512_loadu_si512(row + j), _mm512_mullo_epi32(vz, c));
+      __m512 t = _mm512_mul_ps(_mm512_cvtepi32_ps(v), vs);
+      asm("" : "+v"(t));  // (as rounded(): no FMA)
+      _mm512_storeu_ps(frow + j, _mm512_add_ps(t, _mm512_loadu_ps(bias + j)));
+    }
+  }
+  return whole;
+}
+#endif
+void bias_rows(int32_t* acc, int64_t r0, int64_t r1, int64_t n, const int32_t* colsum, int32_t zp, float scale,
+               const float* bias) {
+  int64_t j0 = 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (host_has_avx512()) j0 = bias_rows_avx512(acc, r0, r1, n, colsum, zp, scale, bias);
+#endif
+  if (j0 < n) bias_rows_scalar(acc, r0, r1, n, colsum, zp, scale, bias, j0);
+}
+
 bool int8_type(DType t) { return t == DType::u8 || t == DType::i8; }
 
 class IntegerMatMulKernel : public Kernel {
@@ -69,6 +123,11 @@ class IntegerMatMulKernel : public Kernel {
     zp_input_ = has_zp_ ? 2 : -1;
     scale_input_ = to_f32_ ? (has_zp_ ? 3 : 2) : -1;
     zp_signed_ = has_zp_ && n.in(2).dtype == DType::i8;
+    has_bias_ = n.attrs.b("has_bias", false);
+    if (has_bias_) {
+      const float* bias = static_cast<const float*>(n.inputs[scale_input_ + 1].const_data);
+      bias_.assign(bias, bias + N_);
+    }
     // oneDNN sees [rows, K] x [K, N] -> [rows, N]: the leading axes of the source are rows of
     // one 2-D product (the weights are shared), which is the layout the source already has
     src_md_ = plain_md(n.in(0).dtype, {rows_, K_});
@@ -91,7 +150,7 @@ class IntegerMatMulKernel : public Kernel {
   }
   std::string impl_name() const override { return "int8_dynamic:" + impl_; }
   size_t scratch_bytes() const override { return scratch_; }
-  bool packs_input(int i) const override { return i == 1; }
+  bool packs_input(int i) const override { return i == 1 || (has_bias_ && i == scale_input_ + 1); }
   std::unique_ptr<Bound> bind(const TensorView* in, size_t, const TensorView* out, size_t, void* scratch) override {
     auto b = std::make_unique<IntMatMulBound>();
     auto& eng = cpu_engine();
@@ -115,13 +174,17 @@ class IntegerMatMulKernel : public Kernel {
     const int32_t* cs = colsum_.data();
     const int64_t n = N_;
     const bool f = to_f32_;
-    parallel_range(rows_, ctx.num_threads, [&](int64_t r0, int64_t r1) { epilogue(acc, r0, r1, n, cs, zp, f, scale); },
-                   std::max<int64_t>(1, 16384 / std::max<int64_t>(1, n)));
+    const float* bias = has_bias_ ? bias_.data() : nullptr;
+    parallel_range(rows_, ctx.num_threads, [&](int64_t r0, int64_t r1) {
+      if (bias) bias_rows(acc, r0, r1, n, cs, zp, scale, bias);
+      else epilogue(acc, r0, r1, n, cs, zp, f, scale);
+    }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, n)));
   }
 
  private:
   int64_t K_ = 0, N_ = 0, rows_ = 0;
-  bool has_zp_ = false, to_f32_ = false, zp_signed_ = false;
+  bool has_zp_ = false, to_f32_ = false, zp_signed_ = false, has_bias_ = false;
+  std::vector<float> bias_;
   int zp_input_ = -1, scale_input_ = -1;
   dnnl::primitive prim_;
   dnnl::memory::desc src_md_, dst_md_, scratch_md_;
@@ -158,6 +221,15 @@ std::string check_integer_mat_mul(const NodeDesc& n) {
       int64_t c = 1;
       for (auto d : n.in(s).shape) c *= d;
       if (c != 1) return "the scale must be one value";
+      ++want;
+    }
+    if (n.attrs.b("has_bias", false)) {
+      if (o != DType::f32) return "a bias needs an f32 output";
+      const int b = static_cast<int>(want);
+      if (n.inputs.size() <= want || n.in(b).dtype != DType::f32 || !n.is_const(b)) return "the bias must be an f32 constant";
+      int64_t c = 1;
+      for (auto d : n.in(b).shape) c *= d;
+      if (c != n.in(1).shape[1]) return "the bias must have one value per output column";
       ++want;
     }
   }

@@ -1,10 +1,12 @@
 """IntegerMatMul: ONNX's MatMulInteger of a u8/i8 source [..., M, K] with a per-tensor zero point
 known at run time and constant zero-point-centred i8 weights [K, N]. Inputs: the source, the
 weights, the zero point (u8/i8 scalar, when ``has_zero_point``), the scale (f32 scalar, when the
-output is f32). Output: the exact i32 sums ``sum_k (x - zp) * w`` (wrapping like NumPy's int32
-matmul), or with ``output_type`` f32 ``f32(sums) * scale``: quantize_dynamic's Cast + Mul epilogue,
-the integer converted once, then one f32 product. Made by ``opforge_cpu.passes.int8.dynamic``;
-run by csrc/kernels/integer_mat_mul.cpp on oneDNN's int8 matmul."""
+output is f32), the bias (f32 constant [N], when ``has_bias``). Output: the exact i32 sums
+``sum_k (x - zp) * w`` (wrapping like NumPy's int32 matmul), or with ``output_type`` f32
+``f32(sums) * scale [+ bias]``: quantize_dynamic's Cast + Mul epilogue (the integer converted
+once, then one f32 product) and the Add after it (rounded again). Made by
+``opforge_cpu.passes.int8.dynamic``; run by csrc/kernels/integer_mat_mul.cpp on oneDNN's int8
+matmul."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from opforge_cpu.ops._cpu_op import CpuOp
 class IntegerMatMulAttrs(OpAttrs):
     has_zero_point: bool = False
     output_type: Literal["i32", "f32"] = "i32"
+    has_bias: bool = False
 
 
 class IntegerMatMul(CpuOp):
@@ -28,12 +31,14 @@ class IntegerMatMul(CpuOp):
     Attrs = IntegerMatMulAttrs
     cost_class = CostClass.COMPUTE
     min_inputs = 2
-    max_inputs = 4
+    max_inputs = 5
 
     @classmethod
     def infer(cls, ctx: InferContext) -> list[TensorSpec]:
         a: IntegerMatMulAttrs = ctx.attrs  # type: ignore[assignment]
-        want = 2 + int(a.has_zero_point) + int(a.output_type == "f32")
+        if a.has_bias and a.output_type != "f32":
+            raise ctx.error("a bias needs output_type f32")
+        want = 2 + int(a.has_zero_point) + int(a.output_type == "f32") + int(a.has_bias)
         if ctx.num_inputs != want:
             raise ctx.error(f"has {ctx.num_inputs} inputs, expected {want}")
         if ctx.input_type(0) not in (Type.u8, Type.i8) or ctx.input_type(1) is not Type.i8:
@@ -46,8 +51,13 @@ class IntegerMatMul(CpuOp):
             raise ctx.error(f"inner dimensions differ: {xs} x {ws}")
         if a.has_zero_point and ctx.input_type(2) not in (Type.u8, Type.i8):
             raise ctx.error("the zero point must be u8 or i8")
-        if a.output_type == "f32" and ctx.input_type(want - 1) is not Type.f32:
+        scale = want - 1 - int(a.has_bias)
+        if a.output_type == "f32" and ctx.input_type(scale) is not Type.f32:
             raise ctx.error("the scale must be f32")
+        if a.has_bias:
+            bs = ctx.input_shape(want - 1)
+            if ctx.input_type(want - 1) is not Type.f32 or not bs.is_static or int(np.prod(bs.to_tuple())) != w[1]:
+                raise ctx.error(f"the bias must be f32 with {w[1]} values")
         return [TensorSpec(Type.parse(a.output_type), PartialShape([*x[:-1], w[1]]))]
 
     @classmethod
@@ -58,5 +68,8 @@ class IntegerMatMul(CpuOp):
         acc = np.matmul(x, inputs[1].astype(np.int64)).astype(np.int32)  # modulo 2^32, as the kernel
         if attrs.output_type == "i32":
             return [acc]
-        scale = np.float32(np.asarray(inputs[-1]).reshape(-1)[0])
-        return [(acc.astype(np.float32) * scale).astype(np.float32)]
+        scale = np.float32(np.asarray(inputs[2 + int(attrs.has_zero_point)]).reshape(-1)[0])
+        y = (acc.astype(np.float32) * scale).astype(np.float32)
+        if attrs.has_bias:
+            y = (y + np.asarray(inputs[-1], np.float32).reshape(-1)).astype(np.float32)
+        return [y]

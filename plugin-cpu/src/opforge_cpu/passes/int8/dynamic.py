@@ -10,7 +10,8 @@ int8 steps instead of its i32/f32 decomposition:
   i32)], W_i32)`` with W a constant whose zero-point-centred values fit i8 and z one value (a
   run-time tensor: DynamicQuantizeLinear's zero point), -> one IntegerMatMul on oneDNN's int8
   matmul, exact i32 sums; with the ``Convert(f32) * s`` that follows (s one f32 value) fused as
-  its f32 epilogue, computed in the same order (the exact sum converted once, one product).
+  its f32 epilogue, computed in the same order (the exact sum converted once, one product), and
+  a bias Add of one constant per output column after it (a second rounding, as the Add's).
 
 Hosts whose int8 kernels add u8 x s8 pairs in saturating int16 (no VNNI: ``no_vnni``) take the
 MatMul only for a u8 source and weights within +-64, where no pair can saturate; anything else
@@ -228,10 +229,34 @@ class IntegerMatMulFusion(p.MatcherPass):
                     attrs["output_type"] = "f32"
                     fused += [cv, mul]
                     out = mul.output(0)
+                    bias = self._bias(uses, out, int(w.shape[1]))
+                    if bias is not None:
+                        add, b = bias
+                        ins.append(Node.create(Constant, [], {"value": b}, name=f"{node.name}/int8/bias").output(0))
+                        attrs["has_bias"] = True
+                        fused.append(add)
+                        out = add.output(0)
         new = Node.create(IntegerMatMul, ins, attrs, name=out.node.name)
         new.rt_info["fused_names"] = [n.name for n in fused]
         model.replace_output(out, new.output(0))
         return True
+
+    @staticmethod
+    def _bias(uses: dict[Output, list[tuple[Node, int]]], y: Output, n: int) -> tuple[Node, np.ndarray] | None:
+        """The only reader of ``y`` as ``y + b`` with b an f32 constant of one value per output
+        column (shape [N] or [1, ..., N]) that leaves y's shape: (the Add, b as [N])."""
+        add = single_user(uses, y)
+        if add is None or not is_standard(add, "Add") or add.output(0).element_type is not Type.f32:
+            return None
+        other = add.inputs[1] if add.inputs[0] == y else add.inputs[0]
+        v = other.node.constant_value()
+        if v is None or v.dtype != np.float32 or v.size != n or not 1 <= v.ndim <= len(y.partial_shape.to_tuple()):
+            return None
+        if any(d != 1 for d in v.shape[:-1]) or v.shape[-1] != n:
+            return None
+        if tuple(add.output(0).partial_shape.to_tuple()) != tuple(y.partial_shape.to_tuple()):
+            return None
+        return add, np.ascontiguousarray(v.reshape(-1))
 
     @staticmethod
     def _source(x: Output) -> tuple[Output, Output | None] | None:

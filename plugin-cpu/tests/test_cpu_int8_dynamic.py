@@ -1,7 +1,8 @@
 """ONNX Runtime's dynamic quantization (quantize_dynamic: DynamicQuantizeLinear -> MatMulInteger
 -> Cast -> Mul) on the CPU's int8 steps (passes/int8/dynamic.py): DynamicQuantize (one kernel for
 the inlined function body) and IntegerMatMul (oneDNN's int8 matmul, exact i32 sums, the Cast +
-Mul epilogue fused in ONNX's order). Integer outputs (MatMulInteger's i32, DynamicQuantizeLinear's
+Mul epilogue fused in ONNX's order) and IntegerConvolution (ConvInteger: im2col with the zero
+point in the padding, the same matmul). Integer outputs (MatMulInteger's and ConvInteger's i32, DynamicQuantizeLinear's
 y, scale and zero point) must be bit-identical to ONNX Runtime; so is the f32 Cast + Mul epilogue
 (the same integer, one conversion, one product). A whole quantize_dynamic'd transformer block is
 within a stated tolerance of ONNX Runtime. Hosts without VNNI keep the exact integer loop where
@@ -162,6 +163,55 @@ def test_large_sums_are_exact(tmp_path: Path) -> None:
         feeds = int_feeds(path, a, zp)
         got, _ = run(path, feeds)
         np.testing.assert_array_equal(got[0], ort_run(path, feeds)[0])
+
+
+# --- ConvInteger ---------------------------------------------------------------------------------
+
+def conv_integer(path: Path, x: np.ndarray, w: np.ndarray, zp: str, **attrs: Any) -> Path:
+    ins = ["x", "W"] + (["xz"] if zp != "none" else [])
+    inputs: dict[str, np.ndarray] = {"x": x}
+    inits: dict[str, np.ndarray] = {"W": w}
+    if zp == "input":
+        inputs["xz"] = np.array(3, x.dtype)
+    elif zp == "const":
+        inits["xz"] = np.array(9 if x.dtype == np.uint8 else -7, x.dtype)
+    return save(path, [h.make_node("ConvInteger", ins, ["y"], **attrs)], inputs, {"y": (T.INT32, None)}, inits)
+
+
+@pytest.mark.parametrize(("x_shape", "w_shape", "attrs"), [
+    ((1, 5, 30), (7, 5, 3), {"pads": [1, 1]}),                                   # Whisper's Conv1d stem
+    ((2, 6, 31), (4, 6, 3), {"pads": [1, 1], "strides": [2]}),
+    ((1, 3, 32, 32), (8, 3, 8, 8), {"strides": [8, 8]}),                          # a ViT's patch embedding
+    ((2, 4, 9, 7), (5, 4, 3, 3), {"pads": [1, 0, 2, 1], "dilations": [1, 2]}),
+    ((1, 3, 6, 6), (2, 3, 3, 3), {"auto_pad": "SAME_UPPER"}),
+])
+@pytest.mark.parametrize("zp", ["input", "const", "none"])
+@pytest.mark.parametrize("x_type", [np.uint8, np.int8])
+def test_conv_integer_bit_exact(tmp_path: Path, x_shape: tuple[int, ...], w_shape: tuple[int, ...],
+                                attrs: dict[str, Any], zp: str, x_type: type) -> None:
+    rng = np.random.default_rng(len(x_shape) + w_shape[0])
+    info = np.iinfo(x_type)
+    x = rng.integers(info.min, info.max + 1, size=x_shape).astype(x_type)
+    w = rng.integers(-128, 128, size=w_shape).astype(np.int8)
+    path = conv_integer(tmp_path / "c.onnx", x, w, zp, **attrs)
+    feeds = {"x": x} | ({"xz": np.array(int(info.max), x_type)} if zp == "input" else {})
+    want = ort_run(path, feeds)[0]
+    for threads in (1, 2):
+        got, types = run(path, feeds, threads)
+        np.testing.assert_array_equal(got[0], want)
+    if not os.environ.get("ONEDNN_MAX_CPU_ISA"):
+        assert types.get("IntegerConvolution", "").startswith("int8_dynamic:im2col"), types
+
+
+def test_grouped_conv_integer_keeps_the_exact_loop(tmp_path: Path) -> None:
+    rng = np.random.default_rng(21)
+    x = rng.integers(0, 256, size=(1, 4, 6, 6)).astype(np.uint8)
+    w = rng.integers(-128, 128, size=(4, 2, 3, 3)).astype(np.int8)
+    path = conv_integer(tmp_path / "c.onnx", x, w, "input", group=2, pads=[1, 1, 1, 1])
+    feeds = {"x": x, "xz": np.array(100, np.uint8)}
+    got, types = run(path, feeds)
+    np.testing.assert_array_equal(got[0], ort_run(path, feeds)[0])
+    assert "IntegerConvolution" not in types and types.get("GroupConvolution") == "int_conv", types
 
 
 # --- DynamicQuantizeLinear ---------------------------------------------------------------------

@@ -31,7 +31,8 @@ of s8 tensors u8 bytes + 128 on hosts without VNNI; one module per rewrite (``qu
 ``residual_sum``, ``max_pool``, ``avg_pool``, ``concat``, ``lookup``, ``eltwise``, ``movement``,
 ``interpolate``, ``scale_shift``),
 applied in the order ``Int8Fusion`` lists them. ``dynamic`` handles ONNX Runtime's dynamic
-quantization (DynamicQuantizeLinear and MatMulInteger, whose scales are known only at run time).
+quantization (DynamicQuantizeLinear, MatMulInteger and ConvInteger, whose scales are known only
+at run time).
 """
 
 from __future__ import annotations
@@ -43,7 +44,11 @@ from opforge.transformations import pattern as p
 
 from opforge_cpu.passes.int8.avg_pool import AvgPoolFusion
 from opforge_cpu.passes.int8.concat import ConcatFusion
-from opforge_cpu.passes.int8.dynamic import DynamicQuantizeFusion, IntegerMatMulFusion
+from opforge_cpu.passes.int8.dynamic import (
+    DynamicQuantizeFusion,
+    IntegerConvolutionFusion,
+    IntegerMatMulFusion,
+)
 from opforge_cpu.passes.int8.eltwise import EltwiseFusion
 from opforge_cpu.passes.int8.interpolate import InterpolateFusion
 from opforge_cpu.passes.int8.lookup import LookupFusion
@@ -72,7 +77,7 @@ class Int8Fusion(p.GraphRewrite):
         super().__init__(QuantizedOpFusion(), QuantizeFusion(), DequantizeFusion(), ResidualSumFusion(),
                          MaxPoolFusion(), ConcatFusion(), LookupFusion(), EltwiseFusion(), AvgPoolFusion(),
                          MovementFusion(), InterpolateFusion(), ScaleShiftFusion(), DynamicQuantizeFusion(),
-                         IntegerMatMulFusion())
+                         IntegerMatMulFusion(), IntegerConvolutionFusion())
 
 
 def fuse_int8(model: Model) -> bool:

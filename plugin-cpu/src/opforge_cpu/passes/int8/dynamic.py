@@ -12,10 +12,14 @@ int8 steps instead of its i32/f32 decomposition:
   matmul, exact i32 sums; with the ``Convert(f32) * s`` that follows (s one f32 value) fused as
   its f32 epilogue, computed in the same order (the exact sum converted once, one product), and
   a bias Add of one constant per output column after it (a second rounding, as the Add's).
+* ``IntegerConvolutionFusion``: the frontend's ConvInteger (one group, 1-D or 2-D), the i32
+  Convolution of the same centred source and constant i8-range filters, -> one
+  IntegerConvolution (im2col + the same int8 matmul, exact i32 sums).
 
 Hosts whose int8 kernels add u8 x s8 pairs in saturating int16 (no VNNI: ``no_vnni``) take the
-MatMul only for a u8 source and weights within +-64, where no pair can saturate; anything else
-keeps the exact integer loop. ``OPFORGE_CPU_INT8_DYNAMIC=0`` turns both rewrites off (read once).
+MatMul or convolution only for a u8 source and weights within +-64, where no pair can saturate;
+anything else keeps the exact integer loops. ``OPFORGE_CPU_INT8_DYNAMIC=0`` turns all three
+rewrites off (read once).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from opforge.opset.constant import Constant
 from opforge.transformations import pattern as p
 
 from opforge_cpu.ops.dynamic_quantize import DynamicQuantize
+from opforge_cpu.ops.integer_convolution import IntegerConvolution
 from opforge_cpu.ops.integer_mat_mul import IntegerMatMul
 from opforge_cpu.passes.int8.no_vnni import PAIR_SAFE_WEIGHT, pairs_saturate
 from opforge_cpu.passes.int8.qdq_patterns import INT8_RANGES, is_standard, single_user
@@ -199,8 +204,8 @@ class IntegerMatMulFusion(p.MatcherPass):
         wv = match["w"].node.constant_value()
         if node.attrs.transpose_a or wv is None or wv.ndim != 2 or not x.partial_shape.is_static:  # type: ignore[attr-defined]
             return False
-        if len(x.partial_shape.to_tuple()) < 2:
-            return False
+        if len(x.partial_shape.to_tuple()) < 2 or 0 in x.partial_shape.to_tuple():
+            return False  # (an empty source: the exact loop's business)
         w = wv.T if node.attrs.transpose_b else wv  # type: ignore[attr-defined]
         if w.dtype != np.int32 or w.size == 0 or int(w.min()) < -128 or int(w.max()) > 127:
             return False
@@ -289,3 +294,46 @@ class IntegerMatMulFusion(p.MatcherPass):
             return q, None
         zc = np.array(zv, np.uint8 if q.element_type is Type.u8 else np.int8)
         return q, Node.create(Constant, [], {"value": zc}, name=f"{x.node.name}/int8/zero_point").output(0)
+
+
+class IntegerConvolutionFusion(p.MatcherPass):
+    """ConvInteger's i32 Convolution (one group, 1-D or 2-D) of a centred u8/i8 source and
+    constant i8-range filters -> one IntegerConvolution (exact i32 sums; the Cast/Mul/Add after
+    it stay as they are)."""
+
+    name: ClassVar[str] = "cpu_int8_integer_convolution"
+
+    def pattern(self) -> p.PatternNode:
+        return p.op(["Convolution"], p.capture("x"), p.capture("w"),
+                    predicate=lambda out: out.node.op.is_standard and out.element_type is Type.i32
+                    and out.partial_shape.is_static)
+
+    def callback(self, match: p.Match, model: Model) -> bool:
+        if not ENABLED:
+            return False
+        node = match.root.node
+        x = match["x"]
+        w = match["w"].node.constant_value()
+        if w is None or w.ndim not in (3, 4) or not x.partial_shape.is_static or len(x.partial_shape.to_tuple()) != w.ndim:
+            return False
+        if w.dtype != np.int32 or w.size == 0 or int(w.min()) < -128 or int(w.max()) > 127:
+            return False
+        if 0 in x.partial_shape.to_tuple() or w.shape[1] != x.partial_shape.to_tuple()[1]:
+            return False  # an empty source; a grouped convolution (the kernel has one group)
+        src = IntegerMatMulFusion._source(x)
+        if src is None:
+            return False
+        q, zp = src
+        if pairs_saturate() and (q.element_type is not Type.u8 or int(np.abs(w).max()) > PAIR_SAFE_WEIGHT):
+            return False  # see no_vnni: the int16 pair sums could saturate; the exact loop stays
+        ins = [q, Node.create(Constant, [], {"value": np.ascontiguousarray(w.astype(np.int8))},
+                              name=f"{node.name}/int8/weights").output(0)]
+        if zp is not None:
+            ins.append(zp)
+        a = node.attrs
+        attrs = {k: getattr(a, k) for k in ("strides", "pads_begin", "pads_end", "dilations", "auto_pad")}
+        attrs["has_zero_point"] = zp is not None
+        new = Node.create(IntegerConvolution, ins, attrs, name=node.name)
+        new.rt_info["fused_names"] = [node.name]
+        model.replace_output(match.root, new.output(0))
+        return True

@@ -1,0 +1,200 @@
+// IntegerConvolution (opforge_cpu/ops/integer_convolution.py, made by passes/int8/dynamic.py):
+// ONNX's ConvInteger (quantize_dynamic's convolutions: Whisper's Conv1d stem, a ViT's patch
+// embedding) of a u8/s8 source [N, C, spatial...] (1-D or 2-D, one group) minus a per-tensor
+// zero point known at run time, and constant zero-point-centred s8 filters [O, C, k...], with the
+// exact i32 sums as output [N, O, out...].
+//
+// How: each output pixel's window is copied into a row of an [N*P, C*k] u8/s8 matrix (im2col),
+// cells in the padding holding the zero point itself, so every row reads C*k real-or-zero-point
+// values and the zero point's share of every sum is the same zp * sum(w[o]) (ConvInteger pads the
+// centred source with zeros, i.e. the raw one with the zero point); then oneDNN's raw int8 matmul
+// with no attributes (integer_mat_mul.cpp says why: exact s32), then acc - zp * wsum[o] in
+// wrapping int32, written transposed into [N, O, P]. The exact integer loop (int_conv) took 537
+// ms for Whisper-tiny's two stem convolutions at 1 thread.
+#include <cstring>
+#include <string>
+
+#include "core/elementwise.hpp"
+#include "core/nn.hpp"
+#include "core/primitive_log.hpp"
+#include "kernels/common.hpp"
+
+namespace opforge_cpu {
+
+namespace {
+struct IntConvBound : Bound {
+  std::unordered_map<int, dnnl::memory> args;
+  char* cols = nullptr;
+  int32_t* acc = nullptr;
+};
+
+bool int8_type(DType t) { return t == DType::u8 || t == DType::i8; }
+
+class IntegerConvolutionKernel : public Kernel {
+ public:
+  explicit IntegerConvolutionKernel(const NodeDesc& n) {
+    const Shape& xs = n.in(0).shape;
+    const Shape& ws = n.in(1).shape;
+    const Shape& ys = n.outputs.at(0).shape;
+    const int sp = static_cast<int>(xs.size()) - 2;
+    std::vector<int64_t> kernel(ws.end() - sp, ws.end());
+    std::vector<int64_t> strides = n.attrs.ints("strides", std::vector<int64_t>(sp, 1));
+    std::vector<int64_t> dil = n.attrs.ints("dilations", std::vector<int64_t>(sp, 1));
+    std::vector<int64_t> pb, pe;
+    window_pads(n, xs, ys, kernel, strides, dil, pb, pe);
+    // a 1-D convolution is a 2-D one of height 1
+    const int lead = 2 - sp;
+    for (int d = 0; d < 2; ++d) {
+      const int s = d - lead;
+      in_[d] = s < 0 ? 1 : xs[2 + s];
+      out_[d] = s < 0 ? 1 : ys[2 + s];
+      k_[d] = s < 0 ? 1 : kernel[s];
+      st_[d] = s < 0 ? 1 : strides[s];
+      dl_[d] = s < 0 ? 1 : dil[s];
+      pb_[d] = s < 0 ? 0 : pb[s];
+    }
+    N_ = xs[0];
+    C_ = xs[1];
+    O_ = ws[0];
+    P_ = out_[0] * out_[1];
+    K_ = C_ * k_[0] * k_[1];
+    rows_ = N_ * P_;
+    has_zp_ = n.attrs.b("has_zero_point", false);
+    zp_signed_ = has_zp_ && n.in(2).dtype == DType::i8;
+    const DType src_type = n.in(0).dtype;
+    const auto src_md = plain_md(src_type, {rows_, K_});
+    acc_md_ = plain_md(DType::i32, {rows_, O_});
+    const dnnl::memory::desc w_any({K_, O_}, dnnl::memory::data_type::s8, dnnl::memory::format_tag::any);
+    dnnl::matmul::primitive_desc pd(cpu_engine(), src_md, w_any, acc_md_, default_attr());
+    impl_ = pd.impl_info_str() ? pd.impl_info_str() : "onednn";
+    note_primitive(pd);
+    prim_ = dnnl::matmul(pd);
+    src_md_ = src_md;
+    scratch_md_ = pd.scratchpad_desc();
+    prim_scratch_ = (scratch_md_.get_size() + 63) / 64 * 64;
+    cols_bytes_ = (static_cast<size_t>(rows_ * K_) + 63) / 64 * 64;
+    acc_bytes_ = (static_cast<size_t>(rows_ * O_) * 4 + 63) / 64 * 64;
+    // the filters [O, C*k] as the matmul's [C*k, O] weights, and each filter's sum
+    const int8_t* w = static_cast<const int8_t*>(n.inputs[1].const_data);
+    std::vector<int8_t> wt(static_cast<size_t>(K_ * O_));
+    wsum_.assign(static_cast<size_t>(O_), 0);
+    for (int64_t o = 0; o < O_; ++o)
+      for (int64_t k = 0; k < K_; ++k) {
+        wt[k * O_ + o] = w[o * K_ + k];
+        wsum_[o] += w[o * K_ + k];
+      }
+    weights_ = pack_constant(wt.data(), plain_md(DType::i8, {K_, O_}), pd.weights_desc());
+  }
+  std::string impl_name() const override { return "int8_dynamic:im2col+" + impl_; }
+  size_t scratch_bytes() const override { return prim_scratch_ + cols_bytes_ + acc_bytes_; }
+  bool packs_input(int i) const override { return i == 1; }
+  std::unique_ptr<Bound> bind(const TensorView*, size_t, const TensorView*, size_t, void* scratch) override {
+    auto b = std::make_unique<IntConvBound>();
+    auto& eng = cpu_engine();
+    char* s = static_cast<char*>(scratch);
+    b->cols = s + prim_scratch_;
+    b->acc = reinterpret_cast<int32_t*>(s + prim_scratch_ + cols_bytes_);
+    b->args.emplace(DNNL_ARG_SRC, dnnl::memory(src_md_, eng, b->cols));
+    b->args.emplace(DNNL_ARG_WEIGHTS, weights_);
+    b->args.emplace(DNNL_ARG_DST, dnnl::memory(acc_md_, eng, b->acc));
+    if (prim_scratch_) b->args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(scratch_md_, eng, s));
+    return b;
+  }
+  void run(RunContext& ctx, const TensorView* in, TensorView* out, Bound* bound) override {
+    auto* b = static_cast<IntConvBound*>(bound);
+    int32_t zp = 0;
+    if (has_zp_)
+      zp = zp_signed_ ? static_cast<int32_t>(*in[2].ptr<int8_t>()) : static_cast<int32_t>(*in[2].ptr<uint8_t>());
+    im2col(ctx, static_cast<const uint8_t*>(in[0].data), reinterpret_cast<uint8_t*>(b->cols), static_cast<uint8_t>(zp));
+    prim_.execute(*ctx.stream, b->args);
+    // acc [N*P, O] -> y [N, O, P], less the zero point's share; blocks of 64 pixels so the
+    // transposed reads stay in cache
+    const int32_t* acc = b->acc;
+    int32_t* y = out[0].ptr<int32_t>();
+    const uint32_t uzp = static_cast<uint32_t>(zp);
+    const int64_t blocks = (P_ + 63) / 64;
+    parallel_range(N_ * blocks, ctx.num_threads, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const int64_t img = r / blocks, p0 = r % blocks * 64, p1 = std::min(P_, p0 + 64);
+        for (int64_t o = 0; o < O_; ++o) {
+          const uint32_t share = uzp * static_cast<uint32_t>(wsum_[o]);
+          int32_t* yo = y + (img * O_ + o) * P_;
+          const int32_t* a = acc + img * P_ * O_ + o;
+          for (int64_t p = p0; p < p1; ++p) yo[p] = static_cast<int32_t>(static_cast<uint32_t>(a[p * O_]) - share);
+        }
+      }
+    }, 1);
+  }
+
+ private:
+  // one row of K bytes per output pixel: for each channel and tap, the source byte or (outside
+  // the source) the zero point's byte
+  void im2col(RunContext& ctx, const uint8_t* x, uint8_t* cols, uint8_t zp) const {
+    parallel_range(rows_, ctx.num_threads, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const int64_t img = r / P_, p = r % P_, oy = p / out_[1], ox = p % out_[1];
+        uint8_t* row = cols + r * K_;
+        for (int64_t c = 0; c < C_; ++c) {
+          const uint8_t* xc = x + (img * C_ + c) * in_[0] * in_[1];
+          for (int64_t ky = 0; ky < k_[0]; ++ky) {
+            const int64_t iy = oy * st_[0] + ky * dl_[0] - pb_[0];
+            uint8_t* dst = row + (c * k_[0] + ky) * k_[1];
+            if (iy < 0 || iy >= in_[0]) {
+              std::memset(dst, zp, static_cast<size_t>(k_[1]));
+              continue;
+            }
+            const uint8_t* xr = xc + iy * in_[1];
+            for (int64_t kx = 0; kx < k_[1]; ++kx) {
+              const int64_t ix = ox * st_[1] + kx * dl_[1] - pb_[1];
+              dst[kx] = ix < 0 || ix >= in_[1] ? zp : xr[ix];
+            }
+          }
+        }
+      }
+    }, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, K_)));
+  }
+
+  int64_t N_ = 1, C_ = 1, O_ = 1, P_ = 1, K_ = 1, rows_ = 1;
+  int64_t in_[2] = {1, 1}, out_[2] = {1, 1}, k_[2] = {1, 1}, st_[2] = {1, 1}, dl_[2] = {1, 1}, pb_[2] = {0, 0};
+  bool has_zp_ = false, zp_signed_ = false;
+  dnnl::primitive prim_;
+  dnnl::memory::desc src_md_, acc_md_, scratch_md_;
+  dnnl::memory weights_;
+  size_t prim_scratch_ = 0, cols_bytes_ = 0, acc_bytes_ = 0;
+  std::vector<int32_t> wsum_;
+  std::string impl_;
+};
+}  // namespace
+
+std::string check_integer_convolution(const NodeDesc& n) {
+  if (n.inputs.size() < 2) return "needs a source and filters";
+  if (!int8_type(n.in(0).dtype)) return std::string("source is ") + dtype_name(n.in(0).dtype) + ", expected u8 or i8";
+  if (n.in(0).blocked) return "source must be plain";
+  const size_t rank = n.in(0).shape.size();
+  if (rank != 3 && rank != 4) return "1-D or 2-D convolutions only";
+  if (n.in(1).dtype != DType::i8 || !n.is_const(1) || n.in(1).shape.size() != rank)
+    return "filters must be a constant i8 [O, C, k...] tensor";
+  if (n.in(1).shape[1] != n.in(0).shape[1]) return "one group only: the filters' channels must equal the source's";
+  for (auto d : n.in(0).shape)
+    if (d <= 0) return "empty source";
+  const bool zp = n.attrs.b("has_zero_point", false);
+  if (n.inputs.size() != (zp ? 3u : 2u)) return "unexpected number of inputs";
+  if (zp) {
+    if (!int8_type(n.in(2).dtype)) return "the zero point must be u8 or i8";
+    int64_t c = 1;
+    for (auto d : n.in(2).shape) c *= d;
+    if (c != 1) return "the zero point must be one value (per tensor)";
+  }
+  if (!n.outputs.empty() && n.outputs[0].dtype != DType::i32) return "output must be i32";
+  return "";
+}
+
+std::unique_ptr<Kernel> make_integer_convolution(NodeDesc& n) {
+  const std::string why = check_integer_convolution(n);
+  if (!why.empty()) throw CompileFailure(why);
+  return std::make_unique<IntegerConvolutionKernel>(n);
+}
+
+OPFORGE_KERNEL(IntegerConvolution, make_integer_convolution, check_integer_convolution);
+
+}  // namespace opforge_cpu

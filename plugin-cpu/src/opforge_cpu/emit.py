@@ -29,6 +29,9 @@ from opforge_cpu.ops import emit_cpu_op
 _WIDE_SOFTMAX_ADD = os.environ.get("OPFORGE_CPU_WIDE_SOFTMAX_ADD", "1") != "0"
 #: a bf16 Q x K^T takes the constant scale of its Q as its scale post-op (Emitter._folded_prescale)
 _QSCALE_FOLD = os.environ.get("OPFORGE_CPU_QSCALE_FOLD", "1") != "0"
+#: a MaxPool of u8/i8 bytes (no indices read) runs as QuantizedMaxPool (Emitter.emit); 0 keeps
+#: the plain integer loop (over nchw data); read once
+_INT8_MAX_POOL = os.environ.get("OPFORGE_CPU_INT8_MAX_POOL", "1") != "0"
 
 
 def _qkv_pick() -> bool:
@@ -239,7 +242,19 @@ class Emitter:
             return  # its bf16 MatMul reads the slice in place (emit_fused, _folded_pick)
         if t == "MaxPool":
             need = len(node.output_specs) > 1 and bool(self.uses.get(node.output(1)))
-            attrs = attrs_dict(node) | {"need_indices": need, "plain_layout": need}
+            src_type = node.inputs[0].element_type
+            if not need and src_type in (Type.u8, Type.i8) and _INT8_MAX_POOL:
+                # A max pool of u8/i8 bytes (ONNX Runtime's QOperator models pool the QLinearConv
+                # output as it is): QuantizedMaxPool is exactly that op (the QDQ pass makes it from
+                # DequantizeLinear -> MaxPool -> QuantizeLinear), oneDNN's int8 pooling in the
+                # producer's channels-last layout instead of the plain integer loop below.
+                self.add(node, "QuantizedMaxPool", attrs_dict(node), [self.tensor(node.inputs[0])], [node.output(0)],
+                         [node.name])
+                return
+            # The integer loop (and the indices) read plain nchw: an integer tensor a quantized
+            # convolution wrote channels-last is reordered first (without this the loop read the
+            # nhwc bytes as nchw: resnet18's QOperator copy pooled garbage)
+            attrs = attrs_dict(node) | {"need_indices": need, "plain_layout": need or src_type is not Type.f32}
             self.add(node, t, attrs, [self.tensor(i) for i in node.inputs], node.outputs(), [node.name])
             return
         if t == "MVN":

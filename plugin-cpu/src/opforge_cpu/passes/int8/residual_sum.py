@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+import numpy as np
 from opforge.graph import Model, Node
+from opforge.opset.constant import Constant
 from opforge.transformations import pattern as p
 
 from opforge_cpu.ops.dequantize import Dequantize
@@ -53,17 +55,33 @@ class ResidualSumFusion(p.MatcherPass):
                     or single_user(uses, dq_conv.output(0)) is not tail):
                 continue
             a = conv.attrs
+            # The convolution's value v is written as round(v / dst_scale) + zp and read back by
+            # dq_conv as s * (q - zp): in real units it is v * s / dst_scale. That factor is 1 in
+            # a QDQ graph (v is real) but not for a QLinearConv, whose v is in y's steps
+            # (dst_scale 1, the multiplier x_scale * w_scale / y_scale in the weight scales):
+            # scale v (src_scale and bias) to real units, as the sum and dst_scale are.
+            s, zp = float(dq_conv.attrs.scale), int(dq_conv.attrs.zero_point)  # type: ignore[attr-defined]
+            if zp != int(a.dst_zero_point):  # type: ignore[attr-defined]
+                continue
+            to_real = s / float(a.dst_scale)  # type: ignore[attr-defined]
+            params = list(conv.inputs)
+            if to_real != 1.0 and len(params) > 3:
+                b = params[3].node.constant_value()
+                if b is None:
+                    continue
+                bias = (np.asarray(b, np.float64) * to_real).astype(np.float32)
+                params[3] = Node.create(Constant, [], {"value": bias}, name=f"{conv.name}/int8/bias_real").output(0)
             # the QDQ graph saturates the convolution's result on its own grid before the Add:
             # clamp it to that grid's range first (an outlier past it was 12 steps off without)
             lo, hi = INT8_RANGES[conv.output(0).element_type]
-            own = (float(a.dst_scale), int(a.dst_zero_point))  # type: ignore[attr-defined]
             attrs = {k2: getattr(a, k2) for k2 in type(a).model_fields} | {
-                "sum_clamp": [own[0] * (lo - own[1]), own[0] * (hi - own[1])],
+                "src_scale": float(a.src_scale) * to_real,  # type: ignore[attr-defined]
+                "sum_clamp": [s * (lo - zp), s * (hi - zp)],
                 "sum_input": len(conv.inputs), "sum_scale": float(dq_other.attrs.scale),  # type: ignore[attr-defined]
                 "sum_zero_point": int(dq_other.attrs.zero_point), "post_ops": post,  # type: ignore[attr-defined]
                 "dst_scale": float(quant.attrs.scale), "dst_zero_point": int(quant.attrs.zero_point),  # type: ignore[attr-defined]
             }
-            new = Node.create(QuantizedConvolution, [*conv.inputs, q_a], attrs, name=quant.name)
+            new = Node.create(QuantizedConvolution, [*params, q_a], attrs, name=quant.name)
             names = list(conv.rt_info.get("fused_names") or [conv.name])
             for n in (dq_conv, dq_other, tail, *reversed(fused)):
                 names += list(n.rt_info.get("fused_names") or [n.name])

@@ -134,7 +134,8 @@ def test_weight_zero_points_fold_into_the_weights(tmp_path: Path, b_zp: str) -> 
     feeds = int_feeds(path, a, 131)
     got, types = run(path, feeds)
     np.testing.assert_array_equal(got[0], ort_run(path, feeds)[0])
-    assert types.get("IntegerMatMul", "").startswith("int8_dynamic:"), types
+    if not os.environ.get("ONEDNN_MAX_CPU_ISA"):  # (without VNNI: centred weights past +-64 stay exact-loop)
+        assert types.get("IntegerMatMul", "").startswith("int8_dynamic:"), types
 
 
 def test_weights_outside_i8_keep_the_exact_loop(tmp_path: Path) -> None:
@@ -391,7 +392,11 @@ def test_quantize_dynamic_transformer_block(tmp_path: Path) -> None:
     x = np.random.default_rng(12).standard_normal((1, 24, 64)).astype(np.float32)
     want = ort_run(q, {"x": x})[0]
     for precision, tol in (("f32", 1e-4), ("bf16", 0.15)):
-        got, types = run(q, {"x": x}, 1, precision)
+        try:
+            got, types = run(q, {"x": x}, 1, precision)
+        except opforge.errors.PropertyError:
+            assert precision == "bf16"  # a host (or capped ISA) without bf16 arithmetic refuses it
+            continue
         # f32: the same integer steps; ORT's f32 softmax/LayerNorm differ in the last bits, which
         # can move an element of a later DynamicQuantizeLinear by one step; bf16 rounds the f32
         # parts (attention, LayerNorm) to 8 mantissa bits

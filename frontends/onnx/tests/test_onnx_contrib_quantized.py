@@ -1,7 +1,7 @@
 """ONNX Runtime's com.microsoft quantized ops (QOperator-format models: QLinearAdd, QLinearMul,
 QLinearGlobalAveragePool, QLinearAveragePool, QLinearConcat, QLinearSigmoid, QLinearLeakyRelu,
 QLinearSoftmax, QLinearReduceMean, QLinearWhere, QGemm), compared with ONNX Runtime, which
-implements them, on the reference device and on the CPU.
+implements them, on the reference device, the CPU and the GPU.
 
 Tolerance: one quantization step per element (ONNX Runtime's kernels compute some of these ops
 in another order than the dequantize -> float op -> quantize definition opforge converts them
@@ -30,8 +30,9 @@ from opforge_onnx.backend import REFERENCE, OpforgeBackend
 from opforge_onnx.testing.helpers import make_model, run_ort
 
 MS = "com.microsoft"
-HAS_CPU = "CPU" in {d.split(".")[0] for d in opforge.Core().available_devices}
-DEVICES = [REFERENCE] + (["CPU"] if HAS_CPU else [])
+#: the reference device and the CPU and GPU where present (the VPU computes in f16: not an
+#: int8-exact device for these f32 decompositions)
+DEVICES = [REFERENCE] + [d for d in ("CPU", "GPU") if d in {a.split(".")[0] for a in opforge.Core().available_devices}]
 
 
 def _rng() -> np.random.Generator:

@@ -204,7 +204,28 @@ def test_conv_integer_bit_exact(tmp_path: Path, x_shape: tuple[int, ...], w_shap
         assert types.get("IntegerConvolution", "").startswith("int8_dynamic:im2col"), types
 
 
+@pytest.mark.parametrize(("x_shape", "w_shape", "attrs"), [
+    ((1, 8, 40), (32, 4, 9), {"group": 2, "pads": [4, 4]}),                    # wav2vec2's positional conv
+    ((2, 6, 7, 9), (48, 2, 3, 3), {"group": 3, "pads": [1, 1, 1, 1], "strides": [2, 1]}),
+])
+def test_grouped_conv_integer_bit_exact(tmp_path: Path, x_shape: tuple[int, ...], w_shape: tuple[int, ...],
+                                        attrs: dict[str, Any]) -> None:
+    # 16 filters or more per group: one product per group
+    rng = np.random.default_rng(w_shape[0])
+    x = rng.integers(0, 256, size=x_shape).astype(np.uint8)
+    w = rng.integers(-128, 128, size=w_shape).astype(np.int8)
+    path = conv_integer(tmp_path / "c.onnx", x, w, "input", **attrs)
+    feeds = {"x": x, "xz": np.array(131, np.uint8)}
+    want = ort_run(path, feeds)[0]
+    for threads in (1, 2):
+        got, types = run(path, feeds, threads)
+        np.testing.assert_array_equal(got[0], want)
+    if not os.environ.get("ONEDNN_MAX_CPU_ISA"):
+        assert types.get("IntegerConvolution", "").startswith("int8_dynamic:im2col"), types
+
+
 def test_grouped_conv_integer_keeps_the_exact_loop(tmp_path: Path) -> None:
+    # two filters per group (a depthwise-like convolution): the exact loop
     rng = np.random.default_rng(21)
     x = rng.integers(0, 256, size=(1, 4, 6, 6)).astype(np.uint8)
     w = rng.integers(-128, 128, size=(4, 2, 3, 3)).astype(np.int8)

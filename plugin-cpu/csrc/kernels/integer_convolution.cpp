@@ -1,8 +1,10 @@
 // IntegerConvolution (opforge_cpu/ops/integer_convolution.py, made by passes/int8/dynamic.py):
 // ONNX's ConvInteger (quantize_dynamic's convolutions: Whisper's Conv1d stem, a ViT's patch
-// embedding) of a u8/s8 source [N, C, spatial...] (1-D or 2-D, one group) minus a per-tensor
-// zero point known at run time, and constant zero-point-centred s8 filters [O, C, k...], with the
-// exact i32 sums as output [N, O, out...].
+// embedding, wav2vec2's grouped positional Conv1d) of a u8/s8 source [N, C, spatial...] (1-D or
+// 2-D, `group` groups) minus a per-tensor zero point known at run time, and constant
+// zero-point-centred s8 filters [O, C/group, k...], with the exact i32 sums as output
+// [N, O, out...]. A grouped convolution runs one product per group over the same buffers (the
+// pass keeps depthwise-like ones, with few filters per group, on the exact loop).
 //
 // How: each output pixel's window is copied into a row of an [N*P, C*k] u8/s8 matrix (im2col),
 // cells in the padding holding the zero point itself, so every row reads C*k real-or-zero-point
@@ -56,15 +58,19 @@ class IntegerConvolutionKernel : public Kernel {
     N_ = xs[0];
     C_ = xs[1];
     O_ = ws[0];
+    G_ = n.attrs.i("group", 1);
+    Cg_ = C_ / G_;
+    Og_ = O_ / G_;
     P_ = out_[0] * out_[1];
-    K_ = C_ * k_[0] * k_[1];
+    K_ = Cg_ * k_[0] * k_[1];
     rows_ = N_ * P_;
     has_zp_ = n.attrs.b("has_zero_point", false);
     zp_signed_ = has_zp_ && n.in(2).dtype == DType::i8;
     const DType src_type = n.in(0).dtype;
+    // one product per group, [N*P, C/G*k] x [C/G*k, O/G], run G times over the same buffers
     const auto src_md = plain_md(src_type, {rows_, K_});
-    acc_md_ = plain_md(DType::i32, {rows_, O_});
-    const dnnl::memory::desc w_any({K_, O_}, dnnl::memory::data_type::s8, dnnl::memory::format_tag::any);
+    acc_md_ = plain_md(DType::i32, {rows_, Og_});
+    const dnnl::memory::desc w_any({K_, Og_}, dnnl::memory::data_type::s8, dnnl::memory::format_tag::any);
     dnnl::matmul::primitive_desc pd(cpu_engine(), src_md, w_any, acc_md_, default_attr());
     impl_ = pd.impl_info_str() ? pd.impl_info_str() : "onednn";
     note_primitive(pd);
@@ -73,17 +79,20 @@ class IntegerConvolutionKernel : public Kernel {
     scratch_md_ = pd.scratchpad_desc();
     prim_scratch_ = (scratch_md_.get_size() + 63) / 64 * 64;
     cols_bytes_ = (static_cast<size_t>(rows_ * K_) + 63) / 64 * 64;
-    acc_bytes_ = (static_cast<size_t>(rows_ * O_) * 4 + 63) / 64 * 64;
-    // the filters [O, C*k] as the matmul's [C*k, O] weights, and each filter's sum
+    acc_bytes_ = (static_cast<size_t>(rows_ * Og_) * 4 + 63) / 64 * 64;
+    // each group's filters [O/G, C/G*k] as the matmul's [C/G*k, O/G] weights, and each filter's sum
     const int8_t* w = static_cast<const int8_t*>(n.inputs[1].const_data);
-    std::vector<int8_t> wt(static_cast<size_t>(K_ * O_));
+    std::vector<int8_t> wt(static_cast<size_t>(K_ * Og_));
     wsum_.assign(static_cast<size_t>(O_), 0);
-    for (int64_t o = 0; o < O_; ++o)
-      for (int64_t k = 0; k < K_; ++k) {
-        wt[k * O_ + o] = w[o * K_ + k];
-        wsum_[o] += w[o * K_ + k];
-      }
-    weights_ = pack_constant(wt.data(), plain_md(DType::i8, {K_, O_}), pd.weights_desc());
+    for (int64_t g = 0; g < G_; ++g) {
+      for (int64_t o = 0; o < Og_; ++o)
+        for (int64_t k = 0; k < K_; ++k) {
+          const int8_t v = w[(g * Og_ + o) * K_ + k];
+          wt[k * Og_ + o] = v;
+          wsum_[g * Og_ + o] += v;
+        }
+      weights_.push_back(pack_constant(wt.data(), plain_md(DType::i8, {K_, Og_}), pd.weights_desc()));
+    }
   }
   std::string impl_name() const override { return "int8_dynamic:im2col+" + impl_; }
   size_t scratch_bytes() const override { return prim_scratch_ + cols_bytes_ + acc_bytes_; }
@@ -95,7 +104,7 @@ class IntegerConvolutionKernel : public Kernel {
     b->cols = s + prim_scratch_;
     b->acc = reinterpret_cast<int32_t*>(s + prim_scratch_ + cols_bytes_);
     b->args.emplace(DNNL_ARG_SRC, dnnl::memory(src_md_, eng, b->cols));
-    b->args.emplace(DNNL_ARG_WEIGHTS, weights_);
+    b->args.emplace(DNNL_ARG_WEIGHTS, weights_[0]);  // (each group's in turn: run)
     b->args.emplace(DNNL_ARG_DST, dnnl::memory(acc_md_, eng, b->acc));
     if (prim_scratch_) b->args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(scratch_md_, eng, s));
     return b;
@@ -105,37 +114,43 @@ class IntegerConvolutionKernel : public Kernel {
     int32_t zp = 0;
     if (has_zp_)
       zp = zp_signed_ ? static_cast<int32_t>(*in[2].ptr<int8_t>()) : static_cast<int32_t>(*in[2].ptr<uint8_t>());
-    im2col(ctx, static_cast<const uint8_t*>(in[0].data), reinterpret_cast<uint8_t*>(b->cols), static_cast<uint8_t>(zp));
-    prim_.execute(*ctx.stream, b->args);
-    // acc [N*P, O] -> y [N, O, P], less the zero point's share; blocks of 64 pixels so the
-    // transposed reads stay in cache
-    const int32_t* acc = b->acc;
-    int32_t* y = out[0].ptr<int32_t>();
-    const uint32_t uzp = static_cast<uint32_t>(zp);
+    for (int64_t g = 0; g < G_; ++g) {
+      im2col(ctx, static_cast<const uint8_t*>(in[0].data), reinterpret_cast<uint8_t*>(b->cols), static_cast<uint8_t>(zp),
+             g * Cg_);
+      b->args[DNNL_ARG_WEIGHTS] = weights_[g];
+      prim_.execute(*ctx.stream, b->args);
+      ctx.stream->wait();
+      write_back(ctx, b->acc, out[0].ptr<int32_t>(), static_cast<uint32_t>(zp), g * Og_);
+    }
+  }
+
+ private:
+  // acc [N*P, O/G] -> channels [o0, o0 + O/G) of y [N, O, P], less the zero point's share;
+  // blocks of 64 pixels so the transposed reads stay in cache
+  void write_back(RunContext& ctx, const int32_t* acc, int32_t* y, uint32_t uzp, int64_t o0) const {
     const int64_t blocks = (P_ + 63) / 64;
     parallel_range(N_ * blocks, ctx.num_threads, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         const int64_t img = r / blocks, p0 = r % blocks * 64, p1 = std::min(P_, p0 + 64);
-        for (int64_t o = 0; o < O_; ++o) {
-          const uint32_t share = uzp * static_cast<uint32_t>(wsum_[o]);
-          int32_t* yo = y + (img * O_ + o) * P_;
-          const int32_t* a = acc + img * P_ * O_ + o;
-          for (int64_t p = p0; p < p1; ++p) yo[p] = static_cast<int32_t>(static_cast<uint32_t>(a[p * O_]) - share);
+        for (int64_t o = 0; o < Og_; ++o) {
+          const uint32_t share = uzp * static_cast<uint32_t>(wsum_[o0 + o]);
+          int32_t* yo = y + (img * O_ + o0 + o) * P_;
+          const int32_t* a = acc + img * P_ * Og_ + o;
+          for (int64_t p = p0; p < p1; ++p) yo[p] = static_cast<int32_t>(static_cast<uint32_t>(a[p * Og_]) - share);
         }
       }
     }, 1);
   }
 
- private:
-  // one row of K bytes per output pixel: for each channel and tap, the source byte or (outside
-  // the source) the zero point's byte
-  void im2col(RunContext& ctx, const uint8_t* x, uint8_t* cols, uint8_t zp) const {
+  // one row of K bytes per output pixel: for each channel of the group (from c0 on) and tap,
+  // the source byte or (outside the source) the zero point's byte
+  void im2col(RunContext& ctx, const uint8_t* x, uint8_t* cols, uint8_t zp, int64_t c0) const {
     parallel_range(rows_, ctx.num_threads, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         const int64_t img = r / P_, p = r % P_, oy = p / out_[1], ox = p % out_[1];
         uint8_t* row = cols + r * K_;
-        for (int64_t c = 0; c < C_; ++c) {
-          const uint8_t* xc = x + (img * C_ + c) * in_[0] * in_[1];
+        for (int64_t c = 0; c < Cg_; ++c) {
+          const uint8_t* xc = x + (img * C_ + c0 + c) * in_[0] * in_[1];
           for (int64_t ky = 0; ky < k_[0]; ++ky) {
             const int64_t iy = oy * st_[0] + ky * dl_[0] - pb_[0];
             uint8_t* dst = row + (c * k_[0] + ky) * k_[1];
@@ -154,12 +169,12 @@ class IntegerConvolutionKernel : public Kernel {
     }, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, K_)));
   }
 
-  int64_t N_ = 1, C_ = 1, O_ = 1, P_ = 1, K_ = 1, rows_ = 1;
+  int64_t N_ = 1, C_ = 1, O_ = 1, G_ = 1, Cg_ = 1, Og_ = 1, P_ = 1, K_ = 1, rows_ = 1;
   int64_t in_[2] = {1, 1}, out_[2] = {1, 1}, k_[2] = {1, 1}, st_[2] = {1, 1}, dl_[2] = {1, 1}, pb_[2] = {0, 0};
   bool has_zp_ = false, zp_signed_ = false;
   dnnl::primitive prim_;
   dnnl::memory::desc src_md_, acc_md_, scratch_md_;
-  dnnl::memory weights_;
+  std::vector<dnnl::memory> weights_;  // one packed matrix per group
   size_t prim_scratch_ = 0, cols_bytes_ = 0, acc_bytes_ = 0;
   std::vector<int32_t> wsum_;
   std::string impl_;
@@ -173,8 +188,10 @@ std::string check_integer_convolution(const NodeDesc& n) {
   const size_t rank = n.in(0).shape.size();
   if (rank != 3 && rank != 4) return "1-D or 2-D convolutions only";
   if (n.in(1).dtype != DType::i8 || !n.is_const(1) || n.in(1).shape.size() != rank)
-    return "filters must be a constant i8 [O, C, k...] tensor";
-  if (n.in(1).shape[1] != n.in(0).shape[1]) return "one group only: the filters' channels must equal the source's";
+    return "filters must be a constant i8 [O, C/group, k...] tensor";
+  const int64_t g = n.attrs.i("group", 1);
+  if (g < 1 || n.in(1).shape[1] * g != n.in(0).shape[1] || n.in(1).shape[0] % g != 0)
+    return "the filters' [O, C/group] do not match the source's channels and the group count";
   for (auto d : n.in(0).shape)
     if (d <= 0) return "empty source";
   const bool zp = n.attrs.b("has_zero_point", false);

@@ -297,14 +297,17 @@ class IntegerMatMulFusion(p.MatcherPass):
 
 
 class IntegerConvolutionFusion(p.MatcherPass):
-    """ConvInteger's i32 Convolution (one group, 1-D or 2-D) of a centred u8/i8 source and
-    constant i8-range filters -> one IntegerConvolution (exact i32 sums; the Cast/Mul/Add after
-    it stay as they are)."""
+    """ConvInteger's i32 Convolution / GroupConvolution (1-D or 2-D) of a centred u8/i8 source
+    and constant i8-range filters -> one IntegerConvolution (exact i32 sums; the Cast/Mul/Add
+    after it stay as they are). A grouped one only with at least ``MIN_GROUP_FILTERS`` filters
+    per group: the kernel runs one matrix product per group, which for a depthwise convolution
+    (one filter, a few taps) would be thousands of tiny products."""
 
     name: ClassVar[str] = "cpu_int8_integer_convolution"
+    MIN_GROUP_FILTERS: ClassVar[int] = 16
 
     def pattern(self) -> p.PatternNode:
-        return p.op(["Convolution"], p.capture("x"), p.capture("w"),
+        return p.op(["Convolution", "GroupConvolution"], p.capture("x"), p.capture("w"),
                     predicate=lambda out: out.node.op.is_standard and out.element_type is Type.i32
                     and out.partial_shape.is_static)
 
@@ -314,12 +317,19 @@ class IntegerConvolutionFusion(p.MatcherPass):
         node = match.root.node
         x = match["x"]
         w = match["w"].node.constant_value()
+        group = 1
+        if w is not None and node.type_name == "GroupConvolution":
+            # [G, O/G, C/G, k...] -> [O, C/G, k...]
+            if w.ndim < 4 or w.shape[1] < self.MIN_GROUP_FILTERS:
+                return False
+            group = int(w.shape[0])
+            w = w.reshape(w.shape[0] * w.shape[1], *w.shape[2:])
         if w is None or w.ndim not in (3, 4) or not x.partial_shape.is_static or len(x.partial_shape.to_tuple()) != w.ndim:
             return False
         if w.dtype != np.int32 or w.size == 0 or int(w.min()) < -128 or int(w.max()) > 127:
             return False
-        if 0 in x.partial_shape.to_tuple() or w.shape[1] != x.partial_shape.to_tuple()[1]:
-            return False  # an empty source; a grouped convolution (the kernel has one group)
+        if 0 in x.partial_shape.to_tuple() or w.shape[1] * group != x.partial_shape.to_tuple()[1]:
+            return False  # an empty source (the exact loop's business)
         src = IntegerMatMulFusion._source(x)
         if src is None:
             return False
@@ -333,6 +343,7 @@ class IntegerConvolutionFusion(p.MatcherPass):
         a = node.attrs
         attrs = {k: getattr(a, k) for k in ("strides", "pads_begin", "pads_end", "dilations", "auto_pad")}
         attrs["has_zero_point"] = zp is not None
+        attrs["group"] = group
         new = Node.create(IntegerConvolution, ins, attrs, name=node.name)
         new.rt_info["fused_names"] = [node.name]
         model.replace_output(match.root, new.output(0))

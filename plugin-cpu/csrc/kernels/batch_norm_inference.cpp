@@ -9,6 +9,9 @@
 
 #include <immintrin.h>
 
+#include <string>
+#include <utility>
+
 namespace opforge_cpu {
 
 namespace {
@@ -123,10 +126,14 @@ void scale_shift_rows_bf16(const uint16_t* x, Out* y, const float* s, const floa
 // in double from the four inputs at each run: C values), applied over pixels with the channels
 // as the vector, and a following ReLU fused (DenseNet's BN -> ReLU: one pass where oneDNN's batch
 // norm plus the NaN-keeping Relu were two, and oneDNN's own fused ReLU would turn NaN into 0).
+// Also a plain [N, C] input (`layout` "rows"), whose channels are innermost too: LeViT's
+// BatchNorm1d after each Linear (48 of them), which the per-element loop of BatchNormKernel ran
+// at 2.74 ms (a square root in double per element: one channel a row).
 class ChannelsLastBatchNorm : public Kernel {
  public:
   // bf16: a bf16 input, written in bf16 unless `f32_out`
-  ChannelsLastBatchNorm(const NodeDesc& n, bool bf16, bool f32_out) : bf16_(bf16), f32_out_(bf16 && f32_out) {
+  ChannelsLastBatchNorm(const NodeDesc& n, bool bf16, bool f32_out, std::string layout = "nhwc")
+      : bf16_(bf16), f32_out_(bf16 && f32_out), layout_(std::move(layout)) {
     const Shape& s = n.in(0).shape;
     c_ = s[1];
     pixels_ = c_ > 0 ? numel(s) / c_ : 0;
@@ -163,11 +170,13 @@ class ChannelsLastBatchNorm : public Kernel {
   // (the planner takes it only where the sizes agree: not for bf16 -> f32)
   int inplace_input(int out) const override { return out == 0 ? 0 : -1; }
   std::string impl_name() const override {
-    return std::string(relu_ ? "scale_shift_relu:nhwc" : "scale_shift:nhwc") + (f32_out_ ? "_bf16_f32" : bf16_ ? "_bf16" : "");
+    return std::string(relu_ ? "scale_shift_relu:" : "scale_shift:") + layout_ +
+           (f32_out_ ? "_bf16_f32" : bf16_ ? "_bf16" : "");
   }
 
  private:
   bool bf16_ = false, f32_out_ = false;
+  std::string layout_;
   int64_t c_ = 1, pixels_ = 1;
   double eps_ = 1e-5;
   bool relu_ = false;
@@ -225,6 +234,11 @@ std::unique_ptr<Kernel> make_batch_norm_inference(NodeDesc& n) {
     if (f32 && n.inputs.size() == 5 && !n.attrs.b("fused_relu", false)) return std::make_unique<DnnlBatchNorm>(n);
     return make_plain_inputs_kernel(n, [](NodeDesc& p) { return make_batch_norm_inference(p); });
   }
+  // plain f32 [N, C] (every axis after the channels of size 1): channels innermost, as nhwc
+  bool rows = x.dtype == DType::f32 && x.shape.size() >= 2 && n.inputs.size() == 5 && x.shape[1] > 0;
+  for (size_t i = 2; rows && i < x.shape.size(); ++i) rows = x.shape[i] == 1;
+  for (size_t i = 1; rows && i < n.inputs.size(); ++i) rows = n.in(static_cast<int>(i)).dtype == DType::f32;
+  if (rows) return std::make_unique<ChannelsLastBatchNorm>(n, false, false, "rows");
   std::unique_ptr<Kernel> k;
   dispatch_float(n.in(0).dtype, [&](auto tag) { k = std::make_unique<BatchNormKernel<OPF_TYPE_OF(tag)>>(n); });
   return k;

@@ -138,6 +138,23 @@ def test_weight_zero_points_fold_into_the_weights(tmp_path: Path, b_zp: str) -> 
         assert types.get("IntegerMatMul", "").startswith("int8_dynamic:"), types
 
 
+@pytest.mark.parametrize(("a_shape", "int8"), [((6, 10, 16), True), ((2, 6, 10, 16), False)])
+def test_batched_constant_weights(tmp_path: Path, a_shape: tuple[int, ...], int8: bool) -> None:
+    # [B, K, N] weights (DeBERTa's per-head relative-position terms): one matrix per batch of a
+    # [B, M, K] source runs int8; a broadcast over more leading axes keeps the exact loop
+    rng = np.random.default_rng(17)
+    a = rng.integers(0, 256, size=a_shape).astype(np.uint8)
+    b = rng.integers(-128, 128, size=(6, 16, 12)).astype(np.int8)
+    path = mat_mul_integer(tmp_path / "m.onnx", a, b, "input", None)
+    feeds = int_feeds(path, a, 77)
+    want = ort_run(path, feeds)[0]
+    for threads in (1, 2):
+        got, types = run(path, feeds, threads)
+        np.testing.assert_array_equal(got[0], want)
+    if not os.environ.get("ONEDNN_MAX_CPU_ISA"):
+        assert types.get("IntegerMatMul", "").startswith("int8_dynamic:") == int8, types
+
+
 def test_weights_outside_i8_keep_the_exact_loop(tmp_path: Path) -> None:
     # u8 weights without a zero point: 0..255 does not fit i8, so the pass refuses them
     rng = np.random.default_rng(4)

@@ -114,10 +114,15 @@ class IntegerMatMulKernel : public Kernel {
   explicit IntegerMatMulKernel(const NodeDesc& n) {
     const Shape& xs = n.in(0).shape;
     const int rank = static_cast<int>(xs.size());
-    K_ = n.in(1).shape[0];
-    N_ = n.in(1).shape[1];
+    const Shape& ws = n.in(1).shape;
+    // weights [K, N] shared by every row, or [B, K, N] one matrix per batch of a [B, M, K] source
+    // (DeBERTa's per-head relative-position terms)
+    batch_ = ws.size() == 3 ? ws[0] : 1;
+    K_ = ws[ws.size() - 2];
+    N_ = ws[ws.size() - 1];
     rows_ = 1;
     for (int d = 0; d + 1 < rank; ++d) rows_ *= xs[d];
+    M_ = rows_ / batch_;
     has_zp_ = n.attrs.b("has_zero_point", false);
     to_f32_ = n.outputs[0].dtype == DType::f32;
     zp_input_ = has_zp_ ? 2 : -1;
@@ -130,10 +135,10 @@ class IntegerMatMulKernel : public Kernel {
     }
     // oneDNN sees [rows, K] x [K, N] -> [rows, N]: the leading axes of the source are rows of
     // one 2-D product (the weights are shared), which is the layout the source already has
-    src_md_ = plain_md(n.in(0).dtype, {rows_, K_});
-    dst_md_ = plain_md(DType::i32, {rows_, N_});
-    const auto w_plain = plain_md(DType::i8, {K_, N_});
-    const dnnl::memory::desc w_any({K_, N_}, dnnl::memory::data_type::s8, dnnl::memory::format_tag::any);
+    src_md_ = plain_md(n.in(0).dtype, {batch_, M_, K_});
+    dst_md_ = plain_md(DType::i32, {batch_, M_, N_});
+    const auto w_plain = plain_md(DType::i8, {batch_, K_, N_});
+    const dnnl::memory::desc w_any({batch_, K_, N_}, dnnl::memory::data_type::s8, dnnl::memory::format_tag::any);
     dnnl::matmul::primitive_desc pd(cpu_engine(), src_md_, w_any, dst_md_, default_attr());
     impl_ = pd.impl_info_str() ? pd.impl_info_str() : "onednn";
     note_primitive(pd);
@@ -142,11 +147,12 @@ class IntegerMatMulKernel : public Kernel {
     scratch_ = (scratch_md_.get_size() + 63) / 64 * 64;
     const void* w = n.inputs[1].const_data;
     weights_ = pack_constant(w, w_plain, pd.weights_desc());
-    // column sums of the weights: the zero point's share of every sum, zp * colsum[n]
-    colsum_.assign(static_cast<size_t>(N_), 0);
+    // column sums of the weights (each batch's): the zero point's share of every sum, zp * colsum[n]
+    colsum_.assign(static_cast<size_t>(batch_ * N_), 0);
     const int8_t* wb = static_cast<const int8_t*>(w);
-    for (int64_t k = 0; k < K_; ++k)
-      for (int64_t j = 0; j < N_; ++j) colsum_[j] += wb[k * N_ + j];
+    for (int64_t b = 0; b < batch_; ++b)
+      for (int64_t k = 0; k < K_; ++k)
+        for (int64_t j = 0; j < N_; ++j) colsum_[b * N_ + j] += wb[(b * K_ + k) * N_ + j];
   }
   std::string impl_name() const override { return "int8_dynamic:" + impl_; }
   size_t scratch_bytes() const override { return scratch_; }
@@ -175,14 +181,20 @@ class IntegerMatMulKernel : public Kernel {
     const int64_t n = N_;
     const bool f = to_f32_;
     const float* bias = has_bias_ ? bias_.data() : nullptr;
+    const int64_t m = M_;
     parallel_range(rows_, ctx.num_threads, [&](int64_t r0, int64_t r1) {
-      if (bias) bias_rows(acc, r0, r1, n, cs, zp, scale, bias);
-      else epilogue(acc, r0, r1, n, cs, zp, f, scale);
+      // the rows of each batch with that batch's column sums
+      for (int64_t s = r0; s < r1;) {
+        const int64_t b = s / m, e = std::min(r1, (b + 1) * m);
+        if (bias) bias_rows(acc, s, e, n, cs + b * n, zp, scale, bias);
+        else epilogue(acc, s, e, n, cs + b * n, zp, f, scale);
+        s = e;
+      }
     }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, n)));
   }
 
  private:
-  int64_t K_ = 0, N_ = 0, rows_ = 0;
+  int64_t K_ = 0, N_ = 0, rows_ = 0, batch_ = 1, M_ = 0;
   bool has_zp_ = false, to_f32_ = false, zp_signed_ = false, has_bias_ = false;
   std::vector<float> bias_;
   int zp_input_ = -1, scale_input_ = -1;
@@ -200,10 +212,15 @@ std::string check_integer_mat_mul(const NodeDesc& n) {
   if (!int8_type(n.in(0).dtype)) return std::string("source is ") + dtype_name(n.in(0).dtype) + ", expected u8 or i8";
   if (n.in(0).blocked) return "source must be plain";
   if (n.in(0).shape.size() < 2) return "source must have rank 2 or more";
-  if (n.in(1).dtype != DType::i8 || !n.is_const(1) || n.in(1).shape.size() != 2)
-    return "weights must be a constant i8 [K, N] matrix";
-  if (n.in(0).shape.back() != n.in(1).shape[0]) return "inner dimensions differ";
-  if (n.in(1).shape[0] == 0) return "empty inner dimension";
+  const Shape& ws = n.in(1).shape;
+  if (n.in(1).dtype != DType::i8 || !n.is_const(1) || (ws.size() != 2 && ws.size() != 3))
+    return "weights must be a constant i8 [K, N] matrix or [B, K, N] batch of them";
+  if (ws.size() == 3 && (n.in(0).shape.size() != 3 || n.in(0).shape[0] != ws[0]))
+    return "[B, K, N] weights need a [B, M, K] source";
+  if (n.in(0).shape.back() != ws[ws.size() - 2]) return "inner dimensions differ";
+  if (ws[ws.size() - 2] == 0) return "empty inner dimension";
+  for (auto d : n.in(0).shape)
+    if (d == 0) return "empty source";
   const bool zp = n.attrs.b("has_zero_point", false);
   size_t want = 2 + (zp ? 1 : 0);
   if (zp) {
@@ -229,7 +246,7 @@ std::string check_integer_mat_mul(const NodeDesc& n) {
       if (n.inputs.size() <= want || n.in(b).dtype != DType::f32 || !n.is_const(b)) return "the bias must be an f32 constant";
       int64_t c = 1;
       for (auto d : n.in(b).shape) c *= d;
-      if (c != n.in(1).shape[1]) return "the bias must have one value per output column";
+      if (c != ws.back()) return "the bias must have one value per output column";
       ++want;
     }
   }

@@ -44,9 +44,12 @@ class IntegerMatMul(CpuOp):
         if ctx.input_type(0) not in (Type.u8, Type.i8) or ctx.input_type(1) is not Type.i8:
             raise ctx.error(f"inputs are {ctx.input_type(0).ir} x {ctx.input_type(1).ir}, expected u8/i8 x i8")
         xs, ws = ctx.input_shape(0), ctx.input_shape(1)
-        if not xs.is_static or not ws.is_static or len(ws.to_tuple()) != 2 or len(xs.to_tuple()) < 2:
-            raise ctx.error(f"shapes {xs} x {ws}: expected static [..., M, K] x [K, N]")
-        x, w = xs.to_tuple(), ws.to_tuple()
+        if not xs.is_static or not ws.is_static or len(ws.to_tuple()) not in (2, 3) or len(xs.to_tuple()) < 2:
+            raise ctx.error(f"shapes {xs} x {ws}: expected static [..., M, K] x [K, N] or [B, M, K] x [B, K, N]")
+        x, wb = xs.to_tuple(), ws.to_tuple()
+        if len(wb) == 3 and (len(x) != 3 or x[0] != wb[0]):
+            raise ctx.error(f"shapes {xs} x {ws}: [B, K, N] weights need a [B, M, K] source")
+        w = wb[-2:]
         if x[-1] != w[0]:
             raise ctx.error(f"inner dimensions differ: {xs} x {ws}")
         if a.has_zero_point and ctx.input_type(2) not in (Type.u8, Type.i8):

@@ -202,11 +202,14 @@ class IntegerMatMulFusion(p.MatcherPass):
         node = match.root.node
         x = match["x"]
         wv = match["w"].node.constant_value()
-        if node.attrs.transpose_a or wv is None or wv.ndim != 2 or not x.partial_shape.is_static:  # type: ignore[attr-defined]
+        if node.attrs.transpose_a or wv is None or wv.ndim not in (2, 3) or not x.partial_shape.is_static:  # type: ignore[attr-defined]
             return False
-        if len(x.partial_shape.to_tuple()) < 2 or 0 in x.partial_shape.to_tuple():
+        xs = x.partial_shape.to_tuple()
+        if len(xs) < 2 or 0 in xs:
             return False  # (an empty source: the exact loop's business)
-        w = wv.T if node.attrs.transpose_b else wv  # type: ignore[attr-defined]
+        if wv.ndim == 3 and (len(xs) != 3 or xs[0] != wv.shape[0]):
+            return False  # [B, K, N] weights: one per batch of a [B, M, K] source only
+        w = np.swapaxes(wv, -1, -2) if node.attrs.transpose_b else wv  # type: ignore[attr-defined]
         if w.dtype != np.int32 or w.size == 0 or int(w.min()) < -128 or int(w.max()) > 127:
             return False
         src = self._source(x)
@@ -234,7 +237,7 @@ class IntegerMatMulFusion(p.MatcherPass):
                     attrs["output_type"] = "f32"
                     fused += [cv, mul]
                     out = mul.output(0)
-                    bias = self._bias(uses, out, int(w.shape[1]))
+                    bias = self._bias(uses, out, int(w.shape[-1]))
                     if bias is not None:
                         add, b = bias
                         ins.append(Node.create(Constant, [], {"value": b}, name=f"{node.name}/int8/bias").output(0))

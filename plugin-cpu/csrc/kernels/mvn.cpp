@@ -2,8 +2,14 @@
 // LayerNorm pattern (MVN * gamma + beta) it passes gamma and beta as inputs 2 and 3
 // ("has_scale"/"has_shift"), applied in the same pass over the row.
 #include "kernels/common.hpp"
+
+#include <algorithm>
+#include <type_traits>
+#include <vector>
+
 #include "core/bf16_bits.hpp"
 #include "core/dnnl_util.hpp"
+#include "core/isa_clones.hpp"
 
 namespace opforge_cpu {
 
@@ -43,6 +49,38 @@ void write_copy(RunContext& ctx, Copy mode, const TensorView& y, TensorView& c, 
   }
 }
 
+// MvnKernel sums a row in blocks of kMvnBlock elements, each with eight independent double
+// accumulators (a chain the compiler vectorises, where one running sum was one serial add an
+// element), the blocks' sums then added in order: the same sums whichever thread took a block.
+constexpr int64_t kMvnBlock = 4096;
+
+// out[k] for blocks [k0, k1) of row xp (of `cols` elements): the sum of the elements, or of their
+// squared deviations from `mean`.
+template <class T>
+inline __attribute__((always_inline)) void block_sums_loop(const T* xp, int64_t cols, int64_t k0, int64_t k1,
+                                                           double mean, bool squares, double* out) {
+  for (int64_t k = k0; k < k1; ++k) {
+    const int64_t i0 = k * kMvnBlock, i1 = std::min(cols, i0 + kMvnBlock);
+    double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int64_t i = i0;
+    for (; i + 8 <= i1; i += 8)
+      for (int j = 0; j < 8; ++j) {
+        const double d = static_cast<double>(xp[i + j]) - mean;
+        acc[j] += squares ? d * d : d;
+      }
+    double tail = 0;
+    for (; i < i1; ++i) {
+      const double d = static_cast<double>(xp[i]) - mean;
+      tail += squares ? d * d : d;
+    }
+    out[k] = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])) + tail;
+  }
+}
+// (f32 rows: built per ISA, picked at run time, core/isa_clones.hpp)
+OPFORGE_ISA_CLONES(static, "avx512f", block_sums_f32, block_sums_loop<float>,
+                   (const float* xp, int64_t cols, int64_t k0, int64_t k1, double mean, bool squares, double* out),
+                   (xp, cols, k0, k1, mean, squares, out))
+
 template <class T> class MvnKernel : public Kernel {
  public:
   explicit MvnKernel(NodeDesc& n) {
@@ -80,36 +118,89 @@ template <class T> class MvnKernel : public Kernel {
     const T* g = has_scale_ ? in[2].ptr<T>() : nullptr;
     const T* b = has_shift_ ? in[3].ptr<T>() : nullptr;
     const int64_t cols = cols_;
-    parallel_range(rows_, ctx.num_threads, [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) {
-        const T* xp = x + r * cols;
-        T* yp = y + r * cols;
-        double sum = 0;
-        for (int64_t i = 0; i < cols; ++i) sum += xp[i];
-        const double mean = sum / cols;
-        double inv = 1.0;
-        if (norm_var_) {
-          double sq = 0;
-          for (int64_t i = 0; i < cols; ++i) {
-            double d = xp[i] - mean;
-            sq += d * d;
-          }
-          double var = sq / cols;
-          inv = inside_ ? 1.0 / std::sqrt(var + eps_) : 1.0 / (std::sqrt(var) + eps_);
+    const int64_t blocks = (cols + kMvnBlock - 1) / kMvnBlock;
+    auto normalize = [&](const T* xp, T* yp, int64_t i0, int64_t i1, T m, T s) {
+      if (scale_ <= 1 && shift_ <= 1) {
+        // no or one-value gamma and beta (an InstanceNormalization of one channel): straight
+        // loops the compiler vectorises, the same operations in the same order as below
+        const T gv = g ? g[0] : T(1), bv = b ? b[0] : T(0);
+        if (g && b) {
+          for (int64_t i = i0; i < i1; ++i) yp[i] = (xp[i] - m) * s * gv + bv;
+        } else if (g) {
+          for (int64_t i = i0; i < i1; ++i) yp[i] = (xp[i] - m) * s * gv;
+        } else if (b) {
+          for (int64_t i = i0; i < i1; ++i) yp[i] = (xp[i] - m) * s + bv;
+        } else {
+          for (int64_t i = i0; i < i1; ++i) yp[i] = (xp[i] - m) * s;
         }
-        const T m = static_cast<T>(mean), s = static_cast<T>(inv);
-        for (int64_t i = 0; i < cols; ++i) {
-          T v = (xp[i] - m) * s;
-          if (g) v *= g[scale_ == 1 ? 0 : i];
-          if (b) v += b[shift_ == 1 ? 0 : i];
-          yp[i] = v;
-        }
+        return;
       }
-    }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, cols_)));
+      for (int64_t i = i0; i < i1; ++i) {
+        T v = (xp[i] - m) * s;
+        if (g) v *= g[scale_ == 1 ? 0 : i];
+        if (b) v += b[shift_ == 1 ? 0 : i];
+        yp[i] = v;
+      }
+    };
+    if (rows_ >= ctx.num_threads || blocks == 1) {
+      // a row a thread
+      parallel_range(rows_, ctx.num_threads, [&](int64_t r0, int64_t r1) {
+        std::vector<double> part(static_cast<size_t>(blocks));
+        for (int64_t r = r0; r < r1; ++r) {
+          const T* xp = x + r * cols;
+          block_sums(xp, cols, 0, blocks, 0.0, false, part.data());
+          double sum = 0;
+          for (double v : part) sum += v;
+          const double mean = sum / cols;
+          double sq = 0;
+          if (norm_var_) {
+            block_sums(xp, cols, 0, blocks, mean, true, part.data());
+            for (double v : part) sq += v;
+          }
+          normalize(xp, y + r * cols, 0, cols, static_cast<T>(mean), static_cast<T>(inv_std(sq)));
+        }
+      }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, cols_)));
+    } else {
+      // fewer rows than threads (PoolFormer's GroupNorm(1 group) as an InstanceNormalization of
+      // one channel: one row of 25k-200k values, which ran on one thread): each row's blocks
+      // shared among the threads, their sums added in block order as above, so the result does
+      // not depend on the thread count
+      std::vector<double> part(static_cast<size_t>(blocks));
+      for (int64_t r = 0; r < rows_; ++r) {
+        const T* xp = x + r * cols;
+        parallel_range(blocks, ctx.num_threads, [&](int64_t k0, int64_t k1) {
+          block_sums(xp, cols, k0, k1, 0.0, false, part.data());
+        }, 1);
+        double sum = 0;
+        for (double v : part) sum += v;
+        const double mean = sum / cols;
+        double sq = 0;
+        if (norm_var_) {
+          parallel_range(blocks, ctx.num_threads, [&](int64_t k0, int64_t k1) {
+            block_sums(xp, cols, k0, k1, mean, true, part.data());
+          }, 1);
+          for (double v : part) sq += v;
+        }
+        const T m = static_cast<T>(mean), s = static_cast<T>(inv_std(sq));
+        parallel_range(blocks, ctx.num_threads, [&](int64_t k0, int64_t k1) {
+          normalize(xp, y + r * cols, k0 * kMvnBlock, std::min(cols, k1 * kMvnBlock), m, s);
+        }, 1);
+      }
+    }
     write_copy(ctx, copy_, out[0], out[1], rows_, cols_, sizeof(T));
   }
 
  private:
+  static void block_sums(const T* xp, int64_t cols, int64_t k0, int64_t k1, double mean, bool squares, double* out) {
+    if constexpr (std::is_same_v<T, float>) block_sums_f32(xp, cols, k0, k1, mean, squares, out);
+    else block_sums_loop(xp, cols, k0, k1, mean, squares, out);
+  }
+  double inv_std(double sq) const {
+    if (!norm_var_) return 1.0;
+    const double var = sq / cols_;
+    return inside_ ? 1.0 / std::sqrt(var + eps_) : 1.0 / (std::sqrt(var) + eps_);
+  }
+
   Copy copy_ = Copy::none;
   int64_t rows_ = 1, cols_ = 1, scale_ = 0, shift_ = 0;
   bool norm_var_ = true, inside_ = true, has_scale_ = false, has_shift_ = false;

@@ -6,75 +6,93 @@
 #include "core/nn.hpp"
 #include "kernels/common.hpp"
 
+#include <string>
+#include <vector>
+
 namespace opforge_cpu {
 
-class IntConvKernel : public Kernel {
- public:
-  // Convolution weights [O, C, k...]; GroupConvolution weights [G, O/G, C/G, k...].
-  IntConvKernel(const NodeDesc& n, bool grouped) {
+// A convolution's spatial geometry with its spatial dims padded to D with leading ones (padding
+// 0), so one loop nest serves 1-D to D-D: sizes in and out, kernel, strides, dilations, padding
+// before (after: whatever the output size implies). Shared by IntConvKernel (D 3) and
+// integer_convolution.cpp's int8 im2col kernel (D 2).
+template <int D> struct ConvWindow {
+  int64_t in[D], out[D], k[D], st[D], dl[D], pb[D];
+
+  explicit ConvWindow(const NodeDesc& n) {
     const Shape& xs = n.in(0).shape;
     const Shape& ws = n.in(1).shape;
     const Shape& ys = n.outputs.at(0).shape;
     const int sp = static_cast<int>(xs.size()) - 2;
+    if (sp < 1 || sp > D || static_cast<int>(ws.size()) < sp || ys.size() != xs.size())
+      throw CompileFailure("integer convolution of " + std::to_string(sp) + " spatial dims (1 to " + std::to_string(D) +
+                           ")");
+    std::vector<int64_t> kernel(ws.end() - sp, ws.end());
+    std::vector<int64_t> strides = n.attrs.ints("strides", std::vector<int64_t>(sp, 1));
+    std::vector<int64_t> dil = n.attrs.ints("dilations", std::vector<int64_t>(sp, 1));
+    std::vector<int64_t> pb_v, pe_v;
+    window_pads(n, xs, ys, kernel, strides, dil, pb_v, pe_v);
+    const int lead = D - sp;
+    for (int d = 0; d < D; ++d) {
+      const int s = d - lead;
+      in[d] = s < 0 ? 1 : xs[2 + s];
+      out[d] = s < 0 ? 1 : ys[2 + s];
+      k[d] = s < 0 ? 1 : kernel[s];
+      st[d] = s < 0 ? 1 : strides[s];
+      dl[d] = s < 0 ? 1 : dil[s];
+      pb[d] = s < 0 ? 0 : pb_v[s];
+    }
+  }
+};
+
+class IntConvKernel : public Kernel {
+ public:
+  // Convolution weights [O, C, k...]; GroupConvolution weights [G, O/G, C/G, k...].
+  IntConvKernel(const NodeDesc& n, bool grouped) : w_(n) {
+    const Shape& xs = n.in(0).shape;
+    const Shape& ws = n.in(1).shape;
+    const Shape& ys = n.outputs.at(0).shape;
     if (n.in(0).blocked) throw CompileFailure("integer convolution reads plain layouts only");
-    if (sp < 1 || sp > 3) throw CompileFailure("integer convolution of " + std::to_string(sp) + " spatial dims (1 to 3)");
     groups_ = grouped ? ws[0] : 1;
     const int64_t wo = grouped ? 1 : 0;
     ocg_ = ws[wo];
     icg_ = ws[wo + 1];
     N_ = xs[0];
     if (icg_ * groups_ != xs[1] || ocg_ * groups_ != ys[1]) throw CompileFailure("integer convolution: channel counts do not match the weights");
-    std::vector<int64_t> kernel(ws.end() - sp, ws.end());
-    std::vector<int64_t> strides = n.attrs.ints("strides", std::vector<int64_t>(sp, 1));
-    std::vector<int64_t> dil = n.attrs.ints("dilations", std::vector<int64_t>(sp, 1));
-    std::vector<int64_t> pb, pe;
-    window_pads(n, xs, ys, kernel, strides, dil, pb, pe);
-    // spatial dims padded to 3 with leading 1s, so one loop nest serves 1-D to 3-D
-    const int pad = 3 - sp;
-    for (int d = 0; d < 3; ++d) {
-      const int s = d - pad;
-      in_[d] = s < 0 ? 1 : xs[2 + s];
-      out_[d] = s < 0 ? 1 : ys[2 + s];
-      k_[d] = s < 0 ? 1 : kernel[s];
-      st_[d] = s < 0 ? 1 : strides[s];
-      dl_[d] = s < 0 ? 1 : dil[s];
-      pb_[d] = s < 0 ? 0 : pb[s];
-    }
   }
   std::string impl_name() const override { return "int_conv"; }
   void run(RunContext& ctx, const TensorView* in, TensorView* out, Bound*) override {
     const int32_t* x = in[0].ptr<int32_t>();
     const int32_t* w = in[1].ptr<int32_t>();
     int32_t* y = out[0].ptr<int32_t>();
-    const int64_t in_sp = in_[0] * in_[1] * in_[2], out_sp = out_[0] * out_[1] * out_[2], k_sp = k_[0] * k_[1] * k_[2];
+    const int64_t in_sp = w_.in[0] * w_.in[1] * w_.in[2], out_sp = w_.out[0] * w_.out[1] * w_.out[2], k_sp = w_.k[0] * w_.k[1] * w_.k[2];
     const int64_t oc_total = groups_ * ocg_;
     parallel_range(N_ * oc_total, ctx.num_threads, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         const int64_t b = r / oc_total, oc = r % oc_total, g = oc / ocg_;
         const int32_t* wk = w + oc * icg_ * k_sp;  // [G, O/G, C/G, k] and [O, C, k] lay out alike
-        for (int64_t oz = 0; oz < out_[0]; ++oz)
-          for (int64_t oy = 0; oy < out_[1]; ++oy)
-            for (int64_t ox = 0; ox < out_[2]; ++ox) {
+        for (int64_t oz = 0; oz < w_.out[0]; ++oz)
+          for (int64_t oy = 0; oy < w_.out[1]; ++oy)
+            for (int64_t ox = 0; ox < w_.out[2]; ++ox) {
               uint32_t acc = 0;
               for (int64_t ic = 0; ic < icg_; ++ic) {
                 const int32_t* xc = x + (b * groups_ * icg_ + g * icg_ + ic) * in_sp;
                 const int32_t* wc = wk + ic * k_sp;
-                for (int64_t kz = 0; kz < k_[0]; ++kz) {
-                  const int64_t iz = oz * st_[0] + kz * dl_[0] - pb_[0];
-                  if (iz < 0 || iz >= in_[0]) continue;
-                  for (int64_t ky = 0; ky < k_[1]; ++ky) {
-                    const int64_t iy = oy * st_[1] + ky * dl_[1] - pb_[1];
-                    if (iy < 0 || iy >= in_[1]) continue;
-                    for (int64_t kx = 0; kx < k_[2]; ++kx) {
-                      const int64_t ix = ox * st_[2] + kx * dl_[2] - pb_[2];
-                      if (ix < 0 || ix >= in_[2]) continue;
-                      acc += static_cast<uint32_t>(xc[(iz * in_[1] + iy) * in_[2] + ix]) *
-                             static_cast<uint32_t>(wc[(kz * k_[1] + ky) * k_[2] + kx]);
+                for (int64_t kz = 0; kz < w_.k[0]; ++kz) {
+                  const int64_t iz = oz * w_.st[0] + kz * w_.dl[0] - w_.pb[0];
+                  if (iz < 0 || iz >= w_.in[0]) continue;
+                  for (int64_t ky = 0; ky < w_.k[1]; ++ky) {
+                    const int64_t iy = oy * w_.st[1] + ky * w_.dl[1] - w_.pb[1];
+                    if (iy < 0 || iy >= w_.in[1]) continue;
+                    for (int64_t kx = 0; kx < w_.k[2]; ++kx) {
+                      const int64_t ix = ox * w_.st[2] + kx * w_.dl[2] - w_.pb[2];
+                      if (ix < 0 || ix >= w_.in[2]) continue;
+                      acc += static_cast<uint32_t>(xc[(iz * w_.in[1] + iy) * w_.in[2] + ix]) *
+                             static_cast<uint32_t>(wc[(kz * w_.k[1] + ky) * w_.k[2] + kx]);
                     }
                   }
                 }
               }
-              y[r * out_sp + (oz * out_[1] + oy) * out_[2] + ox] = static_cast<int32_t>(acc);
+              y[r * out_sp + (oz * w_.out[1] + oy) * w_.out[2] + ox] = static_cast<int32_t>(acc);
             }
       }
     }, 1);
@@ -82,8 +100,7 @@ class IntConvKernel : public Kernel {
 
  private:
   int64_t groups_ = 1, ocg_ = 1, icg_ = 1, N_ = 1;
-  int64_t in_[3] = {1, 1, 1}, out_[3] = {1, 1, 1}, k_[3] = {1, 1, 1}, st_[3] = {1, 1, 1}, dl_[3] = {1, 1, 1},
-          pb_[3] = {0, 0, 0};
+  ConvWindow<3> w_;
 };
 
 inline bool int_conv_types(const NodeDesc& n) {

@@ -20,6 +20,7 @@
 #include "core/nn.hpp"
 #include "core/primitive_log.hpp"
 #include "kernels/common.hpp"
+#include "kernels/integer_conv_common.hpp"
 
 namespace opforge_cpu {
 
@@ -34,35 +35,17 @@ bool int8_type(DType t) { return t == DType::u8 || t == DType::i8; }
 
 class IntegerConvolutionKernel : public Kernel {
  public:
-  explicit IntegerConvolutionKernel(const NodeDesc& n) {
+  explicit IntegerConvolutionKernel(const NodeDesc& n) : w_(n) {
     const Shape& xs = n.in(0).shape;
     const Shape& ws = n.in(1).shape;
-    const Shape& ys = n.outputs.at(0).shape;
-    const int sp = static_cast<int>(xs.size()) - 2;
-    std::vector<int64_t> kernel(ws.end() - sp, ws.end());
-    std::vector<int64_t> strides = n.attrs.ints("strides", std::vector<int64_t>(sp, 1));
-    std::vector<int64_t> dil = n.attrs.ints("dilations", std::vector<int64_t>(sp, 1));
-    std::vector<int64_t> pb, pe;
-    window_pads(n, xs, ys, kernel, strides, dil, pb, pe);
-    // a 1-D convolution is a 2-D one of height 1
-    const int lead = 2 - sp;
-    for (int d = 0; d < 2; ++d) {
-      const int s = d - lead;
-      in_[d] = s < 0 ? 1 : xs[2 + s];
-      out_[d] = s < 0 ? 1 : ys[2 + s];
-      k_[d] = s < 0 ? 1 : kernel[s];
-      st_[d] = s < 0 ? 1 : strides[s];
-      dl_[d] = s < 0 ? 1 : dil[s];
-      pb_[d] = s < 0 ? 0 : pb[s];
-    }
     N_ = xs[0];
     C_ = xs[1];
     O_ = ws[0];
     G_ = n.attrs.i("group", 1);
     Cg_ = C_ / G_;
     Og_ = O_ / G_;
-    P_ = out_[0] * out_[1];
-    K_ = Cg_ * k_[0] * k_[1];
+    P_ = w_.out[0] * w_.out[1];
+    K_ = Cg_ * w_.k[0] * w_.k[1];
     rows_ = N_ * P_;
     has_zp_ = n.attrs.b("has_zero_point", false);
     zp_signed_ = has_zp_ && n.in(2).dtype == DType::i8;
@@ -147,21 +130,21 @@ class IntegerConvolutionKernel : public Kernel {
   void im2col(RunContext& ctx, const uint8_t* x, uint8_t* cols, uint8_t zp, int64_t c0) const {
     parallel_range(rows_, ctx.num_threads, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
-        const int64_t img = r / P_, p = r % P_, oy = p / out_[1], ox = p % out_[1];
+        const int64_t img = r / P_, p = r % P_, oy = p / w_.out[1], ox = p % w_.out[1];
         uint8_t* row = cols + r * K_;
         for (int64_t c = 0; c < Cg_; ++c) {
-          const uint8_t* xc = x + (img * C_ + c0 + c) * in_[0] * in_[1];
-          for (int64_t ky = 0; ky < k_[0]; ++ky) {
-            const int64_t iy = oy * st_[0] + ky * dl_[0] - pb_[0];
-            uint8_t* dst = row + (c * k_[0] + ky) * k_[1];
-            if (iy < 0 || iy >= in_[0]) {
-              std::memset(dst, zp, static_cast<size_t>(k_[1]));
+          const uint8_t* xc = x + (img * C_ + c0 + c) * w_.in[0] * w_.in[1];
+          for (int64_t ky = 0; ky < w_.k[0]; ++ky) {
+            const int64_t iy = oy * w_.st[0] + ky * w_.dl[0] - w_.pb[0];
+            uint8_t* dst = row + (c * w_.k[0] + ky) * w_.k[1];
+            if (iy < 0 || iy >= w_.in[0]) {
+              std::memset(dst, zp, static_cast<size_t>(w_.k[1]));
               continue;
             }
-            const uint8_t* xr = xc + iy * in_[1];
-            for (int64_t kx = 0; kx < k_[1]; ++kx) {
-              const int64_t ix = ox * st_[1] + kx * dl_[1] - pb_[1];
-              dst[kx] = ix < 0 || ix >= in_[1] ? zp : xr[ix];
+            const uint8_t* xr = xc + iy * w_.in[1];
+            for (int64_t kx = 0; kx < w_.k[1]; ++kx) {
+              const int64_t ix = ox * w_.st[1] + kx * w_.dl[1] - w_.pb[1];
+              dst[kx] = ix < 0 || ix >= w_.in[1] ? zp : xr[ix];
             }
           }
         }
@@ -170,7 +153,7 @@ class IntegerConvolutionKernel : public Kernel {
   }
 
   int64_t N_ = 1, C_ = 1, O_ = 1, G_ = 1, Cg_ = 1, Og_ = 1, P_ = 1, K_ = 1, rows_ = 1;
-  int64_t in_[2] = {1, 1}, out_[2] = {1, 1}, k_[2] = {1, 1}, st_[2] = {1, 1}, dl_[2] = {1, 1}, pb_[2] = {0, 0};
+  ConvWindow<2> w_;  // (a 1-D convolution is a 2-D one of height 1)
   bool has_zp_ = false, zp_signed_ = false;
   dnnl::primitive prim_;
   dnnl::memory::desc src_md_, acc_md_, scratch_md_;

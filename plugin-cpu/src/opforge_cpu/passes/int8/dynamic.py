@@ -37,7 +37,7 @@ from opforge_cpu.ops.dynamic_quantize import DynamicQuantize
 from opforge_cpu.ops.integer_convolution import IntegerConvolution
 from opforge_cpu.ops.integer_mat_mul import IntegerMatMul
 from opforge_cpu.passes.int8.no_vnni import PAIR_SAFE_WEIGHT, pairs_saturate
-from opforge_cpu.passes.int8.qdq_patterns import INT8_RANGES, is_standard, single_user
+from opforge_cpu.passes.int8.qdq_patterns import INT8_RANGES, converted_int8, is_standard, single_user
 
 #: read once: "0" leaves dynamically quantized graphs to the decomposed (exact integer) path
 ENABLED = os.environ.get("OPFORGE_CPU_INT8_DYNAMIC", "1") != "0"
@@ -271,14 +271,10 @@ class IntegerMatMulFusion(p.MatcherPass):
         """``x`` as ``Convert(q, i32) [- z]``: q (u8/i8) and its zero point as a one-value u8/i8
         tensor (a run-time ``Convert(z, i32)``'s input, or a new constant for a constant), or None
         for no zero point."""
-        n = x.node
-        z: Output | None = None
-        if is_standard(n, "Subtract"):
-            z = n.inputs[1]
-            n = n.inputs[0].node
-        if not is_standard(n, "Convert") or n.inputs[0].element_type not in INT8_RANGES:
+        got = converted_int8(x)
+        if got is None:
             return None
-        q = n.inputs[0]
+        q, z = got
         if z is None:
             return q, None
         if not _one_value(z):

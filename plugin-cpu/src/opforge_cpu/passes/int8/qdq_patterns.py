@@ -62,7 +62,7 @@ def single_user(uses: dict[Output, list[tuple[Node, int]]], out: Output) -> Node
     return u[0][0] if len(u) == 1 else None
 
 
-def _converted(out: Output) -> tuple[Output, Output | None] | None:
+def converted_int8(out: Output) -> tuple[Output, Output | None] | None:
     """``out`` as ``Convert(q) [- z]`` of a u8/i8 tensor ``q``: (q, z's output or None)."""
     n = out.node
     z: Output | None = None
@@ -81,7 +81,7 @@ def _scaled(out: Output) -> Iterator[tuple[Output, Output, Output | None]]:
     if out.element_type is not Type.f32 or not is_standard(n, "Multiply"):
         return
     for a, b in ((0, 1), (1, 0)):
-        c = _converted(n.inputs[a])
+        c = converted_int8(n.inputs[a])
         if c is not None:
             yield c[0], n.inputs[b], c[1]
 
@@ -107,7 +107,7 @@ def dequantized(out: Output) -> QuantizedInput | None:
 def centred(out: Output) -> QuantizedInput | None:
     """``out`` as the zero-point-centred i32 operand of QLinearConv/QLinearMatMul:
     ``Convert(q, i32) - z`` (scale 1: the scales are in the requantization)."""
-    c = _converted(out) if out.element_type is Type.i32 else None
+    c = converted_int8(out) if out.element_type is Type.i32 else None
     if c is None:
         return None
     zp = _zero_point(*c)

@@ -46,7 +46,9 @@ def _row(ctx: NodeContext, v: Output, d: int) -> Output:
     return out(ctx.op("Gather", v, i64(ctx, d), i64(ctx, 0), batch_dims=0))
 
 
-def convert_lstm_peephole(ctx: NodeContext) -> ConversionResult:
+def convert_lstm_peephole(ctx: NodeContext, weights: tuple[Output, Output] | None = None) -> ConversionResult:
+    """``weights``: W and R in ONNX's layout to use instead of inputs 1 and 2 (see
+    :func:`opforge_onnx.ops._recurrent.convert_recurrent`)."""
     hidden = int(ctx.get_attribute("hidden_size"))
     direction = str(ctx.get_attribute("direction", "forward")).lower()
     layout = int(ctx.get_attribute("layout", 0))
@@ -70,7 +72,7 @@ def convert_lstm_peephole(ctx: NodeContext) -> ConversionResult:
                         f"got X of shape {ps}")
     seq = int(ps.dims[0])
     ft = etype(x)
-    w, r = ctx.get_input(1), ctx.get_input(2)
+    w, r = weights if weights is not None else (ctx.get_input(1), ctx.get_input(2))
     b = ctx.get_input(3) if ctx.has_input(3) else None
     p = ctx.get_input(7)
     batch_shape = out(ctx.op("Gather", ctx.op("ShapeOf", x, output_type=Type.i64), i64(ctx, [1]), i64(ctx, 0),

@@ -73,8 +73,10 @@ def _slice(ctx: NodeContext, v: Output, start: int, stop: int, axis: int) -> Out
     return out(ctx.op("Slice", v, i64(ctx, [start]), i64(ctx, [stop]), i64(ctx, [1]), i64(ctx, [axis])))
 
 
-def convert_recurrent(ctx: NodeContext, kind: str) -> ConversionResult:
-    """``kind``: ``"RNN"``, ``"GRU"`` or ``"LSTM"``."""
+def convert_recurrent(ctx: NodeContext, kind: str, weights: tuple[Output, Output] | None = None) -> ConversionResult:
+    """``kind``: ``"RNN"``, ``"GRU"`` or ``"LSTM"``. ``weights``: W and R in ONNX's layout
+    ([num_directions, gates * hidden, input] and [.., hidden]) to use instead of inputs 1 and 2
+    (com.microsoft DynamicQuantizeLSTM passes its dequantized, transposed weights)."""
     gates = {"RNN": 1, "GRU": 3, "LSTM": 4}[kind]
     hidden = int(ctx.get_attribute("hidden_size"))
     direction = str(ctx.get_attribute("direction", "forward")).lower()
@@ -97,7 +99,7 @@ def convert_recurrent(ctx: NodeContext, kind: str) -> ConversionResult:
     x = ctx.get_input(0)
     if layout == 0:
         x = out(ctx.op("Transpose", x, i64(ctx, [1, 0, 2])))
-    w, r = ctx.get_input(1), ctx.get_input(2)
+    w, r = weights if weights is not None else (ctx.get_input(1), ctx.get_input(2))
     batch = _dim(ctx, x, 0)
     seq = _dim(ctx, x, 1)
     # OpenVINO's LSTM gate order f, i, c, o from ONNX's i, o, f, c

@@ -1,9 +1,10 @@
-"""MVN rows on our kernel (kernels/mvn.cpp MvnKernel) summed in blocks of 4096 with eight
-accumulators, and a row's blocks shared among the threads when there are fewer rows than
-threads (stop 25: PoolFormer's GroupNorm(1 group), exported as InstanceNormalization of one
-channel of 25k-200k values, ran each on one thread, 10x OpenVINO's time). Results against ONNX
-Runtime, and bit-identical at 1 and 2 threads (the blocks' sums are added in block order
-whichever thread computed them)."""
+"""MVN rows on our kernel (kernels/mvn.cpp MvnKernel): mean and variance in one pass over blocks
+of 4096 (the sums of x - s and (x - s)^2, s the row's first finite element; stop 26), and a
+row's blocks shared among the threads when there are fewer rows than threads (stop 25:
+PoolFormer's GroupNorm(1 group), exported as InstanceNormalization of one channel of 25k-200k
+values, ran each on one thread, 10x OpenVINO's time). Results against ONNX Runtime, and
+bit-identical at 1 and 2 threads (the blocks' sums are added in block order whichever thread
+computed them)."""
 
 from __future__ import annotations
 
@@ -65,3 +66,32 @@ def test_nan_in_a_long_row_spreads_as_in_onnxruntime(tmp_path: Path) -> None:
     for threads in (1, 2):
         out, _ = run(path, x, threads)
         np.testing.assert_array_equal(np.isnan(out), np.isnan(ref))
+
+
+@pytest.mark.parametrize("first", [np.inf, -np.inf, np.nan], ids=str)
+def test_a_non_finite_first_element_spreads_as_in_onnxruntime(tmp_path: Path, first: float) -> None:
+    """The one-pass variance shifts each row by its first element; a non-finite one must not
+    become the shift (x - inf would be -inf everywhere), and must still reach the statistics."""
+    shape = (1, 2, 9000)
+    path = instance_norm(tmp_path / "m.onnx", shape, seed=2, offset=0.0)
+    x = np.random.default_rng(2).standard_normal(shape).astype(np.float32)
+    x[0, 0, 0] = first
+    ref = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    for threads in (1, 2):
+        out, _ = run(path, x, threads)
+        np.testing.assert_array_equal(np.isnan(out), np.isnan(ref))
+        np.testing.assert_allclose(out[0, 1], ref[0, 1], rtol=1e-4, atol=1e-4)  # the finite channel
+
+
+@pytest.mark.parametrize("value", [0.0, 3.25, -1e4], ids=str)
+def test_a_constant_row_normalises_to_the_shift_exactly(tmp_path: Path, value: float) -> None:
+    """A constant row has variance 0: rounding in E[(x-s)^2] - E[x-s]^2 must not make it negative
+    (the square root of it would be NaN). The output is then the channel's bias (Relu'd) exactly."""
+    shape = (1, 1, 4096 * 2 + 7)
+    path = instance_norm(tmp_path / "m.onnx", shape, seed=3, offset=0.0)
+    x = np.full(shape, value, np.float32)
+    ref = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    for threads in (1, 2):
+        out, _ = run(path, x, threads)
+        assert not np.isnan(out).any()
+        np.testing.assert_allclose(out, ref, rtol=1e-6, atol=1e-6)

@@ -4,7 +4,9 @@
 #include "kernels/common.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "core/bf16_bits.hpp"
@@ -49,37 +51,52 @@ void write_copy(RunContext& ctx, Copy mode, const TensorView& y, TensorView& c, 
   }
 }
 
-// MvnKernel sums a row in blocks of kMvnBlock elements, each with eight independent double
-// accumulators (a chain the compiler vectorises, where one running sum was one serial add an
-// element), the blocks' sums then added in order: the same sums whichever thread took a block.
+// MvnKernel takes a row's mean and variance in one pass over it, in blocks of kMvnBlock
+// elements: each block sums x - shift and its square in double, 32 lanes of each (four vectors
+// of eight on AVX-512: independent chains the compiler keeps in registers; the eight lanes of
+// stop 25 were one chain, latency-bound at 136 us for PoolFormer's [1, 1, 200704] row, and two
+// passes, sum then squared deviations, read the row twice). The blocks' sums are then added in
+// block order: the same sums whichever thread took a block. `shift` is the row's first element:
+// with it the one-pass variance E[(x-s)^2] - E[x-s]^2 loses nothing to a large mean (x + 1000
+// over a deviation of 2), which it would with s = 0.
 constexpr int64_t kMvnBlock = 4096;
+constexpr int kMvnLanes = 32;
 
-// out[k] for blocks [k0, k1) of row xp (of `cols` elements): the sum of the elements, or of their
-// squared deviations from `mean`.
+// sums[k], squares[k] for blocks [k0, k1) of row xp (of `cols` elements).
 template <class T>
-inline __attribute__((always_inline)) void block_sums_loop(const T* xp, int64_t cols, int64_t k0, int64_t k1,
-                                                           double mean, bool squares, double* out) {
+inline __attribute__((always_inline)) void block_moments_loop(const T* xp, int64_t cols, int64_t k0, int64_t k1,
+                                                              double shift, double* sums, double* squares) {
   for (int64_t k = k0; k < k1; ++k) {
     const int64_t i0 = k * kMvnBlock, i1 = std::min(cols, i0 + kMvnBlock);
-    double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    double s[kMvnLanes], q[kMvnLanes];
+    for (int j = 0; j < kMvnLanes; ++j) s[j] = q[j] = 0;
     int64_t i = i0;
-    for (; i + 8 <= i1; i += 8)
-      for (int j = 0; j < 8; ++j) {
-        const double d = static_cast<double>(xp[i + j]) - mean;
-        acc[j] += squares ? d * d : d;
+    for (; i + kMvnLanes <= i1; i += kMvnLanes)
+      for (int j = 0; j < kMvnLanes; ++j) {
+        const double d = static_cast<double>(xp[i + j]) - shift;
+        s[j] += d;
+        q[j] += d * d;
       }
-    double tail = 0;
-    for (; i < i1; ++i) {
-      const double d = static_cast<double>(xp[i]) - mean;
-      tail += squares ? d * d : d;
+    for (int j = 0; i < i1; ++i, ++j) {  // the tail, into the first lanes
+      const double d = static_cast<double>(xp[i]) - shift;
+      s[j] += d;
+      q[j] += d * d;
     }
-    out[k] = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])) + tail;
+    // lanes added pairwise in a fixed order
+    for (int w = kMvnLanes / 2; w > 0; w /= 2)
+      for (int j = 0; j < w; ++j) {
+        s[j] += s[j + w];
+        q[j] += q[j + w];
+      }
+    sums[k] = s[0];
+    squares[k] = q[0];
   }
 }
 // (f32 rows: built per ISA, picked at run time, core/isa_clones.hpp)
-OPFORGE_ISA_CLONES(static, "avx512f", block_sums_f32, block_sums_loop<float>,
-                   (const float* xp, int64_t cols, int64_t k0, int64_t k1, double mean, bool squares, double* out),
-                   (xp, cols, k0, k1, mean, squares, out))
+OPFORGE_ISA_CLONES(static, "avx512f", block_moments_f32, block_moments_loop<float>,
+                   (const float* xp, int64_t cols, int64_t k0, int64_t k1, double shift, double* sums,
+                    double* squares),
+                   (xp, cols, k0, k1, shift, sums, squares))
 
 template <class T> class MvnKernel : public Kernel {
  public:
@@ -145,19 +162,13 @@ template <class T> class MvnKernel : public Kernel {
     if (rows_ >= ctx.num_threads || blocks == 1) {
       // a row a thread
       parallel_range(rows_, ctx.num_threads, [&](int64_t r0, int64_t r1) {
-        std::vector<double> part(static_cast<size_t>(blocks));
+        std::vector<double> sums(static_cast<size_t>(blocks)), squares(static_cast<size_t>(blocks));
         for (int64_t r = r0; r < r1; ++r) {
           const T* xp = x + r * cols;
-          block_sums(xp, cols, 0, blocks, 0.0, false, part.data());
-          double sum = 0;
-          for (double v : part) sum += v;
-          const double mean = sum / cols;
-          double sq = 0;
-          if (norm_var_) {
-            block_sums(xp, cols, 0, blocks, mean, true, part.data());
-            for (double v : part) sq += v;
-          }
-          normalize(xp, y + r * cols, 0, cols, static_cast<T>(mean), static_cast<T>(inv_std(sq)));
+          const double shift = row_shift(xp);
+          block_moments(xp, cols, 0, blocks, shift, sums.data(), squares.data());
+          const auto [mean, s] = statistics(shift, sums, squares);
+          normalize(xp, y + r * cols, 0, cols, mean, s);
         }
       }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, cols_)));
     } else {
@@ -165,23 +176,14 @@ template <class T> class MvnKernel : public Kernel {
       // one channel: one row of 25k-200k values, which ran on one thread): each row's blocks
       // shared among the threads, their sums added in block order as above, so the result does
       // not depend on the thread count
-      std::vector<double> part(static_cast<size_t>(blocks));
+      std::vector<double> sums(static_cast<size_t>(blocks)), squares(static_cast<size_t>(blocks));
       for (int64_t r = 0; r < rows_; ++r) {
         const T* xp = x + r * cols;
+        const double shift = row_shift(xp);
         parallel_range(blocks, ctx.num_threads, [&](int64_t k0, int64_t k1) {
-          block_sums(xp, cols, k0, k1, 0.0, false, part.data());
+          block_moments(xp, cols, k0, k1, shift, sums.data(), squares.data());
         }, 1);
-        double sum = 0;
-        for (double v : part) sum += v;
-        const double mean = sum / cols;
-        double sq = 0;
-        if (norm_var_) {
-          parallel_range(blocks, ctx.num_threads, [&](int64_t k0, int64_t k1) {
-            block_sums(xp, cols, k0, k1, mean, true, part.data());
-          }, 1);
-          for (double v : part) sq += v;
-        }
-        const T m = static_cast<T>(mean), s = static_cast<T>(inv_std(sq));
+        const auto [m, s] = statistics(shift, sums, squares);
         parallel_range(blocks, ctx.num_threads, [&](int64_t k0, int64_t k1) {
           normalize(xp, y + r * cols, k0 * kMvnBlock, std::min(cols, k1 * kMvnBlock), m, s);
         }, 1);
@@ -191,14 +193,30 @@ template <class T> class MvnKernel : public Kernel {
   }
 
  private:
-  static void block_sums(const T* xp, int64_t cols, int64_t k0, int64_t k1, double mean, bool squares, double* out) {
-    if constexpr (std::is_same_v<T, float>) block_sums_f32(xp, cols, k0, k1, mean, squares, out);
-    else block_sums_loop(xp, cols, k0, k1, mean, squares, out);
+  static void block_moments(const T* xp, int64_t cols, int64_t k0, int64_t k1, double shift, double* sums,
+                            double* squares) {
+    if constexpr (std::is_same_v<T, float>) block_moments_f32(xp, cols, k0, k1, shift, sums, squares);
+    else block_moments_loop(xp, cols, k0, k1, shift, sums, squares);
   }
-  double inv_std(double sq) const {
-    if (!norm_var_) return 1.0;
-    const double var = sq / cols_;
-    return inside_ ? 1.0 / std::sqrt(var + eps_) : 1.0 / (std::sqrt(var) + eps_);
+  // The row's first element, or 0 where it is not finite (an infinite shift would turn every
+  // finite x - shift into inf and the mean into NaN; the row's NaN/inf still reach the sums)
+  static double row_shift(const T* xp) {
+    const double v = static_cast<double>(xp[0]);
+    return std::isfinite(v) ? v : 0.0;
+  }
+  // (mean, 1 / std) of a row from its blocks' sums, added in block order
+  std::pair<T, T> statistics(double shift, const std::vector<double>& sums, const std::vector<double>& squares) const {
+    double sum = 0, sq = 0;
+    for (double v : sums) sum += v;
+    for (double v : squares) sq += v;
+    const double d = sum / cols_;  // mean - shift
+    const T mean = static_cast<T>(shift + d);
+    if (!norm_var_) return {mean, T(1)};
+    // (rounding can take E[(x-s)^2] - E[x-s]^2 a hair below 0 for a constant row; NaN stays NaN)
+    double var = sq / cols_ - d * d;
+    if (var < 0) var = 0;
+    const double inv = inside_ ? 1.0 / std::sqrt(var + eps_) : 1.0 / (std::sqrt(var) + eps_);
+    return {mean, static_cast<T>(inv)};
   }
 
   Copy copy_ = Copy::none;

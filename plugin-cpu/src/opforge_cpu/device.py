@@ -35,6 +35,7 @@ from opforge_cpu.emit import Emitter, contiguous
 from opforge_cpu.passes.head_slice import SliceBeforeTranspose
 from opforge_cpu.passes.int8 import Int8Fusion
 from opforge_cpu.passes.int8.s8_shift import S8SourceShift
+from opforge_cpu.passes.noop_moves import NoopMoveElimination
 from opforge_cpu.passes.parallel_residual import ParallelResidual
 from opforge_cpu.passes.permute_chain import PermuteChainFusion
 from opforge_cpu.passes.qkv_split import QkvSplitBeforeTranspose
@@ -234,8 +235,9 @@ class CpuExecutable(PlannedExecutable[CpuPlan]):
 
     # --- the device's half ---------------------------------------------------------------------
     def planning_passes(self) -> list[Transformation]:
-        """Run on every specialized model (in their ``sort_key`` order): BatchNorm folding, the
-        GELU (erf, tanh)/LayerNorm/RMSNorm/SiLU fusions and Transpose merging (core's), the int8
+        """Run on every specialized model (in their ``sort_key`` order): data-movement nodes that
+        move nothing taken out (passes/noop_moves.py: GhostNet's Slice of every channel),
+        BatchNorm folding, the GELU (erf, tanh)/LayerNorm/RMSNorm/SiLU fusions and Transpose merging (core's), the int8
         regions (passes/int8/), ShuffleNet's channel shuffle as one node (passes/shuffle_channels.py),
         a decoder's rotary embedding as one node (passes/rope.py) and the column slices of a
         head split taken before it (passes/head_slice.py), a Reshape/Transpose chain as one
@@ -244,8 +246,8 @@ class CpuExecutable(PlannedExecutable[CpuPlan]):
         sums (passes/parallel_residual.py), u8 sources for the int8 convolutions of s8 tensors
         on a host without VNNI (passes/int8/s8_shift.py), then f32 compute for f16/bf16/f64
         nodes without a kernel of their type."""
-        return [FoldBatchNormIntoConvolution(), FuseGeluErf(), FuseGeluTanh(), MergeTransposes(), FuseLayerNormToMVN(),
-                FuseRMSNormalization(), FuseSwish(), Int8Fusion(), ShuffleChannelsFusion(),
+        return [NoopMoveElimination(), FoldBatchNormIntoConvolution(), FuseGeluErf(), FuseGeluTanh(), MergeTransposes(),
+                FuseLayerNormToMVN(), FuseRMSNormalization(), FuseSwish(), Int8Fusion(), ShuffleChannelsFusion(),
                 RoPEFusion(), SliceBeforeTranspose(), PermuteChainFusion(), QkvSplitBeforeTranspose(), ParallelResidual(),
                 S8SourceShift(), LowerPrecision(self._core, self._kernels)]
 

@@ -24,6 +24,7 @@ from opforge.shape import PartialShape
 
 from opforge_cpu import bf16_se
 from opforge_cpu.ops import emit_cpu_op
+from opforge_cpu.passes.noop_moves import index_image
 
 #: a folded Softmax's Add takes any addend that broadcasts by rows (Emitter._softmax_add); read once
 _WIDE_SOFTMAX_ADD = os.environ.get("OPFORGE_CPU_WIDE_SOFTMAX_ADD", "1") != "0"
@@ -1090,32 +1091,20 @@ class Emitter:
     def emit_index_map(self, node: Node) -> bool:
         """Lower a constant-parameter data-movement op to IndexMap: evaluate the op itself on
         the flat indices of its input (plus one, so that 0 marks padding)."""
-        params = [i.node.constant_value() for i in node.inputs[1:]]
-        t = node.type_name
-        fill: int | None = None
-        if t == "Pad":
-            if len(params) > 2:
-                fill = self.tensor(node.inputs[3])
-            params = params[:2]
-        if any(p is None for p in params):
+        flat = index_image(node)  # (None: a parameter is not constant, or the op refused int64)
+        if flat is None:
             return False
         data = node.inputs[0]
         n = int(np.prod(data.shape, dtype=np.int64))
-        idx = (np.arange(n, dtype=np.int64) + 1).reshape(data.shape)
-        args: list[np.ndarray] = [idx, *params]  # type: ignore[list-item]
-        if t == "Pad" and node.attrs.pad_mode == "constant":  # type: ignore[attr-defined]
-            args.append(np.zeros((), np.int64))
-        try:
-            mapped = node.op.evaluate(node.attrs, args)[0]
-        except Exception:  # noqa: BLE001 - the op refused int64 data: run its own kernel instead
-            return False
-        if tuple(mapped.shape) != tuple(node.output(0).shape):
-            return False
-        flat = np.asarray(mapped, np.int64).reshape(-1) - 1
+        fill: int | None = None
+        if node.type_name == "Pad" and len(node.inputs) > 3:
+            fill = self.tensor(node.inputs[3])
         if flat.size == n and np.array_equal(flat, np.arange(n, dtype=np.int64)):
             # the op moves nothing (torchvision Swin pads each stage to a multiple of its window
             # and slices back, by zero here: 97 such gathers, 7 ms of tv_swin_t's 38 at 1
-            # thread): a copy, which the planner may turn into an alias of the input
+            # thread): a copy, which the planner may turn into an alias of the input. (The
+            # planning pass passes/noop_moves.py takes such nodes out of the graph before, unless
+            # a model output reads them or OPFORGE_CPU_NOOP_MOVES=0.)
             self.add(node, "Identity", {}, [self.tensor(data)], node.outputs(), [node.name])
             return True
         dt = np.int32 if n < 2**31 - 1 else np.int64

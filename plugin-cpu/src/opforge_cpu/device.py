@@ -39,6 +39,7 @@ from opforge_cpu.passes.noop_moves import NoopMoveElimination
 from opforge_cpu.passes.parallel_residual import ParallelResidual
 from opforge_cpu.passes.permute_chain import PermuteChainFusion
 from opforge_cpu.passes.qkv_split import QkvSplitBeforeTranspose
+from opforge_cpu.passes.resize_concat_conv import ConvIntoTokenMatMul, ConvThroughResize, IdentityInterpolate
 from opforge_cpu.passes.rope import RoPEFusion
 from opforge_cpu.passes.shuffle_channels import ShuffleChannelsFusion
 from opforge_cpu.precision import LowerPrecision
@@ -243,12 +244,16 @@ class CpuExecutable(PlannedExecutable[CpuPlan]):
         head split taken before it (passes/head_slice.py), a Reshape/Transpose chain as one
         Transpose (passes/permute_chain.py), timm's fused QKV split taken before its head
         Transpose (passes/qkv_split.py), a parallel block's (m + a) + x residual as two MatMul
-        sums (passes/parallel_residual.py), u8 sources for the int8 convolutions of s8 tensors
+        sums (passes/parallel_residual.py), a same-size Interpolate dropped and a 1x1
+        convolution over a Concat of upsampled maps taken before the upsampling and into the
+        token projections feeding it (passes/resize_concat_conv.py: SegFormer's decode head),
+        u8 sources for the int8 convolutions of s8 tensors
         on a host without VNNI (passes/int8/s8_shift.py), then f32 compute for f16/bf16/f64
         nodes without a kernel of their type."""
         return [NoopMoveElimination(), FoldBatchNormIntoConvolution(), FuseGeluErf(), FuseGeluTanh(), MergeTransposes(),
                 FuseLayerNormToMVN(), FuseRMSNormalization(), FuseSwish(), Int8Fusion(), ShuffleChannelsFusion(),
                 RoPEFusion(), SliceBeforeTranspose(), PermuteChainFusion(), QkvSplitBeforeTranspose(), ParallelResidual(),
+                IdentityInterpolate(), ConvThroughResize(), ConvIntoTokenMatMul(),
                 S8SourceShift(), LowerPrecision(self._core, self._kernels)]
 
     def build_plan(self, model: Model) -> CpuPlan:

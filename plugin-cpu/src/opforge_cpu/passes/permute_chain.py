@@ -208,7 +208,7 @@ class PermuteChainFusion(p.MatcherPass):
         n_transposes = sum(kind == "transpose" for kind, _ in steps)
         x, y = chain[0].inputs[0], chain[-1].output(0)
         readers = uses.get(y, [])
-        if n_transposes < 2 or x.node.type_name == "MatMul" or any(r.type_name == "MatMul" for r, _ in readers):
+        if n_transposes < 1 or x.node.type_name == "MatMul" or any(r.type_name == "MatMul" for r, _ in readers):
             return False
         x_shape, y_shape = _static(x), _static(y)
         if x_shape is None or y_shape is None:
@@ -218,12 +218,31 @@ class PermuteChainFusion(p.MatcherPass):
             return False
         prefix, refined, perm, suffix = plan
         moves = perm != tuple(range(len(perm)))
+        if n_transposes == 1:
+            # One Transpose between tokens and a convolution (SegFormer's Mix-FFN: [1, HW, C] ->
+            # [1, C, HW] -> [1, C, H, W] -> depthwise conv, and back): it moves every element,
+            # but read as the channels-last view the convolution wants, or as the NHWC reorder of
+            # the convolution's output, nothing is left to permute. Only that rewrite, and not of
+            # a chain that already is one (the fixed point).
+            ends = self._view_ends(chain)
+            if moves or not (prefix or suffix) or (prefix and ends[0]) or (suffix and ends[1]) \
+                    or os.environ.get("OPFORGE_CPU_PERMUTE_VIEW", "1") == "0":
+                return False
+            self._emit(model, chain, x, y_shape, prefix, refined, perm, suffix)
+            return True
         new_transposes = int(prefix) + int(moves) + int(suffix)
         new_nodes = new_transposes + 1 + int(moves)  # the Reshapes: refine (if it moves) and final
         if (new_transposes, new_nodes) >= (n_transposes, len(chain)):
             return False  # nothing gained (also: the chain this pass wrote is left as it is)
         self._emit(model, chain, x, y_shape, prefix, refined, perm, suffix)
         return True
+
+    @staticmethod
+    def _view_ends(chain: list[Node]) -> tuple[bool, bool]:
+        """Whether the chain starts with the NHWC Transpose [0, 2, 3, 1] / ends with the NCHW
+        view [0, 3, 1, 2] this pass writes."""
+        first, last = (_link(chain[0]), _link(chain[-1]))
+        return (first == ("transpose", (0, 2, 3, 1)), last == ("transpose", (0, 3, 1, 2)))
 
     @staticmethod
     def _plan(x: Output, x_shape: tuple[int, ...], y_shape: tuple[int, ...], steps: list[Step],

@@ -56,6 +56,12 @@ dnnl::memory::desc plain_md(DType t, const Shape& s) {
 
 dnnl::memory::desc md_of(const TensorInfo& t) { return t.blocked ? t.md : plain_md(t.dtype, t.shape); }
 
+bool f32_like(const dnnl::memory::desc& md, dnnl::memory::desc& out) {
+  if (!md.get_inner_blks().empty() || md.get_format_kind() != dnnl::memory::format_kind::blocked) return false;
+  out = dnnl::memory::desc(md.get_dims(), dnnl::memory::data_type::f32, md.get_strides());
+  return out.get_size() == md.get_size() * 2;
+}
+
 dnnl::primitive_attr default_attr() {
   dnnl::primitive_attr a;
   a.set_scratchpad_mode(dnnl::scratchpad_mode::user);

@@ -20,6 +20,9 @@ bool dnnl_supports(DType t);
 dnnl::memory::desc plain_md(DType t, const Shape& s);
 // The descriptor a tensor has: its blocked one or the plain one.
 dnnl::memory::desc md_of(const TensorInfo& t);
+// `md` with f32 elements in `out`, when `md` (a bf16 tensor's) is a dense strided layout (nhwc,
+// plain...: no inner blocks): where a bf16 element-wise kernel (Relu, Clamp) writes its f32 result.
+bool f32_like(const dnnl::memory::desc& md, dnnl::memory::desc& out);
 dnnl::memory::dims to_dims(const Shape& s);
 
 // The post-ops of a fused Convolution/MatMul node: oneDNN's sum over the residual input first

@@ -45,13 +45,6 @@ class Bf16Relu : public Kernel {
   int64_t count_;
   bool f32_out_;
 };
-
-// `md` with f32 elements, when it is a dense strided layout (nhwc...): no inner blocks.
-bool f32_like(const dnnl::memory::desc& md, dnnl::memory::desc& out) {
-  if (!md.get_inner_blks().empty() || md.get_format_kind() != dnnl::memory::format_kind::blocked) return false;
-  out = dnnl::memory::desc(md.get_dims(), dnnl::memory::data_type::f32, md.get_strides());
-  return out.get_size() == md.get_size() * 2;
-}
 }  // namespace
 
 Eltwise relu_eltwise(const Attrs&) { return {dnnl::algorithm::eltwise_relu}; }

@@ -33,6 +33,8 @@ _QSCALE_FOLD = os.environ.get("OPFORGE_CPU_QSCALE_FOLD", "1") != "0"
 #: a MaxPool of u8/i8 bytes (no indices read) runs as QuantizedMaxPool (Emitter.emit); 0 keeps
 #: the plain integer loop (over nchw data); read once
 _INT8_MAX_POOL = os.environ.get("OPFORGE_CPU_INT8_MAX_POOL", "1") != "0"
+#: a bf16 program's Clamp takes a bf16 input and passes bf16 on (Emitter._bf16_passes); read once
+_BF16_CLAMP = os.environ.get("OPFORGE_CPU_BF16_CLAMP", "1") != "0"
 
 
 def _qkv_pick() -> bool:
@@ -899,25 +901,32 @@ class Emitter:
           pre-activation, ReLU fused; f32 arithmetic, rounded to bf16) on a 4-D data input:
           they write bf16 where their output is bf16-storable (``_bf16_output``), else f32, so
           the last block before a global pooling or a classifier stays bf16 up to them;
+        * likewise a Clamp (RexNet's ReLU6 after its squeeze-excitation scale, which no
+          convolution takes as a post-op): clamped in f32, rounded to bf16 (kernels/clamp.cpp).
+          Before, the scale wrote f32 for it, which oneDNN's binary has no JIT kernel for from
+          a bf16 nhwc source (reorder+ref, 0.64 ms of timm_rexnet_100's 5.9 at one thread).
+          OPFORGE_CPU_BF16_CLAMP=0: the Clamp reads f32, as before;
         * a squeeze-and-excitation's global pool (ReduceMean, f32 result) or channel scale
           (Multiply, bf16 where its output is bf16-storable, else f32): ``bf16_se``."""
         t = r.type_name
         if t in ("ReduceMean", "Multiply"):
             return self.bf16 and bf16_se.takes_bf16(r, i, out)
-        if t not in ("Concat", "AvgPool", "Relu", "BatchNormInference") or r.output_specs[0].type is not Type.f32:
+        if t == "Clamp" and (not _BF16_CLAMP or len(r.inputs) != 1):
+            return False
+        if t not in ("Concat", "AvgPool", "Relu", "Clamp", "BatchNormInference") or r.output_specs[0].type is not Type.f32:
             return False
         if t != "Concat" and (i != 0 or len(out.shape) != 4):
             return False
         if t == "BatchNormInference":
             return all(p.node.constant_value() is not None for p in r.inputs[1:])
-        return t == "Relu" or self._bf16_storable(r.output(0), self.order.get(r.id, -1))
+        return t in ("Relu", "Clamp") or self._bf16_storable(r.output(0), self.order.get(r.id, -1))
 
     def _bf16_output(self, node: Node, out: Output) -> bool:
-        """Whether Concat/Relu/BatchNormInference/Multiply ``node``, writing ``out`` (a fused
+        """Whether Concat/Relu/Clamp/BatchNormInference/Multiply ``node``, writing ``out`` (a fused
         ReLU's), keeps a bf16 input in bf16 (attribute ``bf16_output``): every reader of ``out``
         takes bf16. (A squeeze-and-excitation Multiply gets bf16 only from ``bf16_se``'s
         readers; with an f32 input the attribute does nothing.)"""
-        return (self.bf16 and node.type_name in ("Concat", "Relu", "BatchNormInference", "Multiply")
+        return (self.bf16 and node.type_name in ("Concat", "Relu", "Clamp", "BatchNormInference", "Multiply")
                 and self._bf16_storable(out, self.order.get(node.id, -1)))
 
     def _bf16_upsampling(self, r: Node, i: int, out: Output) -> bool:

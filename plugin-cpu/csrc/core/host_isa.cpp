@@ -69,6 +69,16 @@ bool host_has_avx512_vbmi() {
 #endif
 }
 
+bool host_has_avx512_vnni() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const bool has = host_has_avx512() && __builtin_cpu_supports("avx512vnni") &&
+                          onednn_allows(dnnl::cpu_isa::avx512_core_vnni);
+  return has;
+#else
+  return false;
+#endif
+}
+
 bool host_has_avx2_fma() {
 #if defined(__x86_64__) && defined(__GNUC__)
   static const bool has = cpu_avx2_fma() && onednn_allows(dnnl::cpu_isa::avx2);

@@ -17,6 +17,9 @@ bool host_has_avx512_bf16();
 bool host_has_amx();
 // host_has_avx512() plus AVX512_VBMI (vpermi2b byte lookups).
 bool host_has_avx512_vbmi();
+// host_has_avx512() plus AVX512_VNNI (vpdpbusd: u8 x s8 dot products of 4 into s32 lanes), oneDNN
+// at avx512_core_vnni or above.
+bool host_has_avx512_vnni();
 // AVX2 with FMA (8-lane float FMA), oneDNN at avx2 or above.
 bool host_has_avx2_fma();
 // The widest of the above, for impl names and the benchmark: "avx512_bf16", "avx512", "avx2" or "baseline".

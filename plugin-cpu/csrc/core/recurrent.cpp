@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "core/env_switch.hpp"
+
 namespace opforge_cpu {
 
 namespace {
@@ -14,6 +16,13 @@ Act act_of(const std::string& name) {
 }
 
 std::string dims_text(const Shape& s) { return shape_str(s); }
+
+// OPFORGE_CPU_RNN_INT8=0: a DynamicQuantizeLSTM's recurrence in f32 on its dequantized weights
+// (the frontend's translation, as before stop 26) instead of on the integers (rnn_gemv.hpp).
+bool recurrence_int8_on() {
+  static const bool on = env_switch_on("OPFORGE_CPU_RNN_INT8");
+  return on;
+}
 
 void expect_shape(const NodeDesc& n, int i, const char* what, const Shape& want) {
   if (n.in(i).shape != want)
@@ -58,6 +67,16 @@ RnnSpec::RnnSpec(const NodeDesc& n, Cell c) : cell(c) {
   expect_shape(n, in_w(), "W", {dirs, gh(), input});
   expect_shape(n, in_r(), "R", {dirs, gh(), hidden});
   expect_shape(n, in_b(), "B", {dirs, bias_gates * hidden});
+  auto row_scales = [&](const char* key, const char* of, std::vector<float>& dst) {
+    if (!n.attrs.has(key) || n.attrs.is_none(key) || !recurrence_int8_on()) return;
+    const auto scales = n.attrs.floats(key);
+    if (static_cast<int64_t>(scales.size()) != dirs * gh())
+      throw CompileFailure(std::string(key) + " has " + std::to_string(scales.size()) + " values, expected " +
+                           std::to_string(dirs * gh()) + " (one per row of " + of + ")");
+    dst.assign(scales.begin(), scales.end());
+  };
+  row_scales("int8_recurrence_scales", "R", r_int8_scales);
+  row_scales("int8_input_scales", "W", w_int8_scales);
   for (int i : {0, 1, states, in_w(), in_r(), in_b()})
     if (n.in(i).dtype != dtype)
       throw CompileFailure("input " + std::to_string(i) + " has element type " + dtype_name(n.in(i).dtype) +

@@ -44,6 +44,12 @@ struct RnnSpec {
   // INFERENCE_PRECISION_HINT=bf16 (attribute bf16_weights, set by emit.py): PanelGemv takes R
   // in bf16 where the host has bf16 dot products (rnn_gemv.hpp)
   bool bf16_weights = false;
+  // A com.microsoft DynamicQuantizeLSTM (attributes int8_recurrence_scales and int8_input_scales,
+  // set by emit.py from the frontend's rt_info): R's and W's row scales, [dirs * gh()] each in
+  // their row order. The batch-1 PanelGemv recurrence then runs on the integers with h quantized
+  // at each step and X once, as ONNX Runtime runs that op (rnn_gemv.hpp, rnn_gemm.cpp); empty
+  // otherwise, or with OPFORGE_CPU_RNN_INT8=0.
+  std::vector<float> r_int8_scales, w_int8_scales;
 
   // Reads and checks the node (attributes against the input shapes): CompileFailure naming
   // what is wrong, so that a bad node never reaches a kernel that would read out of bounds.

@@ -157,7 +157,25 @@ template <class T> class RnnGemmKernel : public Kernel {
     if constexpr (std::is_same_v<T, float>) {
       gemv_ = gemv_recurrence(s, r != nullptr);
       // R_d^T as B(k, n) = R_d[n, k]
-      for (int64_t d = 0; gemv_ && d < D; ++d) {
+      // A DynamicQuantizeLSTM (RnnSpec::r_int8_scales): first R on the integers (h quantized at
+      // each step), then the input projection with X quantized as one u8 tensor, as ONNX Runtime
+      // runs that op; all of it or none (every direction's R and W exactly the multiples of their
+      // row scales, VNNI), else the f32 recurrence on the dequantized weights.
+      bool int8 = gemv_ && w && !s.r_int8_scales.empty() && !s.w_int8_scales.empty() && rec_n_ == GH;
+      for (int64_t d = 0; int8 && d < D; ++d) {
+        gemv_rec_.emplace_back(r + d * GH * H, H, rec_n_, 1, H, s.r_int8_scales.data() + d * GH);
+        int8 = gemv_rec_.back().int8();
+      }
+      if (int8) {
+        proj_int8_ = std::make_unique<PanelGemv>(w, I, D * GH, 1, I, s.w_int8_scales.data());
+        int8 = proj_int8_->int8();
+      }
+      if (!int8) {
+        gemv_rec_.clear();
+        proj_int8_.reset();
+      }
+      // R_d^T as B(k, n) = R_d[n, k]
+      for (int64_t d = 0; gemv_ && !int8 && d < D; ++d) {
         const float* rd = r + d * GH * H;
         gemv_rec_.emplace_back(rd, H, rec_n_, 1, H, s.bf16_weights);
         if (split_gru_) gemv_cand_.emplace_back(rd + 2 * H * H, H, H, 1, H, s.bf16_weights);
@@ -237,7 +255,12 @@ template <class T> class RnnGemmKernel : public Kernel {
       }
     const T* bias = bias_.empty() ? in[s_.in_b()].ptr<T>() : bias_.data();
     // the input projection is one large product: every thread
-    if (max_len > 0) proj_.run(bd->proj, *ctx.stream, ctx.num_threads);
+    if (max_len > 0 && proj_int8_) {
+      if constexpr (std::is_same_v<T, float>)
+        proj_int8_->run(in[0].ptr<float>(), s_.input, N * L, buf(o_xp_), D * s_.gh());
+    } else if (max_len > 0) {
+      proj_.run(bd->proj, *ctx.stream, ctx.num_threads);
+    }
     if (gemv_) {
       run_gemv(buf, bias, len, max_len, y, ctx.num_threads);
     } else {
@@ -394,6 +417,7 @@ template <class T> class RnnGemmKernel : public Kernel {
   std::vector<PanelGemv> gemv_rec_, gemv_cand_;  // by direction, when gemv_
   int64_t rec_n_ = 0;
   Gemm<T> proj_;
+  std::unique_ptr<PanelGemv> proj_int8_;  // the input projection on the integers (DynamicQuantizeLSTM)
   std::vector<Gemm<T>> rec_, cand_;  // by direction
   int step_threads_ = 1;
   std::vector<T> bias_;  // B when constant

@@ -7,6 +7,7 @@
 // here) runs the AVX2 kernel too.
 #include "core/rnn_gemv.hpp"
 #include "core/dnnl_util.hpp"  // advise_huge_pages
+#include "core/dynamic_u8.hpp"
 #include "core/host_isa.hpp"
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -14,8 +15,10 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <new>
 #include <vector>
 
@@ -180,9 +183,156 @@ __attribute__((target("avx512f,avx512bw,avx512bf16"))) void gemv_bf16(const uint
   }
 }
 
+
+// --- int8: the dynamically quantized recurrence (DynamicQuantizeLSTM) ---------------------------
+#define OPFORGE_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
+
+constexpr int64_t kS8Panel = 64;  // columns per panel: 4 vectors of 16 s32 lanes
+
+// The M x K values of a (rows lda apart) quantized to u8 with one scale and zero point over all of
+// them (dynamic_u8_params: NaN takes no part in the range and quantizes to 0), written as rows of
+// K4 = ceil(K / 4) int32 quads (4 consecutive k, the padding k zero). Returns the parameters.
+OPFORGE_VNNI_TARGET DynamicU8Params quantize_rows_u8(const float* a, int64_t lda, int64_t M, int64_t K, int64_t K4,
+                                                     uint8_t* q) {
+  float lo = std::numeric_limits<float>::infinity(), hi = -lo;
+  __m512 l = _mm512_set1_ps(lo), h = _mm512_set1_ps(hi);
+  for (int64_t m = 0; m < M; ++m) {
+    const float* am = a + m * lda;
+    int64_t k = 0;
+    for (; k + 16 <= K; k += 16) {
+      const __m512 v = _mm512_loadu_ps(am + k);
+      l = _mm512_min_ps(v, l);  // (the second operand where v is NaN: NaN never enters)
+      h = _mm512_max_ps(v, h);
+    }
+    for (; k < K; ++k) {
+      lo = am[k] < lo ? am[k] : lo;
+      hi = am[k] > hi ? am[k] : hi;
+    }
+  }
+  lo = std::min(lo, _mm512_reduce_min_ps(l));
+  hi = std::max(hi, _mm512_reduce_max_ps(h));
+  if (lo > hi) lo = hi = 0.f;  // no element but NaNs (or none): every element quantizes to 0 below
+  const DynamicU8Params p = dynamic_u8_params(lo, hi);
+  const __m512 scale = _mm512_set1_ps(p.scale), zp = _mm512_set1_ps(static_cast<float>(p.zero_point));
+  const __m512 zero = _mm512_setzero_ps(), top = _mm512_set1_ps(255.f);
+  for (int64_t m = 0; m < M; ++m) {
+    const float* am = a + m * lda;
+    uint8_t* qm = q + m * K4 * 4;
+    for (int64_t k = 0; k < K; k += 16) {
+      const int64_t n = std::min<int64_t>(16, K - k);
+      const __mmask16 lanes = static_cast<__mmask16>((1u << n) - 1u);
+      // round_half_even(x / scale) + zp, clamped to [0, 255]; max(NaN, 0) is 0
+      __m512 v = _mm512_div_ps(_mm512_maskz_loadu_ps(lanes, am + k), scale);
+      v = _mm512_add_ps(_mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), zp);
+      v = _mm512_min_ps(_mm512_max_ps(v, zero), top);
+      _mm_mask_storeu_epi8(qm + k, lanes, _mm512_cvtusepi32_epi8(_mm512_cvtps_epu32(v)));
+    }
+    std::memset(qm + K, 0, static_cast<size_t>(K4 * 4 - K));
+  }
+  return p;
+}
+
+// c[m, n] = (sum_k q_a[m, k] * q_b[k, n] - zp * col_sum[n]) * (a_scale * col_scale[n]), the
+// products by vpdpbusd (u8 x s8, 4 a lane, into s32: exact, no saturation). Even and odd quads on
+// separate accumulators: 8 independent chains hide vpdpbusd's latency at one row.
+OPFORGE_VNNI_TARGET void gemv_s8(const int32_t* quads, int64_t K4, int64_t N, const int32_t* aq, int64_t M,
+                                 const int32_t* col_sum, const float* col_scale, DynamicU8Params p, float* c,
+                                 int64_t ldc) {
+  constexpr int64_t P = kS8Panel;
+  const int64_t panels = (N + P - 1) / P;
+  const __m512i zp = _mm512_set1_epi32(p.zero_point);
+  const __m512 a_scale = _mm512_set1_ps(p.scale);
+  for (int64_t pn = 0; pn < panels; ++pn) {
+    const int32_t* w = quads + pn * K4 * P;
+    const int64_t n0 = pn * P, nw = std::min(P, N - n0);
+    for (int64_t m = 0; m < M; ++m) {
+      const int32_t* am = aq + m * K4;
+      __m512i s0[4], s1[4];
+      for (int v = 0; v < 4; ++v) s0[v] = s1[v] = _mm512_setzero_si512();
+      int64_t k = 0;
+      for (; k + 2 <= K4; k += 2) {
+        const __m512i x0 = _mm512_set1_epi32(am[k]), x1 = _mm512_set1_epi32(am[k + 1]);
+        const int32_t* wk = w + k * P;
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; ++v) {
+          s0[v] = _mm512_dpbusd_epi32(s0[v], x0, _mm512_load_si512(wk + v * 16));
+          s1[v] = _mm512_dpbusd_epi32(s1[v], x1, _mm512_load_si512(wk + P + v * 16));
+        }
+      }
+      if (k < K4) {
+        const __m512i x0 = _mm512_set1_epi32(am[k]);
+        for (int v = 0; v < 4; ++v) s0[v] = _mm512_dpbusd_epi32(s0[v], x0, _mm512_load_si512(w + k * P + v * 16));
+      }
+      for (int v = 0; v < 4; ++v) {
+        const int64_t n = std::min<int64_t>(16, nw - v * 16);
+        if (n <= 0) break;
+        const int64_t at = n0 + v * 16;
+        // (col_sum and col_scale are padded to whole panels)
+        const __m512i acc = _mm512_sub_epi32(_mm512_add_epi32(s0[v], s1[v]),
+                                             _mm512_mullo_epi32(zp, _mm512_loadu_si512(col_sum + at)));
+        const __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), _mm512_mul_ps(a_scale, _mm512_loadu_ps(col_scale + at)));
+        _mm512_mask_storeu_ps(c + m * ldc + at, static_cast<__mmask16>((1u << n) - 1u), f);
+      }
+    }
+  }
+}
+}  // namespace
+
+namespace {
+// count 4-byte elements, zeroed, 64-byte aligned (full-vector loads), the size rounded up as
+// aligned_alloc requires
+std::unique_ptr<float[], void (*)(void*)> packed_buffer(int64_t count) {
+  const size_t n = static_cast<size_t>(std::max<int64_t>(1, count));
+  const size_t bytes = (n * sizeof(float) + 63) / 64 * 64;
+  float* mem = static_cast<float*>(std::aligned_alloc(64, bytes));
+  if (!mem) throw std::bad_alloc();
+  advise_huge_pages(mem, bytes);  // streamed every step as pack_constant's weights are
+  std::fill(mem, mem + n, 0.f);   // (all-zero bits: zero in every packed type)
+  return std::unique_ptr<float[], void (*)(void*)>(mem, std::free);
+}
 }  // namespace
 
 PanelGemv::PanelGemv(const float* b, int64_t K, int64_t N, int64_t ks, int64_t ns, bool bf16) : K_(K), N_(N) {
+  pack_f32(b, ks, ns, bf16);
+}
+
+PanelGemv::PanelGemv(const float* b, int64_t K, int64_t N, int64_t ks, int64_t ns, const float* col_scale)
+    : K_(K), N_(N) {
+  if (!pack_s8(b, ks, ns, col_scale)) pack_f32(b, ks, ns, false);
+}
+
+bool PanelGemv::pack_s8(const float* b, int64_t ks, int64_t ns, const float* col_scale) {
+  // (K * 255 * 128 must stay below 2^31 for an exact s32 sum)
+  if (col_scale == nullptr || !host_has_avx512_vnni() || K_ <= 0 || N_ <= 0 || K_ > 65536) return false;
+  const int64_t K4 = (K_ + 3) / 4, panels = (N_ + kS8Panel - 1) / kS8Panel;
+  auto mem = packed_buffer(panels * K4 * kS8Panel);
+  int8_t* bytes = reinterpret_cast<int8_t*>(mem.get());
+  std::vector<float> scale(static_cast<size_t>(panels * kS8Panel), 0.f);
+  std::vector<int32_t> sum(scale.size(), 0);
+  for (int64_t n = 0; n < N_; ++n) {
+    const float s = col_scale[n];
+    if (!(s > 0.f) || !std::isfinite(s)) return false;
+    scale[static_cast<size_t>(n)] = s;
+    const int64_t p = n / kS8Panel, j = n % kS8Panel;
+    for (int64_t k = 0; k < K_; ++k) {
+      const float w = b[k * ks + n * ns];
+      const double t = std::nearbyint(static_cast<double>(w) / s);
+      // the whole multiple exactly (NaN and out-of-range values fail the comparisons)
+      if (!(t >= -128.0 && t <= 127.0) || static_cast<float>(static_cast<float>(t) * s) != w) return false;
+      bytes[((p * K4 + k / 4) * kS8Panel + j) * 4 + k % 4] = static_cast<int8_t>(t);
+      sum[static_cast<size_t>(n)] += static_cast<int32_t>(t);
+    }
+  }
+  packed_ = std::move(mem);
+  col_scale_ = std::move(scale);
+  col_sum_ = std::move(sum);
+  isa_ = Isa::avx512_vnni;
+  width_ = static_cast<int>(kS8Panel);
+  return true;
+}
+
+void PanelGemv::pack_f32(const float* b, int64_t ks, int64_t ns, bool bf16) {
+  const int64_t K = K_, N = N_;
   // the cpu_isa values are cumulative bit masks: an ISA contains every bit of the ones below it
   isa_ = host_has_avx512() ? Isa::avx512 : host_has_avx2_fma() ? Isa::avx2 : Isa::baseline;
   if (bf16 && host_has_avx512_bf16()) isa_ = Isa::avx512_bf16;
@@ -190,14 +340,8 @@ PanelGemv::PanelGemv(const float* b, int64_t K, int64_t N, int64_t ks, int64_t n
   const int64_t panels = (N + width_ - 1) / width_;
   // a uint32 holds two bf16: (K + 1) / 2 of them per column; a float holds one
   const int64_t rows = isa_ == Isa::avx512_bf16 ? (K + 1) / 2 : K;
-  const size_t count = static_cast<size_t>(std::max<int64_t>(1, panels * rows * width_));
-  // aligned for full-vector loads; the size rounded up as aligned_alloc requires
-  const size_t bytes = (count * sizeof(float) + 63) / 64 * 64;
-  float* mem = static_cast<float*>(std::aligned_alloc(64, bytes));
-  if (!mem) throw std::bad_alloc();
-  packed_ = std::unique_ptr<float[], void (*)(void*)>(mem, std::free);
-  advise_huge_pages(mem, bytes);  // streamed every step as pack_constant's weights are
-  std::fill(mem, mem + count, 0.f);
+  packed_ = packed_buffer(panels * rows * width_);
+  float* mem = packed_.get();
   if (isa_ == Isa::avx512_bf16) {
     uint32_t* pairs = reinterpret_cast<uint32_t*>(mem);  // 0.f is all-zero bits: the padding
     for (int64_t p = 0; p < panels; ++p)
@@ -217,6 +361,7 @@ const char* PanelGemv::isa_name() const {
   switch (isa_) {
     case Isa::avx512: return "avx512";
     case Isa::avx512_bf16: return "avx512_bf16";
+    case Isa::avx512_vnni: return "avx512_vnni_u8s8";
     case Isa::avx2: return "avx2";
     case Isa::baseline: break;
   }
@@ -231,6 +376,16 @@ void PanelGemv::run(const float* a, int64_t lda, int64_t M, float* c, int64_t ld
     return;
   }
   switch (isa_) {
+    case Isa::avx512_vnni: {
+      // a's rows as u8 quads (per thread: requests run concurrently on one kernel)
+      const int64_t K4 = (K_ + 3) / 4;
+      thread_local std::vector<int32_t> quads;
+      if (quads.size() < static_cast<size_t>(M * K4)) quads.resize(static_cast<size_t>(M * K4));
+      const DynamicU8Params p = quantize_rows_u8(a, lda, M, K_, K4, reinterpret_cast<uint8_t*>(quads.data()));
+      gemv_s8(reinterpret_cast<const int32_t*>(packed_.get()), K4, N_, quads.data(), M, col_sum_.data(),
+              col_scale_.data(), p, c, ldc);
+      break;
+    }
     case Isa::avx512_bf16: {
       // a's rows as bf16 pairs (per thread: requests run concurrently on one kernel)
       const int64_t K2 = (K_ + 1) / 2;

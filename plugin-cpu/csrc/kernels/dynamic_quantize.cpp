@@ -19,6 +19,7 @@
 #define OPFORGE_DQ_AVX512 1
 #endif
 
+#include "core/dynamic_u8.hpp"
 #include "core/elementwise.hpp"
 #include "kernels/common.hpp"
 #include "kernels/int8_layout.hpp"
@@ -67,21 +68,6 @@ OPFORGE_INT8_AVX512 int64_t min_max_avx512(const float* x, int64_t n, float& lo,
 }
 #endif
 
-struct Params {
-  float scale;
-  int32_t zero_point;
-};
-
-// ONNX Runtime's GetQuantizationParameter order of operations (see the file comment)
-Params params_of(float lo, float hi) {
-  lo = std::min(lo, 0.f);
-  hi = std::max(hi, 0.f);
-  const float scale = hi == lo ? 1.f : (hi - lo) / 255.f;
-  float z = 0.f - lo / scale;
-  z = std::max(0.f, std::min(255.f, z));
-  return {scale, static_cast<int32_t>(std::nearbyint(z))};
-}
-
 class DynamicQuantizeKernel : public Kernel {
  public:
   std::string impl_name() const override { return int8_avx512() ? "dynamic_quantize:avx512" : "dynamic_quantize"; }
@@ -96,7 +82,7 @@ class DynamicQuantizeKernel : public Kernel {
     min_max_scalar(x, i, n, lo, hi);
     if (n > 0 && lo > hi) lo = hi = std::numeric_limits<float>::quiet_NaN();  // no element but NaNs
     if (n == 0) lo = hi = 0.f;
-    const Params p = params_of(lo, hi);
+    const DynamicU8Params p = dynamic_u8_params(lo, hi);
     *out[1].ptr<float>() = p.scale;
     *out[2].ptr<uint8_t>() = static_cast<uint8_t>(p.zero_point);
     quantize_u8(ctx, x, out[0].ptr<uint8_t>(), n, p.scale, p.zero_point);

@@ -9,6 +9,7 @@ nothing here runs during inference.
 from __future__ import annotations
 
 import enum
+import math
 import os
 import types
 from collections.abc import Collection, Mapping
@@ -19,6 +20,7 @@ from opforge.element_type import Type
 from opforge.errors import PluginValidationError, UnsupportedOpError
 from opforge.graph import WEIGHTS_RELEASED, Model, Node, Output
 from opforge.op import STRUCTURAL
+from opforge.opset._rnn import DYNAMIC_QUANTIZED_INPUT, DYNAMIC_QUANTIZED_RECURRENCE
 from opforge.opset.constant import ConstantAttrs
 from opforge.shape import PartialShape
 
@@ -48,6 +50,27 @@ def index_mapped(node: Node, builtin: Collection[str]) -> bool:
     constants): an op that only rearranges its input 0 (``Op.rearranges_input``) and has no C++
     kernel of its own, evaluated on element indices (``Emitter.emit_index_map``)."""
     return node.op.rearranges_input and node.type_name not in builtin
+
+
+def row_scales(node: Node, key: str, index: int) -> list[float] | None:
+    """The row scales of weights input ``index`` that a recurrent sequence carries in ``rt_info``
+    under ``key`` (the ONNX frontend's DynamicQuantizeLSTM; a space-separated string once read
+    back from IR), or None where it carries none, or they are not one finite positive scale per
+    row of that input (the kernel checks that they reproduce its values, core/rnn_gemv.cpp)."""
+    value = node.rt_info.get(key)
+    if value is None or index >= len(node.inputs):
+        return None
+    try:
+        scales = [float(v) for v in (value.split() if isinstance(value, str) else value)]
+    except (TypeError, ValueError):
+        return None
+    shape = node.inputs[index].partial_shape
+    if not shape.is_static or len(shape.to_tuple()) != 3:
+        return None
+    dirs, rows, _ = (int(d) for d in shape.to_tuple())
+    if len(scales) != dirs * rows or not all(math.isfinite(s) and s > 0 for s in scales):
+        return None
+    return scales
 
 
 def contiguous(value: Any) -> np.ndarray:
@@ -285,6 +308,14 @@ class Emitter:
             # the recurrence's weights in bf16, f32 accumulation (core/rnn_gemv.cpp), as
             # OpenVINO runs its recurrent sequences under the bf16 hint
             attrs["bf16_weights"] = True
+        if t == "LSTMSequence":
+            # a DynamicQuantizeLSTM: multiplied on the integers where W and R are exactly those
+            # multiples and the host has VNNI (core/rnn_gemv.hpp), as ONNX Runtime runs it
+            r_scales = row_scales(node, DYNAMIC_QUANTIZED_RECURRENCE, 5)
+            w_scales = row_scales(node, DYNAMIC_QUANTIZED_INPUT, 4)
+            if r_scales is not None and w_scales is not None:
+                attrs["int8_recurrence_scales"] = r_scales
+                attrs["int8_input_scales"] = w_scales
         self.add(node, t, attrs, ins, node.outputs(), [node.name])
 
     def emit_plugin(self, node: Node, kernel: Any) -> None:

@@ -27,6 +27,16 @@ from opforge.shape import Dim, PartialShape
 
 Direction = Literal["forward", "reverse", "bidirectional"]
 
+#: ``rt_info`` keys of a recurrent sequence whose ``R`` (``W``) holds whole multiples of a scale per
+#: row, made from integers (com.microsoft DynamicQuantizeLSTM, ONNX Runtime's ``quantize_dynamic``
+#: of an LSTM): each value lists those scales, ``num_directions * gates * hidden_size`` floats in
+#: the weights' row order (a space-separated string once read back from IR). The node's meaning is
+#: still the f32 sequence on the dequantized weights; a device may instead multiply on the
+#: integers with X and the hidden state quantized to u8 as they come, as ONNX Runtime runs that op
+#: (the CPU does, core/rnn_gemv.hpp).
+DYNAMIC_QUANTIZED_RECURRENCE = "dynamic_quantized_recurrence"
+DYNAMIC_QUANTIZED_INPUT = "dynamic_quantized_input"
+
 #: the activation functions OpenVINO's recurrent cells accept
 ACTIVATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)),

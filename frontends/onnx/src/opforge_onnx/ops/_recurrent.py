@@ -73,10 +73,16 @@ def _slice(ctx: NodeContext, v: Output, start: int, stop: int, axis: int) -> Out
     return out(ctx.op("Slice", v, i64(ctx, [start]), i64(ctx, [stop]), i64(ctx, [1]), i64(ctx, [axis])))
 
 
-def convert_recurrent(ctx: NodeContext, kind: str, weights: tuple[Output, Output] | None = None) -> ConversionResult:
+#: OpenVINO's LSTM gate blocks f, i, c, o as indices of ONNX's i, o, f, c
+LSTM_GATE_ORDER = [2, 0, 3, 1]
+
+
+def convert_recurrent(ctx: NodeContext, kind: str, weights: tuple[Output, Output] | None = None,
+                      rt_info: dict[str, Any] | None = None) -> ConversionResult:
     """``kind``: ``"RNN"``, ``"GRU"`` or ``"LSTM"``. ``weights``: W and R in ONNX's layout
     ([num_directions, gates * hidden, input] and [.., hidden]) to use instead of inputs 1 and 2
-    (com.microsoft DynamicQuantizeLSTM passes its dequantized, transposed weights)."""
+    (com.microsoft DynamicQuantizeLSTM passes its dequantized, transposed weights). ``rt_info``:
+    set on the sequence node (DynamicQuantizeLSTM's row scales of R, in the sequence's order)."""
     gates = {"RNN": 1, "GRU": 3, "LSTM": 4}[kind]
     hidden = int(ctx.get_attribute("hidden_size"))
     direction = str(ctx.get_attribute("direction", "forward")).lower()
@@ -103,7 +109,7 @@ def convert_recurrent(ctx: NodeContext, kind: str, weights: tuple[Output, Output
     batch = _dim(ctx, x, 0)
     seq = _dim(ctx, x, 1)
     # OpenVINO's LSTM gate order f, i, c, o from ONNX's i, o, f, c
-    order = [2, 0, 3, 1] if kind == "LSTM" else list(range(gates))
+    order = LSTM_GATE_ORDER if kind == "LSTM" else list(range(gates))
     w = _blocks(ctx, w, order, gates, hidden, 1)
     r = _blocks(ctx, r, order, gates, hidden, 1)
     if ctx.has_input(3):
@@ -132,6 +138,8 @@ def convert_recurrent(ctx: NodeContext, kind: str, weights: tuple[Output, Output
         else:
             states.append(_zeros(ctx, x, [batch, i64(ctx, [nd]), i64(ctx, [hidden])]))
     node = ctx.op(f"{kind}Sequence", x, *states, lengths, w, r, bias, **attrs)
+    if rt_info:
+        node.rt_info.update(rt_info)
     y = node.output(0)
     y = out(ctx.op("Transpose", y, i64(ctx, [2, 1, 0, 3] if layout == 0 else [0, 2, 1, 3])))
     finals = [node.output(1 + k) for k in range(len(states))]

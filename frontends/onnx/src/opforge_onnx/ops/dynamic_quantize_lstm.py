@@ -12,24 +12,29 @@ W_scale, W_zero_point, R_scale, R_zero_point``; attributes as LSTM's.
 Translated as OpenVINO translates it: the weights are dequantized, ``(f32(q) - f32(z)) * s``,
 transposed to LSTM's layout, and the node becomes the standard LSTM (LSTMSequence-5, or the
 unrolled cell with peepholes; :mod:`opforge_onnx.ops.lstm`). The constant weights fold while
-compiling, so the model runs an f32 LSTM with the quantized weights' values. ONNX Runtime instead
-quantizes X and h to u8 at each step (dynamically) and multiplies on the integers, which rounds
-the activations too: the two differ by that rounding (measured in
-``frontends/onnx/docs/contrib-ops.md``), and ours is the closer one to the f32 model's LSTM.
+compiling, so the model means an f32 LSTM with the quantized weights' values. ONNX Runtime instead
+quantizes X and h to u8 (dynamically) and multiplies on the integers, which rounds the
+activations too: the two differ by that rounding (frontends/onnx/README.md). The sequence node
+also carries W's and R's row scales in its ``rt_info`` (``DYNAMIC_QUANTIZED_INPUT`` /
+``DYNAMIC_QUANTIZED_RECURRENCE``, in the sequence's gate order), so that a device may multiply on
+the integers as ONNX Runtime does (the CPU does: plugin-cpu/docs/kernels.md "Recurrent sequences").
 Bad shapes or types are refused with the node named."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 from opforge.element_type import Type
 from opforge.frontend.extensions import ConversionResult
 from opforge.frontend.node_context import NodeContext
 from opforge.graph import Output
+from opforge.opset._rnn import DYNAMIC_QUANTIZED_INPUT, DYNAMIC_QUANTIZED_RECURRENCE
 
 from opforge_onnx.ops._helpers import const_value, etype, i64, out, rank, translator
 from opforge_onnx.ops._lstm_peephole import convert_lstm_peephole
 from opforge_onnx.ops._qlinear import MS_DOMAIN, QTYPES
-from opforge_onnx.ops._recurrent import convert_recurrent
+from opforge_onnx.ops._recurrent import LSTM_GATE_ORDER, convert_recurrent
 
 
 def _static_dims(ctx: NodeContext, v: Output, index: int, what: str) -> tuple[int, ...]:
@@ -85,6 +90,21 @@ def _dequantized(ctx: NodeContext, index: int, what: str, rows: int, nd: int, co
     return out(ctx.op("Transpose", deq, i64(ctx, [0, 2, 1])))
 
 
+def _quantized_rt_info(ctx: NodeContext, nd: int, hidden: int) -> dict[str, Any] | None:
+    """``W_scale`` and ``R_scale`` (inputs 8, 10) as one scale per row of LSTMSequence's W and R,
+    gate blocks in the sequence's order (``DYNAMIC_QUANTIZED_INPUT`` / ``_RECURRENCE``: a device
+    may then multiply on the integers, as ONNX Runtime does); None where either is not constant."""
+    info: dict[str, Any] = {}
+    for key, index in ((DYNAMIC_QUANTIZED_INPUT, 8), (DYNAMIC_QUANTIZED_RECURRENCE, 10)):
+        s = const_value(ctx.get_input(index))
+        if s is None:
+            return None
+        cols = np.broadcast_to(np.asarray(s, np.float32).reshape(nd, -1), (nd, 4 * hidden))
+        rows = np.concatenate([cols[:, g * hidden:(g + 1) * hidden] for g in LSTM_GATE_ORDER], axis=1)
+        info[key] = [float(v) for v in rows.reshape(-1)]
+    return info
+
+
 def convert(ctx: NodeContext) -> ConversionResult:
     hidden = int(ctx.get_attribute("hidden_size", 0))
     if hidden <= 0:
@@ -111,7 +131,7 @@ def convert(ctx: NodeContext) -> ConversionResult:
         p = const_value(ctx.get_input(7))
         if p is None or np.any(p != 0):
             return convert_lstm_peephole(ctx, (w, r))
-    return convert_recurrent(ctx, "LSTM", (w, r))
+    return convert_recurrent(ctx, "LSTM", (w, r), _quantized_rt_info(ctx, nd, hidden))
 
 
 EXTENSION = translator("DynamicQuantizeLSTM", convert, domain=MS_DOMAIN)

@@ -37,6 +37,9 @@ _QSCALE_FOLD = os.environ.get("OPFORGE_CPU_QSCALE_FOLD", "1") != "0"
 _INT8_MAX_POOL = os.environ.get("OPFORGE_CPU_INT8_MAX_POOL", "1") != "0"
 #: a bf16 program's Clamp takes a bf16 input and passes bf16 on (Emitter._bf16_passes); read once
 _BF16_CLAMP = os.environ.get("OPFORGE_CPU_BF16_CLAMP", "1") != "0"
+#: a constant Slice of consecutive channels of a 4-D tensor runs ChannelSlice, not IndexMap
+#: (Emitter.emit_index_map); 0 keeps the IndexMap; read once
+_CHANNEL_SLICE = os.environ.get("OPFORGE_CPU_CHANNEL_SLICE", "1") != "0"
 
 
 def _qkv_pick() -> bool:
@@ -71,6 +74,21 @@ def row_scales(node: Node, key: str, index: int) -> list[float] | None:
     if len(scales) != dirs * rows or not all(math.isfinite(s) and s > 0 for s in scales):
         return None
     return scales
+
+
+def channel_slice_begin(src: tuple[int, ...], out: tuple[int, ...], flat: np.ndarray) -> int | None:
+    """The first channel when index image ``flat`` (passes/noop_moves.py ``index_image``) of a
+    4-D ``src`` takes the consecutive channels [begin, begin + out[1]) of every image and pixel,
+    as a Slice of the channels does; else None."""
+    if len(src) != 4 or len(out) != 4 or (out[0], out[2], out[3]) != (src[0], src[2], src[3]):
+        return None
+    if not 0 < out[1] < src[1] or flat.size == 0 or flat.size != int(np.prod(out)):
+        return None
+    begin = int(flat[0]) // (src[2] * src[3])
+    if not 0 <= begin <= src[1] - out[1]:
+        return None
+    want = np.arange(int(np.prod(src)), dtype=np.int64).reshape(src)[:, begin:begin + out[1]].reshape(-1)
+    return begin if np.array_equal(flat, want) else None
 
 
 def contiguous(value: Any) -> np.ndarray:
@@ -1146,6 +1164,12 @@ class Emitter:
             # planning pass passes/noop_moves.py takes such nodes out of the graph before, unless
             # a model output reads them or OPFORGE_CPU_NOOP_MOVES=0.)
             self.add(node, "Identity", {}, [self.tensor(data)], node.outputs(), [node.name])
+            return True
+        begin = channel_slice_begin(tuple(data.shape), tuple(node.output(0).shape), flat) if _CHANNEL_SLICE else None
+        if begin is not None:
+            # consecutive channels of a 4-D tensor (RexNet's partial-channel residual): sliced in
+            # the producer's channels-last layout where it has one (kernels/channel_slice.cpp)
+            self.add(node, "ChannelSlice", {"begin": begin}, [self.tensor(data)], node.outputs(), [node.name])
             return True
         dt = np.int32 if n < 2**31 - 1 else np.int64
         ins = [self.tensor(data), self.const_tensor(flat.astype(dt))]

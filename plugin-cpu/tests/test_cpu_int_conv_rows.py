@@ -8,6 +8,7 @@ u8 and s8 activations, zero points."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -90,3 +91,44 @@ def test_int_conv_rows_3d(tmp_path: Path) -> None:
                     want[0, c] += xp[0, c, kz:kz + 4, ky:ky + 5, kx:kx + 6] * int(w[c, 0, kz, ky, kx])
     np.testing.assert_array_equal(got[0], want.astype(np.int32))
     assert types.get("GroupConvolution") == "int_conv:rows", types
+
+
+# --- IntegerConvolution's 1x1 im2col (a tiled transpose; kernels/integer_convolution.cpp) -----------
+
+POINTWISE = [
+    ((1, 70, 9, 11), (13, 70, 1, 1), {}, True),                  # channels and pixels not multiples of 64
+    ((2, 130, 8, 8), (24, 130, 1, 1), {}, True),                 # two images, three channel tiles
+    ((1, 40, 5, 7), (32, 20, 1, 1), {"group": 2}, True),         # grouped (16 filters per group)
+    ((1, 16, 20), (8, 16, 1), {}, True),                         # Conv1d
+    ((1, 12, 5, 6), (8, 12, 1, 1), {"pads": [0, 0, 1, 1]}, False),  # padded after: not a plain transpose
+    ((1, 12, 6, 6), (8, 12, 1, 1), {"strides": [2, 2]}, False),
+]
+
+
+@pytest.mark.parametrize(("x_shape", "w_shape", "attrs", "pointwise"), POINTWISE)
+def test_pointwise_conv_integer_bit_exact(tmp_path: Path, x_shape: tuple[int, ...], w_shape: tuple[int, ...],
+                                          attrs: dict[str, Any], pointwise: bool) -> None:
+    path, feeds = _model(tmp_path, x_shape, w_shape, attrs, np.uint8, seed=x_shape[1])
+    want = ort_run(path, feeds)[0]
+    for threads in (1, 2):
+        got, types = run(path, feeds, threads)
+        np.testing.assert_array_equal(got[0], want)
+    impl = types.get("IntegerConvolution", "")
+    if os.environ.get("ONEDNN_MAX_CPU_ISA"):
+        return  # no VNNI under the cap: the exact loop (test_cpu_int8_dynamic.py), same bits
+    assert impl.startswith("int8_dynamic:im2col_1x1+" if pointwise else "int8_dynamic:im2col+"), types
+
+
+_POINTWISE_CHILD = _CHILD.replace("types.get('GroupConvolution')", "types.get('IntegerConvolution')")
+
+
+def test_pointwise_im2col_equals_the_window_loop(tmp_path: Path) -> None:
+    x_shape, w_shape, attrs, _ = POINTWISE[1]
+    path, feeds = _model(tmp_path, x_shape, w_shape, attrs, np.uint8, seed=99)
+    np.save(tmp_path / "x.npy", feeds["x"])
+    code = _POINTWISE_CHILD.format(x=tmp_path / "x.npy", path=path, zp=int(feeds["xz"]))
+    tiled, tiled_type = child(code, {"OPFORGE_CPU_INT_CONV_POINTWISE": "1"})
+    loop, loop_type = child(code, {"OPFORGE_CPU_INT_CONV_POINTWISE": "0"})
+    if not os.environ.get("ONEDNN_MAX_CPU_ISA"):
+        assert tiled_type.startswith("int8_dynamic:im2col_1x1+") and loop_type.startswith("int8_dynamic:im2col+")
+    np.testing.assert_array_equal(np.array(tiled, np.int32), np.array(loop, np.int32))

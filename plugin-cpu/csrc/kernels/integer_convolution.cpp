@@ -47,6 +47,9 @@ class IntegerConvolutionKernel : public Kernel {
     P_ = w_.out[0] * w_.out[1];
     K_ = Cg_ * w_.k[0] * w_.k[1];
     rows_ = N_ * P_;
+    // a 1x1 window over every pixel and nothing else: no padding either side (out == in)
+    pointwise_ = pointwise_switch() && w_.k[0] == 1 && w_.k[1] == 1 && w_.st[0] == 1 && w_.st[1] == 1 &&
+                 w_.pb[0] == 0 && w_.pb[1] == 0 && w_.out[0] == w_.in[0] && w_.out[1] == w_.in[1];
     has_zp_ = n.attrs.b("has_zero_point", false);
     zp_signed_ = has_zp_ && n.in(2).dtype == DType::i8;
     const DType src_type = n.in(0).dtype;
@@ -77,7 +80,7 @@ class IntegerConvolutionKernel : public Kernel {
       weights_.push_back(pack_constant(wt.data(), plain_md(DType::i8, {K_, Og_}), pd.weights_desc()));
     }
   }
-  std::string impl_name() const override { return "int8_dynamic:im2col+" + impl_; }
+  std::string impl_name() const override { return (pointwise_ ? "int8_dynamic:im2col_1x1+" : "int8_dynamic:im2col+") + impl_; }
   size_t scratch_bytes() const override { return prim_scratch_ + cols_bytes_ + acc_bytes_; }
   bool packs_input(int i) const override { return i == 1; }
   std::unique_ptr<Bound> bind(const TensorView*, size_t, const TensorView*, size_t, void* scratch) override {
@@ -128,6 +131,10 @@ class IntegerConvolutionKernel : public Kernel {
   // one row of K bytes per output pixel: for each channel of the group (from c0 on) and tap,
   // the source byte or (outside the source) the zero point's byte
   void im2col(RunContext& ctx, const uint8_t* x, uint8_t* cols, uint8_t zp, int64_t c0) const {
+    if (pointwise_) {
+      im2col_pointwise(ctx, x, cols, c0);
+      return;
+    }
     parallel_range(rows_, ctx.num_threads, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         const int64_t img = r / P_, p = r % P_, oy = p / w_.out[1], ox = p % w_.out[1];
@@ -152,9 +159,39 @@ class IntegerConvolutionKernel : public Kernel {
     }, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, K_)));
   }
 
+  // A 1x1 window at unit strides without padding (SegFormer's decode-head convolutions in
+  // ONNX Runtime's quantize_dynamic copy): the rows are the source [C, P] transposed to [P, C].
+  // The loop above built each pixel's row from C bytes a plane apart, one cache line per byte:
+  // [1, 1024, 64, 64] took most of the 13.9 ms that convolution spent (1 thread). Here tiles of
+  // 64 pixels x 64 channels: each reads 64 source rows of 64 bytes and writes 64 rows of 64
+  // bytes, both within L1. The same bytes land in the same places. OPFORGE_CPU_INT_CONV_POINTWISE=0:
+  // the loop above.
+  void im2col_pointwise(RunContext& ctx, const uint8_t* x, uint8_t* cols, int64_t c0) const {
+    constexpr int64_t T = 64;
+    const int64_t pblocks = (P_ + T - 1) / T;
+    parallel_range(N_ * pblocks, ctx.num_threads, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const int64_t img = r / pblocks, p0 = r % pblocks * T, p1 = std::min(P_, p0 + T);
+        for (int64_t cb = 0; cb < Cg_; cb += T) {
+          const int64_t cend = std::min(Cg_, cb + T);
+          for (int64_t c = cb; c < cend; ++c) {
+            const uint8_t* xc = x + (img * C_ + c0 + c) * P_;
+            uint8_t* dst = cols + img * P_ * K_ + c;
+            for (int64_t p = p0; p < p1; ++p) dst[p * K_] = xc[p];
+          }
+        }
+      }
+    }, 1);
+  }
+
+  static bool pointwise_switch() {
+    static const bool on = env_switch_on("OPFORGE_CPU_INT_CONV_POINTWISE");
+    return on;
+  }
+
   int64_t N_ = 1, C_ = 1, O_ = 1, G_ = 1, Cg_ = 1, Og_ = 1, P_ = 1, K_ = 1, rows_ = 1;
   ConvWindow<2> w_;  // (a 1-D convolution is a 2-D one of height 1)
-  bool has_zp_ = false, zp_signed_ = false;
+  bool has_zp_ = false, zp_signed_ = false, pointwise_ = false;
   dnnl::primitive prim_;
   dnnl::memory::desc src_md_, acc_md_, scratch_md_;
   std::vector<dnnl::memory> weights_;  // one packed matrix per group

@@ -1,9 +1,10 @@
 """com.microsoft DynamicQuantizeLSTM's recurrence on the integers (core/rnn_gemv.hpp, stop 26).
 
 The ONNX frontend dequantizes the weights and records R's row scales in the sequence's rt_info;
-where R holds exactly those multiples and the host has AVX512_VNNI, the CPU's batch-1 recurrence
-(PanelGemv) quantizes h to u8 at each step as ONNX Runtime does (DynamicQuantizeLinear's rule)
-and multiplies on the integers (vpdpbusd). Checked against ONNX Runtime's own DynamicQuantizeLSTM
+where the weights hold exactly those multiples, the CPU's batch-1 recurrence (PanelGemv) quantizes
+X once and h at each step to u8 as ONNX Runtime does (DynamicQuantizeLinear's rule) and
+multiplies on the integers (vpdpbusd with AVX512_VNNI, vpmaddwd on s16 pairs with AVX2 only: the
+same sums, checked bit for bit). Checked against ONNX Runtime's own DynamicQuantizeLSTM
 (closer than the f32 recurrence on the dequantized weights, which OPFORGE_CPU_RNN_INT8=0 runs),
 1 vs 2 threads, the exactness guard, what the path refuses, and an IR round trip.
 """
@@ -28,8 +29,12 @@ from onnx import numpy_helper as nh  # noqa: E402
 from opforge.opset._rnn import DYNAMIC_QUANTIZED_RECURRENCE  # noqa: E402
 from opforge_cpu._loader import load_core  # noqa: E402
 
-#: the host has AVX512_VNNI as oneDNN sees it (ONEDNN_MAX_CPU_ISA caps it; host_isa.hpp)
-VNNI = str(load_core().cpu_isa()).startswith("avx512_core_")
+#: the host's ISA as oneDNN sees it (ONEDNN_MAX_CPU_ISA caps it; host_isa.hpp): AVX512_VNNI runs
+#: vpdpbusd on s8 quads, AVX2 without it vpmaddwd on s16 pairs (the same integer sums)
+ISA = str(load_core().cpu_isa())
+VNNI = ISA.startswith("avx512_core_")
+INT8 = VNNI or ISA.startswith(("avx2", "avx512"))
+KIND = "rnn_gemm:panel_gemv_" + ("avx512_vnni_u8s8" if VNNI else "avx2_u8s8_s16")
 SEQ, INPUT, HIDDEN = 12, 16, 32
 
 
@@ -86,7 +91,7 @@ CASES = [("forward", 1, {}), ("reverse", 1, {}), ("bidirectional", 1, {}), ("bid
          ("forward", 1, {"zero_point": 3})]
 
 
-@pytest.mark.skipif(not VNNI, reason="the int8 recurrence needs AVX512_VNNI")
+@pytest.mark.skipif(not INT8, reason="the int8 recurrence needs AVX2")
 @pytest.mark.parametrize(("direction", "batch", "kw"), CASES, ids=lambda c: str(c))
 def test_integer_recurrence_tracks_onnxruntime(tmp_path: Path, direction: str, batch: int, kw: dict[str, Any]) -> None:
     path = _model(tmp_path / "m.onnx", direction, batch, **kw)
@@ -94,7 +99,7 @@ def test_integer_recurrence_tracks_onnxruntime(tmp_path: Path, direction: str, b
     ref = _ort(path, x)
     one, kinds = _run(path, x, 1)
     two, _ = _run(path, x, 2)
-    assert kinds == ["rnn_gemm:panel_gemv_avx512_vnni_u8s8"], kinds
+    assert kinds == [KIND], kinds
     for a, b, r in zip(one, two, ref, strict=True):
         np.testing.assert_array_equal(a, b)
         # ONNX Runtime's arithmetic: within float rounding of its output (these cases measure
@@ -103,7 +108,7 @@ def test_integer_recurrence_tracks_onnxruntime(tmp_path: Path, direction: str, b
         assert float(np.abs(a - r).max()) <= 1e-5 * top, (float(np.abs(a - r).max()), top)
 
 
-@pytest.mark.skipif(not VNNI, reason="the int8 recurrence needs AVX512_VNNI")
+@pytest.mark.skipif(not INT8, reason="the int8 recurrence needs AVX2")
 def test_switch_off_runs_the_dequantized_f32_recurrence(tmp_path: Path) -> None:
     path = _model(tmp_path / "m.onnx", "bidirectional", 1)
     x = np.random.default_rng(3).standard_normal((SEQ, 1, INPUT)).astype(np.float32)
@@ -117,7 +122,7 @@ def test_switch_off_runs_the_dequantized_f32_recurrence(tmp_path: Path) -> None:
     env = dict(os.environ, OPFORGE_CPU_RNN_INT8="0")
     done = subprocess.run([sys.executable, "-c", code, str(path), str(tmp_path / "x.npy"), str(tmp_path / "y.npy")],
                           env=env, capture_output=True, text=True, check=True)
-    assert "vnni" not in done.stdout and "panel_gemv" in done.stdout, done.stdout
+    assert "u8s8" not in done.stdout and "panel_gemv" in done.stdout, done.stdout
     on, _ = _run(path, x)
     off = np.load(tmp_path / "y.npy")
     ref = _ort(path, x)[0]
@@ -143,11 +148,11 @@ def test_scales_that_do_not_reproduce_r_leave_the_f32_recurrence(tmp_path: Path)
         seq = next(n for n in model.get_ordered_ops() if n.type_name == "LSTMSequence")
         seq.rt_info[DYNAMIC_QUANTIZED_RECURRENCE] = claim
         got, kinds = _run(model, x)
-        assert kinds == plain_kinds and "vnni" not in kinds[0], (claim, kinds)
+        assert kinds == plain_kinds and "u8s8" not in kinds[0], (claim, kinds)
         np.testing.assert_array_equal(got[0], plain[0])
 
 
-@pytest.mark.skipif(not VNNI, reason="the int8 recurrence needs AVX512_VNNI")
+@pytest.mark.skipif(not INT8, reason="the int8 recurrence needs AVX2")
 def test_the_scales_survive_an_ir_round_trip(tmp_path: Path) -> None:
     path = _model(tmp_path / "m.onnx", "bidirectional", 1)
     core = opforge.Core()
@@ -156,12 +161,12 @@ def test_the_scales_survive_an_ir_round_trip(tmp_path: Path) -> None:
     x = np.random.default_rng(1).standard_normal((SEQ, 1, INPUT)).astype(np.float32)
     direct, kinds = _run(path, x)
     again, kinds_ir = _run(tmp_path / "m.xml", x)
-    assert kinds_ir == kinds == ["rnn_gemm:panel_gemv_avx512_vnni_u8s8"], (kinds, kinds_ir)
+    assert kinds_ir == kinds == [KIND], (kinds, kinds_ir)
     for a, b in zip(direct, again, strict=True):
         np.testing.assert_array_equal(a, b)
 
 
-@pytest.mark.skipif(not VNNI, reason="the int8 recurrence needs AVX512_VNNI")
+@pytest.mark.skipif(not INT8, reason="the int8 recurrence needs AVX2")
 @pytest.mark.parametrize("bad", [np.nan, np.inf, 0.0])
 def test_non_finite_and_zero_inputs_do_not_crash(tmp_path: Path, bad: float) -> None:
     path = _model(tmp_path / "m.onnx", "forward", 1)
@@ -170,7 +175,27 @@ def test_non_finite_and_zero_inputs_do_not_crash(tmp_path: Path, bad: float) -> 
     if bad == 0.0:
         x[:] = 0.0  # an all-zero h at every step: scale 1, zero point 0
     got, kinds = _run(path, x)
-    assert "vnni" in kinds[0]
+    assert kinds == [KIND], kinds
     assert got[0].shape == (SEQ, 1, 1, HIDDEN)
     if bad == 0.0:
         np.testing.assert_allclose(got[0], _ort(path, x)[0], rtol=0, atol=1e-5)
+
+
+@pytest.mark.skipif(not VNNI, reason="compares the AVX512_VNNI kernel with the AVX2 one")
+def test_the_avx2_kernel_gives_the_same_bits(tmp_path: Path) -> None:
+    """ONEDNN_MAX_CPU_ISA=AVX2 (an AVX2 host, as host_isa.hpp emulates it) runs the s16 kernel:
+    the same integer sums and the same f32 arithmetic after them, so the same outputs."""
+    path = _model(tmp_path / "m.onnx", "bidirectional", 2)
+    x = np.random.default_rng(8).standard_normal((SEQ, 2, INPUT)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    code = ("import sys, numpy as np, opforge\n"
+            "c = opforge.Core(); cm = c.compile_model(c.read_model(sys.argv[1]), 'CPU', "
+            "{'ENABLE_PROFILING': True, 'INFERENCE_PRECISION_HINT': 'f32'})\n"
+            "r = cm.create_infer_request(); np.save(sys.argv[3], np.array(r.infer({'X': np.load(sys.argv[2])})[0]))\n"
+            "print([p.exec_type for p in r.get_profiling_info() if p.node_type == 'LSTMSequence'])\n")
+    env = dict(os.environ, ONEDNN_MAX_CPU_ISA="AVX2")
+    done = subprocess.run([sys.executable, "-c", code, str(path), str(tmp_path / "x.npy"), str(tmp_path / "y.npy")],
+                          env=env, capture_output=True, text=True, check=True)
+    assert "avx2_u8s8_s16" in done.stdout, done.stdout
+    native, _ = _run(path, x)
+    np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), native[0])

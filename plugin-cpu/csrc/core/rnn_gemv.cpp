@@ -276,6 +276,82 @@ OPFORGE_VNNI_TARGET void gemv_s8(const int32_t* quads, int64_t K4, int64_t N, co
     }
   }
 }
+
+// Hosts with AVX2 but no AVX512_VNNI: u8 x s8 in pairs by vpmaddubsw would saturate at s16 (255 *
+// 127 * 2 > 32767), so both sides are widened to s16 and vpmaddwd adds each pair into s32 (no
+// overflow: |product| <= 255 * 128). Half of f32's bytes of R per step instead of a quarter, and
+// the same integer sums as the VNNI kernel, hence the same results.
+constexpr int64_t kS16Panel = 32;  // columns per panel: 4 vectors of 8 s32 lanes
+
+// quantize_rows_u8's values, as rows of K2 = ceil(K / 2) int32 pairs of s16 (the padding k zero)
+__attribute__((target("avx2,fma"))) DynamicU8Params quantize_rows_s16(const float* a, int64_t lda, int64_t M,
+                                                                      int64_t K, int64_t K2, int16_t* q) {
+  float lo = std::numeric_limits<float>::infinity(), hi = -lo;
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t k = 0; k < K; ++k) {
+      const float v = a[m * lda + k];
+      lo = v < lo ? v : lo;  // (NaN never enters)
+      hi = v > hi ? v : hi;
+    }
+  if (lo > hi) lo = hi = 0.f;
+  const DynamicU8Params p = dynamic_u8_params(lo, hi);
+  const float zp = static_cast<float>(p.zero_point);
+  for (int64_t m = 0; m < M; ++m) {
+    int16_t* qm = q + m * K2 * 2;
+    for (int64_t k = 0; k < K; ++k) {
+      float v = std::nearbyint(a[m * lda + k] / p.scale) + zp;
+      v = v >= 0.f ? v : 0.f;  // (NaN too, as the AVX-512 loop's max)
+      qm[k] = static_cast<int16_t>(v < 255.f ? v : 255.f);
+    }
+    for (int64_t k = K; k < K2 * 2; ++k) qm[k] = 0;
+  }
+  return p;
+}
+
+// gemv_s8 with s16 pairs: c[m, n] = (sum_k q_a * q_b - zp * col_sum[n]) * (a_scale * col_scale[n])
+__attribute__((target("avx2,fma"))) void gemv_s16(const int32_t* pairs, int64_t K2, int64_t N, const int32_t* aq,
+                                                  int64_t M, const int32_t* col_sum, const float* col_scale,
+                                                  DynamicU8Params p, float* c, int64_t ldc) {
+  constexpr int64_t P = kS16Panel;
+  const int64_t panels = (N + P - 1) / P;
+  const __m256i zp = _mm256_set1_epi32(p.zero_point);
+  const __m256 a_scale = _mm256_set1_ps(p.scale);
+  for (int64_t pn = 0; pn < panels; ++pn) {
+    const int32_t* w = pairs + pn * K2 * P;
+    const int64_t n0 = pn * P, nw = std::min(P, N - n0);
+    for (int64_t m = 0; m < M; ++m) {
+      const int32_t* am = aq + m * K2;
+      __m256i s0[4], s1[4];
+      for (int v = 0; v < 4; ++v) s0[v] = s1[v] = _mm256_setzero_si256();
+      int64_t k = 0;
+      for (; k + 2 <= K2; k += 2) {
+        const __m256i x0 = _mm256_set1_epi32(am[k]), x1 = _mm256_set1_epi32(am[k + 1]);
+        const int32_t* wk = w + k * P;
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; ++v) {
+          s0[v] = _mm256_add_epi32(s0[v], _mm256_madd_epi16(x0, _mm256_load_si256(reinterpret_cast<const __m256i*>(wk + v * 8))));
+          s1[v] = _mm256_add_epi32(s1[v], _mm256_madd_epi16(x1, _mm256_load_si256(reinterpret_cast<const __m256i*>(wk + P + v * 8))));
+        }
+      }
+      if (k < K2) {
+        const __m256i x0 = _mm256_set1_epi32(am[k]);
+        for (int v = 0; v < 4; ++v)
+          s0[v] = _mm256_add_epi32(s0[v], _mm256_madd_epi16(x0, _mm256_load_si256(reinterpret_cast<const __m256i*>(w + k * P + v * 8))));
+      }
+      for (int v = 0; v < 4; ++v) {
+        const int64_t n = std::min<int64_t>(8, nw - v * 8);
+        if (n <= 0) break;
+        const int64_t at = n0 + v * 8;
+        const __m256i acc = _mm256_sub_epi32(_mm256_add_epi32(s0[v], s1[v]),
+                                             _mm256_mullo_epi32(zp, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(col_sum + at))));
+        const __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(acc), _mm256_mul_ps(a_scale, _mm256_loadu_ps(col_scale + at)));
+        alignas(32) float out[8];
+        _mm256_store_ps(out, f);
+        std::memcpy(c + m * ldc + at, out, static_cast<size_t>(n) * sizeof(float));
+      }
+    }
+  }
+}
 }  // namespace
 
 namespace {
@@ -303,31 +379,39 @@ PanelGemv::PanelGemv(const float* b, int64_t K, int64_t N, int64_t ks, int64_t n
 
 bool PanelGemv::pack_s8(const float* b, int64_t ks, int64_t ns, const float* col_scale) {
   // (K * 255 * 128 must stay below 2^31 for an exact s32 sum)
-  if (col_scale == nullptr || !host_has_avx512_vnni() || K_ <= 0 || N_ <= 0 || K_ > 65536) return false;
-  const int64_t K4 = (K_ + 3) / 4, panels = (N_ + kS8Panel - 1) / kS8Panel;
-  auto mem = packed_buffer(panels * K4 * kS8Panel);
-  int8_t* bytes = reinterpret_cast<int8_t*>(mem.get());
-  std::vector<float> scale(static_cast<size_t>(panels * kS8Panel), 0.f);
+  if (col_scale == nullptr || K_ <= 0 || N_ <= 0 || K_ > 65536) return false;
+  // s8 quads for vpdpbusd, else (AVX2) s16 pairs for vpmaddwd
+  const bool vnni = host_has_avx512_vnni();
+  if (!vnni && !host_has_avx2_fma()) return false;
+  const int64_t group = vnni ? 4 : 2, width = vnni ? kS8Panel : kS16Panel;
+  const int64_t KG = (K_ + group - 1) / group, panels = (N_ + width - 1) / width;
+  // (a packed row of `width` columns holds width * group weights in width int32)
+  auto mem = packed_buffer(panels * KG * width);
+  int8_t* quads = reinterpret_cast<int8_t*>(mem.get());
+  int16_t* pairs = reinterpret_cast<int16_t*>(mem.get());
+  std::vector<float> scale(static_cast<size_t>(panels * width), 0.f);
   std::vector<int32_t> sum(scale.size(), 0);
   for (int64_t n = 0; n < N_; ++n) {
     const float s = col_scale[n];
     if (!(s > 0.f) || !std::isfinite(s)) return false;
     scale[static_cast<size_t>(n)] = s;
-    const int64_t p = n / kS8Panel, j = n % kS8Panel;
+    const int64_t p = n / width, j = n % width;
     for (int64_t k = 0; k < K_; ++k) {
       const float w = b[k * ks + n * ns];
       const double t = std::nearbyint(static_cast<double>(w) / s);
       // the whole multiple exactly (NaN and out-of-range values fail the comparisons)
       if (!(t >= -128.0 && t <= 127.0) || static_cast<float>(static_cast<float>(t) * s) != w) return false;
-      bytes[((p * K4 + k / 4) * kS8Panel + j) * 4 + k % 4] = static_cast<int8_t>(t);
+      const int64_t at = ((p * KG + k / group) * width + j) * group + k % group;
+      if (vnni) quads[at] = static_cast<int8_t>(t);
+      else pairs[at] = static_cast<int16_t>(t);
       sum[static_cast<size_t>(n)] += static_cast<int32_t>(t);
     }
   }
   packed_ = std::move(mem);
   col_scale_ = std::move(scale);
   col_sum_ = std::move(sum);
-  isa_ = Isa::avx512_vnni;
-  width_ = static_cast<int>(kS8Panel);
+  isa_ = vnni ? Isa::avx512_vnni : Isa::avx2_s16;
+  width_ = static_cast<int>(width);
   return true;
 }
 
@@ -362,6 +446,7 @@ const char* PanelGemv::isa_name() const {
     case Isa::avx512: return "avx512";
     case Isa::avx512_bf16: return "avx512_bf16";
     case Isa::avx512_vnni: return "avx512_vnni_u8s8";
+    case Isa::avx2_s16: return "avx2_u8s8_s16";
     case Isa::avx2: return "avx2";
     case Isa::baseline: break;
   }
@@ -384,6 +469,15 @@ void PanelGemv::run(const float* a, int64_t lda, int64_t M, float* c, int64_t ld
       const DynamicU8Params p = quantize_rows_u8(a, lda, M, K_, K4, reinterpret_cast<uint8_t*>(quads.data()));
       gemv_s8(reinterpret_cast<const int32_t*>(packed_.get()), K4, N_, quads.data(), M, col_sum_.data(),
               col_scale_.data(), p, c, ldc);
+      break;
+    }
+    case Isa::avx2_s16: {
+      const int64_t K2 = (K_ + 1) / 2;
+      thread_local std::vector<int32_t> pairs;
+      if (pairs.size() < static_cast<size_t>(M * K2)) pairs.resize(static_cast<size_t>(M * K2));
+      const DynamicU8Params p = quantize_rows_s16(a, lda, M, K_, K2, reinterpret_cast<int16_t*>(pairs.data()));
+      gemv_s16(reinterpret_cast<const int32_t*>(packed_.get()), K2, N_, pairs.data(), M, col_sum_.data(),
+               col_scale_.data(), p, c, ldc);
       break;
     }
     case Isa::avx512_bf16: {

@@ -30,17 +30,20 @@ class PanelGemv {
   // a to u8 as ONNX Runtime does (one scale and zero point over all M x K values: ONNX's
   // DynamicQuantizeLinear) and multiplies on the integers: u8 x s8 dot products into s32
   // (vpdpbusd), the zero point taken out as acc - zp * sum_k q, times scale_a * col_scale[n].
-  // A quarter of f32's bytes of R to stream per step. Where B is not such multiples, K is too
-  // large for an exact s32 sum, or the host has no AVX512_VNNI, B is packed as the f32
-  // constructor packs it (int8() is false) and runs take a as it is.
+  // A quarter of f32's bytes of R to stream per step. A host with AVX2 but no AVX512_VNNI
+  // widens both sides to s16 (vpmaddwd: u8 x s8 pairs by vpmaddubsw would saturate): the same
+  // integer sums, half of f32's bytes. Where B is not such multiples, K is too large for an exact
+  // s32 sum, or the host has no AVX2, B is packed as the f32 constructor packs it (int8() is
+  // false) and runs take a as it is.
   PanelGemv(const float* b, int64_t K, int64_t N, int64_t ks, int64_t ns, const float* col_scale);
 
   // c[m, n] = sum_k a[m * lda + k] * B(k, n) for m < M, n < N; c rows ldc apart.
   void run(const float* a, int64_t lda, int64_t M, float* c, int64_t ldc) const;
 
-  // the kernel's instruction set: avx512_vnni_u8s8 (int8), avx512_bf16, avx512, avx2 or x86-64
+  // the kernel's instruction set: avx512_vnni_u8s8 or avx2_u8s8_s16 (int8), avx512_bf16,
+  // avx512, avx2 or x86-64
   const char* isa_name() const;
-  bool int8() const { return isa_ == Isa::avx512_vnni; }
+  bool int8() const { return isa_ == Isa::avx512_vnni || isa_ == Isa::avx2_s16; }
   int64_t K() const { return K_; }
   int64_t N() const { return N_; }
 
@@ -49,7 +52,7 @@ class PanelGemv {
   bool pack_s8(const float* b, int64_t ks, int64_t ns, const float* col_scale);
 
   int64_t K_ = 0, N_ = 0;
-  enum class Isa { baseline, avx2, avx512, avx512_bf16, avx512_vnni };
+  enum class Isa { baseline, avx2, avx512, avx512_bf16, avx512_vnni, avx2_s16 };
   // int8: per column, the scale and the sum over k of q (for the activations' zero point)
   std::vector<float> col_scale_;
   std::vector<int32_t> col_sum_;
@@ -57,7 +60,7 @@ class PanelGemv {
   int width_ = 0;            // columns per panel
   // f32 [panels][K][width], or for avx512_bf16 bf16 pairs (k even in the low half) as uint32
   // [panels][ceil(K / 2)][width], or for avx512_vnni s8 quads (4 consecutive k of a column) as
-  // int32 [panels][ceil(K / 4)][width]
+  // int32 [panels][ceil(K / 4)][width], for avx2_s16 s16 pairs as int32 [panels][ceil(K / 2)][width]
   std::unique_ptr<float[], void (*)(void*)> packed_{nullptr, nullptr};
 };
 

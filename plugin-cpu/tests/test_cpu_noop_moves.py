@@ -19,13 +19,12 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import opforge
 import pytest
 from opforge_cpu._loader import load_core
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
-from cpu_testing import ONEDNN_HAS_AMX  # noqa: E402
+from cpu_testing import ONEDNN_HAS_AMX, infer_twice  # noqa: E402
 from onnx_graph import OnnxGraph  # noqa: E402  (after onnx is known to be there)
 
 AVX512 = str(load_core().cpu_isa()).startswith("avx512_core")
@@ -69,16 +68,8 @@ def ghost_model(path: Path, cin: int, mid: int, size: tuple[int, int], seed: int
 def run(path: Path, x: np.ndarray, threads: int, precision: str) -> tuple[list[np.ndarray], list[tuple[str, str]]]:
     """The outputs (a run on other data between must not change them) and the executed steps'
     (node type, exec type)."""
-    core = opforge.Core()
-    cm = core.compile_model(core.read_model(str(path)), "CPU", {
-        "INFERENCE_NUM_THREADS": threads, "ENABLE_PROFILING": True, "INFERENCE_PRECISION_HINT": precision})
-    req = cm.create_infer_request()
-    got = [np.array(o) for o in req.infer({"x": x}).to_tuple()]
-    req.infer({"x": x * 0.5})
-    for a, b in zip(req.infer({"x": x}).to_tuple(), got, strict=True):
-        np.testing.assert_array_equal(np.asarray(a), b)
-    steps = [(p.node_type, p.exec_type) for p in req.get_profiling_info() if p.status == "EXECUTED"]
-    return got, steps
+    got, rows = infer_twice(path, {"x": x}, threads, precision)
+    return got, [(p.node_type, p.exec_type) for p in rows]
 
 
 def check(path: Path, x: np.ndarray, precision: str) -> list[tuple[str, str]]:

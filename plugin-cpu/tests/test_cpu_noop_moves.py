@@ -210,3 +210,17 @@ def test_switch_off_keeps_the_copy(tmp_path: Path, precision: str) -> None:
     tol = (3e-2 if precision == "bf16" else 1e-5) * float(np.abs(want).max())
     for got in (on[0], off[0]):
         np.testing.assert_allclose(got, want, rtol=0, atol=tol)
+
+
+def test_a_tensor_above_the_index_image_cap_keeps_its_move(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """moves_nothing evaluates an int64 index image of the tensor's size at compile time; above
+    MAX_INDEX_IMAGE elements it does not (the move stays a step), and the result is the same."""
+    from opforge_cpu.passes import noop_moves
+
+    path = pad_transpose_model(tmp_path / "m.onnx")
+    x = np.random.default_rng(9).standard_normal((1, 8, 12, 10)).astype(np.float32)
+    out, steps = run(path, x, 1, "f32")
+    monkeypatch.setattr(noop_moves, "MAX_INDEX_IMAGE", 100)
+    capped, capped_steps = run(path, x, 1, "f32")
+    assert len(capped_steps) > len(steps), (steps, capped_steps)
+    np.testing.assert_allclose(capped[0], out[0], rtol=1e-6, atol=1e-6)

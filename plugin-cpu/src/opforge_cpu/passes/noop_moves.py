@@ -28,6 +28,9 @@ import numpy as np
 from opforge.graph import Model, Node
 from opforge.transformations.base import Transformation
 
+#: the largest tensor (elements) whose index image moves_nothing evaluates
+MAX_INDEX_IMAGE = 1 << 24
+
 
 def index_image(node: Node) -> np.ndarray | None:
     """For a standard data-movement ``node`` (``Op.rearranges_input``) whose inputs after the
@@ -65,6 +68,10 @@ def moves_nothing(node: Node) -> bool:
     if not (src.partial_shape.is_static and out.partial_shape.is_static) or src.element_type != out.element_type:
         return False
     if tuple(src.shape) != tuple(out.shape):
+        return False
+    # (the index image is an int64 array of the tensor's size, evaluated at compile time: above
+    # 16M elements, 128 MiB, the move is left to its kernel rather than cost that much memory)
+    if int(np.prod(src.shape, dtype=np.int64)) > MAX_INDEX_IMAGE:
         return False
     flat = index_image(node)
     return flat is not None and np.array_equal(flat, np.arange(flat.size, dtype=np.int64))

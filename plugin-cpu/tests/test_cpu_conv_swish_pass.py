@@ -1,5 +1,5 @@
-"""The Swish pass after an f32 1x1 convolution (core/swish_pass.cpp, nn.cpp make_dnnl_conv): on an
-AMD host with AVX-512 (oneDNN's ISA not capped below AVX512_CORE), an f32 1x1 convolution whose
+"""The Swish pass after an f32 1x1 convolution (core/swish_pass.cpp, nn.cpp make_dnnl_conv): on a
+host with AVX-512 (oneDNN's ISA not capped below AVX512_CORE), an f32 1x1 convolution whose
 fused activations end in a Swish (SiLU written x * Sigmoid(x)) runs oneDNN's primitive without
 that post-op and our in-place pass after it (exec type ``...+swish:avx512``). Its outputs are
 within f32 rounding of ONNX Runtime, the same bytes at 1 and 2 threads; NaN / inf come out where
@@ -45,12 +45,13 @@ def _cpuinfo() -> tuple[set[str], str]:
 
 _FLAGS, _VENDOR = _cpuinfo()
 _CAP = os.environ.get("ONEDNN_MAX_CPU_ISA", "ALL").upper()
-# which build of the pass runs in this process (the rule of conv_swish_pass_on_this_host): an AMD
-# CPU, the switch on, AVX-512 unless oneDNN's ISA is capped below AVX512_CORE, else AVX2+FMA
+# which build of the pass runs in this process (the rule of conv_swish_pass_on_this_host): the
+# switch on, AVX-512 unless oneDNN's ISA is capped below AVX512_CORE (any vendor), else AVX2+FMA on
+# an AMD CPU
 _AMD = _VENDOR == "AuthenticAMD"
 _AVX512 = "avx512f" in _FLAGS and (_CAP in {"ALL", "DEFAULT"} or _CAP.startswith("AVX512_CORE"))
 _AVX2 = {"avx2", "fma"} <= _FLAGS and _CAP not in {"SSE41", "AVX"}
-PASS = os.environ.get("OPFORGE_CPU_CONV_SWISH_PASS", "1") != "0" and _AMD and (_AVX512 or _AVX2)
+PASS = os.environ.get("OPFORGE_CPU_CONV_SWISH_PASS", "1") != "0" and (_AVX512 or (_AMD and _AVX2))
 MARK = "+swish:avx512" if _AVX512 else "+swish:avx2"
 
 

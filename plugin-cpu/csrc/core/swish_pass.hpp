@@ -6,10 +6,10 @@
 
 namespace opforge_cpu {
 
-// Whether a 1x1 f32 convolution ending in a Swish runs it as our pass on this host: AVX-512 (or
-// else AVX2+FMA) in the CPU and in oneDNN's effective ISA, an AMD CPU (the only vendor it was
-// measured on, a Zen 5 VM, natively and capped to AVX2), and OPFORGE_CPU_CONV_SWISH_PASS not 0
-// (read once).
+// Whether a 1x1 f32 convolution ending in a Swish runs it as our pass on this host: AVX-512 in the
+// CPU and in oneDNN's effective ISA (measured on an AMD Zen 5 VM, stop 24, and an Intel Emerald
+// Rapids VM, stop 27), or else AVX2+FMA on an AMD CPU (measured on the Zen 5 capped to AVX2 only),
+// and OPFORGE_CPU_CONV_SWISH_PASS not 0 (read once).
 bool conv_swish_pass_on_this_host();
 
 // x[i] = x[i] / (1 + e^(-alpha x[i])) for i in [0, n), in place, on up to `threads` threads, in

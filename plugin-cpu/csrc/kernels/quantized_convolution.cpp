@@ -83,6 +83,29 @@ bool fold_pays(const dnnl::convolution_forward::primitive_desc& alt, const dnnl:
   return zp_fold_any() && a != nullptr && h != nullptr && std::string(a) == h && std::string(a).rfind("ref", 0) != 0;
 }
 
+// oneDNN 3.2's int8 brgconv:avx512_core_amx sums wrongly when the window equals the stride (> 1:
+// ConvNeXt's 2x2/2 downsampling, 4x4/4) and the input channels a group are 32 modulo 64 (96, 160,
+// 224, 288): 9-18 quantization steps off ONNX Runtime with every zero point 0, 240 folded on
+// ConvNeXt's 96 -> 192 at 56x56 (32, 48, 80, 104-128, 192, 384 channels and 96 at 3x3/2, 2x2/1,
+// 1x1/2 are exact; real-models.md "Stop 27: int8 on the Intel AMX host"). Such a convolution
+// takes the next implementation that is not brgconv (jit:avx512_core_amx there); the folded zero
+// points stay exact on any kernel. OPFORGE_CPU_INT8_AMX_STRIDE_GUARD=0 keeps brgconv (to reproduce).
+bool amx_brgconv_miscomputes(const dnnl::convolution_forward::primitive_desc& p, const ConvGeometry& geo,
+                             const Shape& ws, bool grouped) {
+  static const bool on = env_switch_on("OPFORGE_CPU_INT8_AMX_STRIDE_GUARD");
+  const char* impl = p.impl_info_str();
+  if (!on || impl == nullptr || std::string(impl).rfind("brgconv:avx512_core_amx", 0) != 0) return false;
+  const size_t first_tap = grouped ? 3 : 2;  // [G, O/G, I/G, k...] or [O, I, k...]
+  if (ws[first_tap - 1] % 64 != 32) return false;
+  bool strided = false;
+  for (size_t i = first_tap; i < ws.size(); ++i) {
+    const size_t d = i - first_tap;
+    if (d >= geo.strides.size() || ws[i] != geo.strides[d] || (d < geo.dilations.size() && geo.dilations[d] != 0)) return false;
+    strided = strided || geo.strides[d] > 1;
+  }
+  return strided;
+}
+
 }  // namespace
 
 std::string check_quantized_convolution(const NodeDesc& n) {
@@ -211,6 +234,18 @@ std::unique_ptr<Kernel> make_quantized_convolution(NodeDesc& n) {
         folded = prepadded = true;
       }
     }
+  }
+  if (amx_brgconv_miscomputes(pd, geo, ws, grouped)) {
+    bool moved = false;
+    while (pd.next_impl()) {
+      if (!is_brgconv(pd)) {
+        moved = true;
+        break;
+      }
+    }
+    // oneDNN's reference convolution is slow but right; only brgconv variants left is a refusal
+    if (!moved) throw CompileFailure("oneDNN 3.2 has no int8 kernel but brgconv:avx512_core_amx for this convolution (window == stride, " +
+                                     std::to_string(ws[grouped ? 2 : 1]) + " input channels a group), and that kernel miscomputes it on AMX hosts");
   }
   // a depthwise one: our own kernel where it qualifies (quantized_dw_conv.cpp), with the final
   // parameters, writing pd's destination

@@ -783,10 +783,12 @@ PYBIND11_MODULE(_core, m) {
   // OPFORGE_CPU_THREADING)
   m.def("threading_runtime", []() { return std::string(threading_runtime()); });
   // The TBB build's keep-warm cold-start waits so far in this process (core/keep_warm.hpp):
-  // {"waited": runs that waited for a spinner on another CPU, "timed_out": waits that ran out}
+  // {"checked": runs that looked for a spinner awake on another CPU, "waited": runs that found
+  // none and waited for one, "timed_out": waits that ran out}
   m.def("keep_warm_waits", []() {
     const KeepWarmWaits w = keep_warm_waits();
     py::dict d;
+    d["checked"] = w.checked;
     d["waited"] = w.waited;
     d["timed_out"] = w.timed_out;
     return d;

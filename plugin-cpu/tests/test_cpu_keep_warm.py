@@ -123,15 +123,20 @@ def test_tbb_build_waits_for_a_spinner_on_another_cpu_at_a_cold_start(tmp_path: 
     on = cold_starts(tmp_path, {})
     off = cold_starts(tmp_path, {"OPFORGE_CPU_KEEP_WARM_WAIT": "0"})
     assert on["equal"] and off["equal"], (on, off)
-    assert off["waited"] == 0 and off["timed_out"] == 0, off
+    assert off["checked"] == 0 and off["waited"] == 0 and off["timed_out"] == 0, off
     if on["runtime"] == "tbb":
-        # every run found the spinners asleep (the 50 ms pause), so each waited, and only
-        # until the other CPU's spinner ran (100 us at most; a timed-out wait is counted)
-        assert on["waited"] >= 3, on
+        # every cold start looked for a spinner awake on another CPU. Whether it then had to
+        # wait depends on that CPU, not on us: a spinner starved by another process (a parallel
+        # test worker) is still awake, and its vCPU is not halted, so no wait is needed; a woken
+        # one behind another process's thread times out (100 us). On an idle 2-vCPU VM most
+        # cold starts wait (stop 27's CI run: 2 of 3 on an Intel host, with 2 timed out), so
+        # the count of waits is not something to assert on.
+        assert on["checked"] >= 3, on
+        assert on["waited"] <= on["checked"], on
         assert on["timed_out"] <= on["waited"], on
     else:
         # the OpenMP build does not wait: its workers are placed again at every region
-        assert on["waited"] == 0 and on["timed_out"] == 0, on
+        assert on["checked"] == 0 and on["waited"] == 0 and on["timed_out"] == 0, on
 
 
 def test_results_do_not_depend_on_the_spinners(tmp_path: Path) -> None:

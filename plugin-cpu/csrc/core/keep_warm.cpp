@@ -71,6 +71,7 @@ bool wait_for_other_cpu() {
 #endif
 }
 
+std::atomic<long long> g_checked{0};
 std::atomic<long long> g_waited{0};
 std::atomic<long long> g_timed_out{0};
 
@@ -138,7 +139,11 @@ class Spinners {
     const int mine = sched_getcpu();
     bool any_other = false;
     for (int i = 0; i < started_; ++i) any_other = any_other || cpus_[i] != mine;
-    if (!any_other || other_cpu_awake(mine)) return;
+    if (!any_other) return;
+    g_checked.fetch_add(1, std::memory_order_relaxed);
+    // Found awake is not a miss: its vCPU is running (a spinner still in its loop, starved by
+    // another tenant's thread, or one that woke before we looked), so it is not halted.
+    if (other_cpu_awake(mine)) return;
     g_waited.fetch_add(1, std::memory_order_relaxed);
     const int64_t until = now_ns() + kWaitNs;
     for (;;) {
@@ -229,6 +234,7 @@ void keep_warm_end() {
 
 KeepWarmWaits keep_warm_waits() {
   KeepWarmWaits w;
+  w.checked = g_checked.load(std::memory_order_relaxed);
   w.waited = g_waited.load(std::memory_order_relaxed);
   w.timed_out = g_timed_out.load(std::memory_order_relaxed);
   return w;

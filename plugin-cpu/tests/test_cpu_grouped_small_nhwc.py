@@ -1,7 +1,8 @@
 """The host rule for grouped convolutions of 4 or 8 channels a group (ResNeXt's layers 1 and 2;
-core/nn.cpp ``grouped_small_nhwc_on_this_host``, stop 20): where oneDNN's effective ISA has no
-AMX, such a convolution whose source a 1x1 convolution wrote channels-last runs oneDNN's JIT kernel
-on nhwc (f32 ``jit:avx512_core`` / ``jit:avx2``, bf16 ``jit_bf16``) instead of nChw4c / nChw8c,
+core/nn.cpp ``grouped_small_nhwc_on_this_host``, stop 20; f32 on AMX hosts since stop 28): such a
+convolution whose source a 1x1 convolution wrote channels-last runs oneDNN's JIT kernel on nhwc
+(f32 ``jit:avx512_core`` / ``jit:avx2``, bf16 ``jit_bf16`` where there is no AMX; AMX hosts merge
+bf16 groups instead) instead of nChw4c / nChw8c,
 which cost a reorder of the source before it and one of its output inside the next 1x1
 convolution. ``OPFORGE_CPU_GROUPED_SMALL_NHWC=0`` keeps oneDNN's layout.
 
@@ -96,11 +97,12 @@ def model(tmp_path: Path, cpg: int, size: int) -> tuple[Path, np.ndarray]:
 
 def nhwc_expected(cpg: int, prec: str) -> bool:
     """Whether the rule makes both grouped convolutions nhwc on this host."""
-    if ONEDNN_HAS_AMX:
-        return False
     if prec == "bf16":
-        return True  # jit_bf16 (AVX512_BF16 hosts: the only ones with bf16 kernels without AMX)
-    return AVX512 or cpg == 8  # AVX2: a JIT kernel for groups of 8, gemm for groups of 4
+        # jit_bf16 on AVX512_BF16 hosts without AMX; AMX hosts merge the groups instead
+        return not ONEDNN_HAS_AMX
+    # f32 has no AMX kernel: AVX-512 (AMX hosts too, since stop 28) runs the JIT kernel nhwc;
+    # AVX2 has a JIT kernel for groups of 8, gemm for groups of 4
+    return AVX512 or cpg == 8
 
 
 @pytest.mark.parametrize("threads", [1, 2])

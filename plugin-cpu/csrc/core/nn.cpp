@@ -457,7 +457,7 @@ bool host_convs_nhwc() {
   return nhwc;
 }
 
-// Host rule (stop 20): without AMX, a grouped convolution of 4 or 8 channels a group (ResNeXt's
+// Host rule (stop 20): a grouped convolution of 4 or 8 channels a group (ResNeXt's
 // layers 1 and 2) whose source arrives nhwc runs oneDNN's JIT kernel on nhwc too, in f32 and bf16.
 // oneDNN 3.2 picks nChw4c / nChw8c for `any`; that kernel alone is faster than on nhwc, but it
 // costs a reorder of the nhwc source into the kernel's scratch and a reorder of its blocked
@@ -465,10 +465,13 @@ bool host_convs_nhwc() {
 // one convolution with its two reorders against nhwc, median us, 1 thread (2 threads)): f32
 // 128 ch 56x56 groups of 4: 680 (356) vs 546 (280), 256 ch 56 -> 28 groups of 8: 388 (213) vs 391
 // (204); bf16 the same two 445 (236) vs 313 (158), 230 (137) vs 167 (92); kernel-library.md
-// "ResNeXt's small groups over nhwc"). AMX hosts keep oneDNN's layout (unmeasured there; bf16
-// merges these groups there, regroup_bf16). OPFORGE_CPU_GROUPED_SMALL_NHWC=0: oneDNN's choice.
+// "ResNeXt's small groups over nhwc"). Since stop 28 AMX hosts take it too in f32 (f32 has no
+// AMX kernel, so the same AVX-512 JIT kernel as above runs; Emerald Rapids, resnext50_32x4d,
+// on / off: see kernel-library.md); bf16 there merges these groups instead (regroup_bf16) and
+// keeps oneDNN's layout (grouped_bf16_nhwc_on_this_host). OPFORGE_CPU_GROUPED_SMALL_NHWC=0:
+// oneDNN's choice.
 bool grouped_small_nhwc_on_this_host() {
-  static const bool on = !host_has_amx() && env_switch_on("OPFORGE_CPU_GROUPED_SMALL_NHWC");
+  static const bool on = env_switch_on("OPFORGE_CPU_GROUPED_SMALL_NHWC");
   return on;
 }
 
@@ -481,7 +484,7 @@ bool grouped_nhwc_width(const Shape& ws) {
 }
 
 // See make_dnnl_conv: a 2D f32 convolution given a channel-blocked destination, of a plain source,
-// or (grouped, 16k channels a group, or 4 / 8 without AMX) of a source its producer wrote
+// or (grouped, 16k channels a group, or 4 / 8) of a source its producer wrote
 // channels-last.
 bool prefer_nhwc(const dnnl::convolution_forward::primitive_desc& pd, const NodeDesc& n, bool grouped,
                  int sum_input, const Shape& xs) {
@@ -814,7 +817,7 @@ std::unique_ptr<Kernel> make_dnnl_conv(NodeDesc& n, bool grouped) {
     // Multiply on the blocked tensor (a reorder to plain, oneDNN's reference binary) and the next
     // 1x1 convolution's reorder back to nhwc; the same JIT kernel runs nhwc at the same speed.
     // Below 16 a group (ResNeXt's groups of 4 and 8) the kernel alone runs 1.14x slower nhwc, but
-    // the two reorders it saves cost more: nhwc there too without AMX (grouped_nhwc_width).
+    // the two reorders it saves cost more: nhwc there too (grouped_nhwc_width).
     if (prefer_nhwc(pd, n, grouped, sum_input, xs)) {
       auto nhwc_x = dnnl::memory::desc(to_dims(xs), dnnl::memory::data_type::f32, dnnl::memory::format_tag::acdb);
       auto nhwc_y = dnnl::memory::desc(to_dims(ys), dnnl::memory::data_type::f32, dnnl::memory::format_tag::acdb);

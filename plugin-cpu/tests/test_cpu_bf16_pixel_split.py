@@ -5,7 +5,8 @@ core/chunk_pool.cpp), instead of oneDNN's own static 2-thread split: the exec ty
 weights, bias and post-ops (ReLU, a residual summed in place or read as a binary post-op), so every
 output is the same f32 sum of the same bf16 products as in the unsplit primitive: bit-exact against
 the 1-thread program, and within bf16 rounding of ONNX Runtime's f32. Convolutions the split does
-not take (strided, padded, 3x3, grouped, 7x7 maps: too few pixels a thread) keep oneDNN's."""
+not take (strided, padded, 3x3, grouped, 7x7 maps: too few pixels a thread, and 1x1s ending in a
+Swish, which ran slower split on Emerald Rapids: conv_pixel_split.cpp) keep oneDNN's."""
 
 from __future__ import annotations
 
@@ -93,26 +94,60 @@ def test_convolutions_the_split_does_not_take(tmp_path: Path) -> None:
         assert len(split_convs(types)) == 1, types
 
 
-@needs_bf16
-def test_split_switch_off(tmp_path: Path) -> None:
-    # OPFORGE_CPU_CONV_SPLIT=0 (read once a process) keeps oneDNN's 2-thread primitive: a child
-    # process compares its outputs and exec types with this one's
+def run_in_child(path: Path, x: np.ndarray, tmp_path: Path, env: dict[str, str]) -> tuple[np.ndarray, dict[str, str]]:
+    """The 2-thread bf16 output and exec types (by node name) of a child process with ``env``
+    added: a switch is read once a process."""
+    import json
+    import os
     import subprocess
     import sys
+    np.save(tmp_path / "x.npy", x)
+    code = ("import sys, json, numpy as np; sys.path.insert(0, sys.argv[3]); from test_cpu_bf16_pixel_split import run; "
+            "from pathlib import Path; g, t = run(Path(sys.argv[1]), np.load(sys.argv[2]), 2); "
+            "np.save(sys.argv[2] + '.out.npy', g[0]); print(json.dumps(t))")
+    res = subprocess.run([sys.executable, "-c", code, str(path), str(tmp_path / "x.npy"), str(Path(__file__).parent)],
+                         env=dict(os.environ, **env), capture_output=True, text=True, timeout=120, check=True)
+    return np.load(str(tmp_path / "x.npy") + ".out.npy"), json.loads(res.stdout.strip().splitlines()[-1])
+
+
+@needs_bf16
+def test_split_switch_off(tmp_path: Path) -> None:
+    # OPFORGE_CPU_CONV_SPLIT=0 keeps oneDNN's 2-thread primitive: a child process compares its
+    # outputs and exec types with this one's
     g = Graph(11)
     out = g.conv(g.relu(g.conv("x", 64, 96)), 96, 64)
     path = g.save(tmp_path / "m.onnx", (1, 64, 16, 16), [out])
     x = np.random.default_rng(3).standard_normal((1, 64, 16, 16)).astype(np.float32)
-    np.save(tmp_path / "x.npy", x)
     got, types = run(path, x, 2)
-    code = ("import sys, numpy as np; sys.path.insert(0, sys.argv[3]); from test_cpu_bf16_pixel_split import run; "
-            "from pathlib import Path; g, t = run(Path(sys.argv[1]), np.load(sys.argv[2]), 2); "
-            "np.save(sys.argv[2] + '.out.npy', g[0]); print(repr(sorted(t.values())))")
-    env = dict(__import__("os").environ, OPFORGE_CPU_CONV_SPLIT="0")
-    res = subprocess.run([sys.executable, "-c", code, str(path), str(tmp_path / "x.npy"), str(Path(__file__).parent)],
-                         env=env, capture_output=True, text=True, timeout=120, check=True)
-    assert "+pixels" not in res.stdout, res.stdout
-    off = np.load(str(tmp_path / "x.npy") + ".out.npy")
+    off, off_types = run_in_child(path, x, tmp_path, {"OPFORGE_CPU_CONV_SPLIT": "0"})
+    assert not split_convs(off_types), off_types
     np.testing.assert_allclose(got[0], off, rtol=1e-5, atol=1e-5 * float(np.abs(off).max()))
     if "amx" in "".join(types.values()):
         assert len(split_convs(types)) == 2, types
+
+
+@needs_bf16
+def test_swish_keeps_onednn_split(tmp_path: Path) -> None:
+    # 1x1 expansions as in EfficientNet / RexNet: x * Sigmoid(x) fused as oneDNN's eltwise_swish
+    # stays whole (oneDNN's 2-thread primitive), the 1x1s around it with ReLU split; with
+    # OPFORGE_CPU_CONV_SPLIT_SWISH=0 (a child process: read once) the Swish one splits as well,
+    # and both settings give the outputs of the 1-thread program
+    g = Graph(13)
+    a = g.conv(g.relu(g.conv("x", 38, 38)), 38, 228)
+    swish = g.node("Mul", [a, g.node("Sigmoid", [a])])
+    swish_step = g.nodes[-1].name
+    relu = g.relu(g.conv(swish, 228, 40))
+    out = g.conv(relu, 40, 24)
+    path = g.save(tmp_path / "m.onnx", (1, 38, 28, 28), [out])
+    x = np.random.default_rng(4).standard_normal((1, 38, 28, 28)).astype(np.float32)
+    _, types = check(path, x)
+    if "amx" not in "".join(types.values()):
+        return  # the split is taken on AMX hosts only (chunk_splits_on_this_host)
+    at = {n.split("/")[0]: t for n, t in types.items()}
+    assert "brgconv" in at[swish_step] and "+pixels" not in at[swish_step], types
+    assert len(split_convs(types)) >= 2, types  # the first 1x1 and the ones after the Swish
+    got, off_types = run_in_child(path, x, tmp_path, {"OPFORGE_CPU_CONV_SPLIT_SWISH": "0"})
+    off = {n.split("/")[0]: t for n, t in off_types.items()}
+    assert "+pixels" in off[swish_step], off
+    one_run, _ = run(path, x, 1)
+    np.testing.assert_array_equal(got, one_run[0])

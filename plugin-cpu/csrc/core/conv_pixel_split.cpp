@@ -39,6 +39,38 @@ bool split_enabled() {
   return on;
 }
 
+// A convolution with oneDNN's eltwise_swish among its post-ops (SiLU: EfficientNet's, RexNet's
+// and MobileViT's 1x1 expansions) keeps oneDNN's own 2-thread primitive. Stop 28, Intel Emerald
+// Rapids VM with AMX (2 vCPUs), single 1x1 bf16 convolutions of those networks' shapes, split /
+// unsplit at 2 threads, two runs (medians of 3 and 6 alternating processes): with a Swish the
+// split lost in both runs on 22 of 29 shapes, 1.08-2.4x (38->228 at 56x56 0.79-0.82 vs 0.54 ms,
+// 32->224 at 56x56 0.70-0.73 vs 0.42-0.45, 72->432 at 14x14 0.12-0.14 vs 0.05-0.07). Split it
+// ran no faster than on one thread (38->228: 0.81), where oneDNN's own 2-thread primitive ran
+// at 0.66x of one thread. It won in both runs on 4, all with 112+ input channels (112->672,
+// 160->960, 320->320 at 14x14, 144->144 at 28x28: 0.59-0.98), but 128->512 and 128->768 at 14x14
+// lost (1.23-1.26), so no channel threshold. The same shapes with ReLU, Clip, Sigmoid, Tanh or
+// HardSwish, and the residual sums, split at 0.4-1.0x of unsplit (72->432 at 14x14 Sigmoid 0.92,
+// Tanh 0.76; 38->228 at 56x56 ReLU 0.84-0.95, Sigmoid 0.85), so the rule is Swish's, not every
+// transcendental post-op's. On Sapphire Rapids (stop 14) efficientnet_b0 ran 0.95x with the
+// split; not measured there since. OPFORGE_CPU_CONV_SPLIT_SWISH=0 splits these too (stop 27's
+// rule), for same-build A/B measurements.
+bool keep_swish_whole() {
+  static const bool on = env_switch_on("OPFORGE_CPU_CONV_SPLIT_SWISH");
+  return on;
+}
+
+bool has_swish(const dnnl::convolution_forward::primitive_desc& pd) {
+  const auto po = pd.get_primitive_attr().get_post_ops();
+  for (int i = 0; i < po.len(); ++i) {
+    if (po.kind(i) != dnnl::primitive::kind::eltwise) continue;
+    dnnl::algorithm alg;
+    float alpha, beta;
+    po.get_params_eltwise(i, alg, alpha, beta);
+    if (alg == dnnl::algorithm::eltwise_swish) return true;
+  }
+  return false;
+}
+
 bool dense_nhwc(const dnnl::memory::desc& md) {
   if (md.get_ndims() != 4 || md.get_inner_nblks() != 0) return false;
   return md == dnnl::memory::desc(md.get_dims(), md.get_data_type(), dnnl::memory::format_tag::acdb);
@@ -67,6 +99,7 @@ std::optional<ChunkSplit> plan_pixel_split(const dnnl::convolution_forward::prim
   if (!dense_nhwc(src) || !dense_nhwc(dst)) return std::nullopt;
   const bool has_residual = residual.get_ndims() != 0;
   if (has_residual && (!dense_nhwc(residual) || residual.get_dims() != dd)) return std::nullopt;
+  if (keep_swish_whole() && has_swish(pd)) return std::nullopt;
   const int64_t pixels = sd[0] * sd[2] * sd[3];
   if (pixels < kMinPixels * threads) return std::nullopt;
   // chunks_per_thread() chunks a thread (fewer when a chunk would get under kMinPixels), rounded

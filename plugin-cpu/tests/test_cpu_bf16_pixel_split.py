@@ -18,8 +18,8 @@ from opforge_cpu._loader import load_core
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
+from cpu_testing import bf16_in_child, check_bf16_split  # noqa: E402
 from cpu_testing import bf16_run as run  # noqa: E402
-from cpu_testing import check_bf16_split  # noqa: E402
 from test_cpu_bf16_conv_rows import Graph as ConvGraph  # noqa: E402  (after onnx is known to be there)
 
 needs_bf16 = pytest.mark.skipif(not bool(load_core().native_bf16()),
@@ -94,34 +94,18 @@ def test_convolutions_the_split_does_not_take(tmp_path: Path) -> None:
         assert len(split_convs(types)) == 1, types
 
 
-def run_in_child(path: Path, x: np.ndarray, tmp_path: Path, env: dict[str, str]) -> tuple[np.ndarray, dict[str, str]]:
-    """The 2-thread bf16 output and exec types (by node name) of a child process with ``env``
-    added: a switch is read once a process."""
-    import json
-    import os
-    import subprocess
-    import sys
-    np.save(tmp_path / "x.npy", x)
-    code = ("import sys, json, numpy as np; sys.path.insert(0, sys.argv[3]); from test_cpu_bf16_pixel_split import run; "
-            "from pathlib import Path; g, t = run(Path(sys.argv[1]), np.load(sys.argv[2]), 2); "
-            "np.save(sys.argv[2] + '.out.npy', g[0]); print(json.dumps(t))")
-    res = subprocess.run([sys.executable, "-c", code, str(path), str(tmp_path / "x.npy"), str(Path(__file__).parent)],
-                         env=dict(os.environ, **env), capture_output=True, text=True, timeout=120, check=True)
-    return np.load(str(tmp_path / "x.npy") + ".out.npy"), json.loads(res.stdout.strip().splitlines()[-1])
-
-
 @needs_bf16
 def test_split_switch_off(tmp_path: Path) -> None:
-    # OPFORGE_CPU_CONV_SPLIT=0 keeps oneDNN's 2-thread primitive: a child process compares its
-    # outputs and exec types with this one's
+    # OPFORGE_CPU_CONV_SPLIT=0 (read once a process) keeps oneDNN's 2-thread primitive: a child
+    # process compares its outputs and exec types with this one's
     g = Graph(11)
     out = g.conv(g.relu(g.conv("x", 64, 96)), 96, 64)
     path = g.save(tmp_path / "m.onnx", (1, 64, 16, 16), [out])
     x = np.random.default_rng(3).standard_normal((1, 64, 16, 16)).astype(np.float32)
     got, types = run(path, x, 2)
-    off, off_types = run_in_child(path, x, tmp_path, {"OPFORGE_CPU_CONV_SPLIT": "0"})
-    assert not split_convs(off_types), off_types
-    np.testing.assert_allclose(got[0], off, rtol=1e-5, atol=1e-5 * float(np.abs(off).max()))
+    off, off_rows = bf16_in_child(tmp_path, path, x, 2, (), {"OPFORGE_CPU_CONV_SPLIT": "0"})
+    assert not [e for _, e in off_rows if "+pixels" in e], off_rows
+    np.testing.assert_allclose(got[0], off[0], rtol=1e-5, atol=1e-5 * float(np.abs(off[0]).max()))
     if "amx" in "".join(types.values()):
         assert len(split_convs(types)) == 2, types
 
@@ -146,8 +130,7 @@ def test_swish_keeps_onednn_split(tmp_path: Path) -> None:
     at = {n.split("/")[0]: t for n, t in types.items()}
     assert "brgconv" in at[swish_step] and "+pixels" not in at[swish_step], types
     assert len(split_convs(types)) >= 2, types  # the first 1x1 and the ones after the Swish
-    got, off_types = run_in_child(path, x, tmp_path, {"OPFORGE_CPU_CONV_SPLIT_SWISH": "0"})
-    off = {n.split("/")[0]: t for n, t in off_types.items()}
-    assert "+pixels" in off[swish_step], off
+    got, off_rows = bf16_in_child(tmp_path, path, x, 2, (), {"OPFORGE_CPU_CONV_SPLIT_SWISH": "0"})
+    assert len([e for _, e in off_rows if "+pixels" in e]) == len(split_convs(types)) + 1, off_rows
     one_run, _ = run(path, x, 1)
-    np.testing.assert_array_equal(got, one_run[0])
+    np.testing.assert_array_equal(got[0], one_run[0])

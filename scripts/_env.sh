@@ -77,3 +77,10 @@ fi
 flock -u 9
 exec 9>&-
 export PATH="$VENV/bin:$PATH"
+# Bytecode caches on, kept out of the tree. The suite starts many child processes (one per plugin
+# switch setting or ISA cap in a test: a switch is read once a process), each importing opforge and
+# its plugins: with PYTHONDONTWRITEBYTECODE set (some sandboxes and CI images set it) every one of them
+# compiled ~550 modules from source, 0.4-0.5 s a process (Emerald Rapids VM, stop 28: a child that
+# compiles mlp.onnx took 1.25 s, 0.77 s with caches).
+unset PYTHONDONTWRITEBYTECODE
+export PYTHONPYCACHEPREFIX="${PYTHONPYCACHEPREFIX:-$VENV/.pycache}"

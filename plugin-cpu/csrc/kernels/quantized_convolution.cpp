@@ -86,10 +86,12 @@ bool fold_pays(const dnnl::convolution_forward::primitive_desc& alt, const dnnl:
 // oneDNN 3.2's int8 brgconv:avx512_core_amx sums wrongly when the window equals the stride (> 1:
 // ConvNeXt's 2x2/2 downsampling, 4x4/4) and the input channels a group are 32 modulo 64 (96, 160,
 // 224, 288): 9-18 quantization steps off ONNX Runtime with every zero point 0, 240 folded on
-// ConvNeXt's 96 -> 192 at 56x56 (32, 48, 80, 104-128, 192, 384 channels and 96 at 3x3/2, 2x2/1,
-// 1x1/2 are exact; real-models.md "Stop 27: int8 on the Intel AMX host"). Such a convolution
-// takes the next implementation that is not brgconv (jit:avx512_core_amx there); the folded zero
-// points stay exact on any kernel. OPFORGE_CPU_INT8_AMX_STRIDE_GUARD=0 keeps brgconv (to reproduce).
+// ConvNeXt's 96 -> 192 at 56x56 (48, 80, 104-128, 192, 384 channels and 96 at 3x3/2, 2x2/1,
+// 1x1/2 are exact; 32 only at 2x2/2: at 4x4/4 and at SegFormer's 8x8/8 it is 208-228 steps off
+// with folded zero points, stop 28; real-models.md "Stop 27: int8 on the Intel AMX host" and
+// "Stop 28: int8 re-runs"). Such a convolution takes the next implementation that is not
+// brgconv (jit:avx512_core_amx there); the folded zero points stay exact on any kernel.
+// OPFORGE_CPU_INT8_AMX_STRIDE_GUARD=0 keeps brgconv (to reproduce).
 bool amx_brgconv_miscomputes(const dnnl::convolution_forward::primitive_desc& p, const ConvGeometry& geo,
                              const Shape& ws, bool grouped) {
   static const bool on = env_switch_on("OPFORGE_CPU_INT8_AMX_STRIDE_GUARD");

@@ -29,8 +29,8 @@ void keep_warm_end();
 bool keep_warm_enabled();
 
 // The TBB build's cold-start wait (keep_warm.cpp, "Why the TBB build waits"): how many runs
-// looked for a spinner awake on another CPU, how many found none and waited for one, and how many of those waits ran
-// out (kWaitNs) before one was running. Always 0 in the OpenMP build and under
+// looked for a spinner awake on another CPU, how many found none and waited for one, and how
+// many of those waits ran out (kWaitNs) before one was running. Always 0 in the OpenMP build and under
 // OPFORGE_CPU_KEEP_WARM_WAIT=0. For tests and measurements.
 struct KeepWarmWaits {
   long long checked = 0;  // runs that looked for a spinner awake on another CPU
